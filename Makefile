@@ -1,0 +1,33 @@
+# Everything the project needs is installed here, into .venv, from pyproject.toml.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: test lint types pytest venv clean
+
+venv: $(STAMP)
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+# Reinstall only when pyproject.toml changes: the second `make test` is fast.
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks
+
+types: $(STAMP)
+	$(BIN)/mypy --strict src
+
+pytest: $(STAMP)
+	$(BIN)/pytest
+
+test: lint types pytest
+
+clean:
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis

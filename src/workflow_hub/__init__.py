@@ -1,0 +1,20 @@
+"""workflow-hub: a trio hub between workflow publishers and the observers and hooks that watch them.
+
+The public API is what this module exports; everything in a ``_private`` module is an internal.
+"""
+
+from .contract import *  # noqa: F403  (the contract's own __all__ is the list)
+from .contract import __all__ as _contract_all
+
+__all__ = [*_contract_all]
+
+
+def _fix_module_names() -> None:
+    # Tracebacks, reprs and docs should say workflow_hub.X, not workflow_hub._contract.X.
+    for name in __all__:
+        value = globals()[name]
+        if isinstance(value, type) and value.__module__.startswith("workflow_hub._"):
+            value.__module__ = __name__
+
+
+_fix_module_names()

@@ -1,0 +1,157 @@
+"""Field converters that turn bad input into a :class:`ContractError` naming the field.
+
+Every contract field is declared with one of these, as an ``attrs.Converter`` that receives the
+field: the error can then name it without the class repeating itself. Converters *normalise* (a
+list becomes a tuple, a wire string becomes its enum member) and *check*; they never guess (a bool
+is not a count, ``"1"`` is not a number).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping
+from enum import StrEnum
+from typing import Any, TypeVar
+
+import attrs
+
+from ._errors import ContractError
+
+__all__ = [
+    "bool_field",
+    "count_field",
+    "enum_field",
+    "instance_field",
+    "number_field",
+    "str_field",
+    "tuple_field",
+]
+
+_T = TypeVar("_T")
+_E = TypeVar("_E", bound=StrEnum)
+
+# A check takes the value and the path to name in an error, and returns the normalised value.
+Check = Callable[[Any, str], _T]
+
+
+def _type_name(value: object) -> str:
+    return type(value).__name__
+
+
+def check_str(value: object, path: str) -> str:
+    if not isinstance(value, str):
+        raise ContractError(path, f"expected a string, got {_type_name(value)}")
+    return value
+
+
+def check_count(value: object, path: str) -> int:
+    # bool is an int subclass; a count of True is a bug, not a 1.
+    if type(value) is not int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return check_count(int(value), path)
+        raise ContractError(path, f"expected an int >= 0, got {_type_name(value)}")
+    if value < 0:
+        raise ContractError(path, f"expected an int >= 0, got {value}")
+    return value
+
+
+def check_bool(value: object, path: str) -> bool:
+    if not isinstance(value, bool):
+        raise ContractError(path, f"expected a bool, got {_type_name(value)}")
+    return value
+
+
+def check_number(value: object, path: str) -> int | float:
+    # Kept exactly as given: an int stays an int, a float stays a float.
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ContractError(path, f"expected a finite int or float, got {_type_name(value)}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ContractError(path, f"expected a finite number, got {value}")
+    return value
+
+
+def check_positive_number(value: object, path: str) -> int | float:
+    number = check_number(value, path)
+    if number <= 0:
+        raise ContractError(path, f"expected a number > 0, got {number}")
+    return number
+
+
+def enum_check(enum: type[_E]) -> Check[_E]:
+    allowed = ", ".join(member.value for member in enum)
+    by_value: dict[str, _E] = {member.value: member for member in enum}
+
+    def check(value: object, path: str) -> _E:
+        if isinstance(value, str):
+            member = by_value.get(value)
+            if member is not None:
+                return member
+            raise ContractError(path, f"unknown value {value!r}; expected one of {allowed}")
+        raise ContractError(path, f"expected one of {allowed}, got {_type_name(value)}")
+
+    return check
+
+
+def instance_check(cls: type[_T] | tuple[type[Any], ...]) -> Check[_T]:
+    names = " or ".join(c.__name__ for c in cls) if isinstance(cls, tuple) else cls.__name__
+
+    def check(value: object, path: str) -> _T:
+        if not isinstance(value, cls):
+            raise ContractError(path, f"expected {names}, got {_type_name(value)}")
+        return value
+
+    return check
+
+
+def tuple_check(item: Check[_T]) -> Check[tuple[_T, ...]]:
+    def check(value: object, path: str) -> tuple[_T, ...]:
+        if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
+            raise ContractError(path, f"expected a sequence, got {_type_name(value)}")
+        return tuple(item(element, f"{path}[{index}]") for index, element in enumerate(value))
+
+    return check
+
+
+def optional(check: Check[_T]) -> Check[_T | None]:
+    def optional_check(value: object, path: str) -> _T | None:
+        return None if value is None else check(value, path)
+
+    return optional_check
+
+
+def _converter(check: Check[Any]) -> attrs.Converter[Any, Any]:
+    return attrs.Converter(lambda value, field: check(value, field.name), takes_field=True)
+
+
+def _field(check: Check[Any], *, optional_: bool) -> Any:
+    if optional_:
+        return attrs.field(default=None, converter=_converter(optional(check)))
+    return attrs.field(converter=_converter(check))
+
+
+def str_field(*, optional: bool = False) -> Any:
+    return _field(check_str, optional_=optional)
+
+
+def count_field(*, optional: bool = False) -> Any:
+    return _field(check_count, optional_=optional)
+
+
+def bool_field() -> Any:
+    return _field(check_bool, optional_=False)
+
+
+def number_field(*, positive: bool = False) -> Any:
+    return _field(check_positive_number if positive else check_number, optional_=False)
+
+
+def enum_field(enum: type[StrEnum], *, optional: bool = False) -> Any:
+    return _field(enum_check(enum), optional_=optional)
+
+
+def instance_field(cls: type[Any] | tuple[type[Any], ...], *, optional: bool = False) -> Any:
+    return _field(instance_check(cls), optional_=optional)
+
+
+def tuple_field(item: Check[Any], *, optional: bool = False) -> Any:
+    return _field(tuple_check(item), optional_=optional)
