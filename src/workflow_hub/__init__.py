@@ -3,10 +3,28 @@
 The public API is what this module exports; everything in a ``_private`` module is an internal.
 """
 
+from ._hub import Dispatch as Dispatch
+from ._hub import HubStatistics as HubStatistics
+from ._hub import WorkflowActivityHub as WorkflowActivityHub
+from ._hub import open_hub as open_hub
+from ._observers import FrameCallback as FrameCallback
+from ._observers import FrameStream as FrameStream
+from ._observers import ObserverLease as ObserverLease
+from ._publisher import WorkflowActivityPublisher as WorkflowActivityPublisher
 from .contract import *  # noqa: F403  (the contract's own __all__ is the list)
 from .contract import __all__ as _contract_all
 
-__all__ = [*_contract_all]
+__all__ = [
+    *_contract_all,
+    "Dispatch",
+    "FrameCallback",
+    "FrameStream",
+    "HubStatistics",
+    "ObserverLease",
+    "WorkflowActivityHub",
+    "WorkflowActivityPublisher",
+    "open_hub",
+]
 
 
 def _fix_module_names() -> None:

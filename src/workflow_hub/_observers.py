@@ -1,0 +1,175 @@
+"""Per-observer bounded queues, and the two ways to consume one: a callback task or a stream.
+
+A queue belongs to one observer. The publisher side (`push`) is synchronous and O(1): it never
+waits for the consumer. When ``limit`` frames are already pending, the arriving frame clears them
+and one fresh snapshot of the hub's current state takes their place (SPEC O4), so an observer that
+falls behind loses continuity visibly instead of losing updates silently.
+
+The consumer side parks its task when the queue is empty and is rescheduled directly by `push`:
+no channel, no event object per wait, and a consumer that wakes up drains everything pending
+without a scheduler round trip per frame.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TYPE_CHECKING, Any, final
+
+import trio
+
+from ._contract import Frame
+from ._enums import DiagnosticKind
+
+if TYPE_CHECKING:
+    from ._hub import WorkflowActivityHub
+
+__all__ = ["FrameCallback", "FrameStream", "ObserverLease"]
+
+logger = logging.getLogger("workflow_hub")
+
+FrameCallback = Callable[[Frame], Awaitable[object] | object]
+"""What ``hub.observe`` takes: a sync or async callable receiving one frame."""
+
+
+@final
+class ObserverQueue:
+    """The frames pending for one observer, and the task (if any) waiting for them."""
+
+    __slots__ = ("_frames", "_hub", "_limit", "_waiter", "disposed")
+
+    def __init__(self, hub: WorkflowActivityHub, first: Frame, limit: int) -> None:
+        self._hub = hub
+        self._limit = limit
+        self._frames: deque[Frame] = deque((first,))
+        self._waiter: trio.lowlevel.Task | None = None
+        self.disposed = False
+
+    @property
+    def pending(self) -> int:
+        return len(self._frames)
+
+    def push(self, frame: Frame) -> None:
+        frames = self._frames
+        if len(frames) >= self._limit:
+            frames.clear()
+            # The hub has already applied the arriving frame, so its snapshot includes it.
+            frames.append(self._hub.snapshot_frame())
+            self._hub._record(DiagnosticKind.OBSERVER_OVERFLOW)
+        else:
+            frames.append(frame)
+        self._wake()
+
+    def dispose(self) -> bool:
+        """Drop what is pending and stop; True the first time only."""
+        if self.disposed:
+            return False
+        self.disposed = True
+        self._frames.clear()
+        self._wake()
+        return True
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None:
+            self._waiter = None
+            trio.lowlevel.reschedule(waiter)
+
+    async def next_frame(self) -> Frame | None:
+        """The next pending frame, waiting for one if needed; None once disposed."""
+        while not self._frames:
+            if self.disposed:
+                return None
+            self._waiter = trio.lowlevel.current_task()
+
+            def abort(_: object) -> trio.lowlevel.Abort:
+                self._waiter = None
+                return trio.lowlevel.Abort.SUCCEEDED
+
+            await trio.lowlevel.wait_task_rescheduled(abort)
+        return self._frames.popleft()
+
+
+@final
+class ObserverLease:
+    """Returned by ``hub.observe()``: dispose it to stop observing.
+
+    Disposal is idempotent and records ``ObserverDisposed`` once. Pending frames are dropped; a
+    callback already running is not cancelled, but no queued callback runs after disposal (O6).
+    """
+
+    __slots__ = ("_hub", "_queue")
+
+    def __init__(self, hub: WorkflowActivityHub, queue: ObserverQueue) -> None:
+        self._hub = hub
+        self._queue = queue
+
+    @property
+    def disposed(self) -> bool:
+        return self._queue.disposed
+
+    @property
+    def pending(self) -> int:
+        """Frames waiting for this observer (the one being processed does not count)."""
+        return self._queue.pending
+
+    def dispose(self) -> None:
+        self._hub._dispose_observer(self._queue)
+
+
+async def deliver_to_callback(
+    hub: WorkflowActivityHub, queue: ObserverQueue, callback: FrameCallback
+) -> None:
+    """The task behind one callback observer: one callback at a time, in queue order (O2, O5)."""
+    while True:
+        frame = await queue.next_frame()
+        if frame is None:
+            return
+        try:
+            result: Any = callback(frame)
+            if inspect.isawaitable(result):
+                await result
+        except Exception:
+            logger.warning("workflow activity observer failed", exc_info=True)
+            hub._record(DiagnosticKind.OBSERVER_DELIVERY_FAILED)
+
+
+@final
+class FrameStream:
+    """Frames for one subscriber, pulled with ``async for`` (O9).
+
+    The same guarantees as a callback observer: a snapshot first, then FIFO, bounded, with an
+    overflow resnapshot. The frame being processed is the one last yielded; it does not count
+    against the bound. Iteration ends when the subscription or the hub is disposed.
+    """
+
+    __slots__ = ("_lease", "_queue")
+
+    def __init__(self, lease: ObserverLease, queue: ObserverQueue) -> None:
+        self._lease = lease
+        self._queue = queue
+
+    @property
+    def lease(self) -> ObserverLease:
+        return self._lease
+
+    def __aiter__(self) -> AsyncIterator[Frame]:
+        return self
+
+    async def __anext__(self) -> Frame:
+        # A cancellation point even when frames are waiting; it yields to the scheduler only when
+        # the queue is empty, so draining a backlog costs no round trip per frame.
+        await trio.lowlevel.checkpoint_if_cancelled()
+        frame = await self._queue.next_frame()
+        if frame is None:
+            raise StopAsyncIteration
+        return frame
+
+    async def receive(self) -> Frame:
+        """The next frame; raises ``trio.EndOfChannel`` once the subscription is disposed."""
+        try:
+            return await self.__anext__()
+        except StopAsyncIteration:
+            raise trio.EndOfChannel from None
