@@ -37,6 +37,8 @@ from ._contract import (
 )
 from ._enums import Availability, DiagnosticKind, StageStatus
 from ._errors import ContractError
+from ._metrics import HubMetrics
+from ._metrics import clock as metrics_clock
 from ._observers import (
     FrameCallback,
     FrameStream,
@@ -118,7 +120,8 @@ class WorkflowActivityHub:
     ``queue_limit`` bounds each observer's pending frames (O4); ``diagnostics_limit`` bounds the
     retained diagnostics (L3); ``hook_buffer_limit`` bounds hook events waiting for a dispatcher
     (the oldest are dropped past it, and counted). ``epoch_factory`` makes epoch strings; each must
-    be new to this hub.
+    be new to this hub. ``metrics`` (a :class:`~workflow_hub.metrics.HubMetrics`) turns on
+    Prometheus metrics; without it the hub does no metric work at all.
     """
 
     def __init__(
@@ -128,7 +131,11 @@ class WorkflowActivityHub:
         diagnostics_limit: int = DEFAULT_DIAGNOSTICS_LIMIT,
         hook_buffer_limit: int = DEFAULT_HOOK_BUFFER_LIMIT,
         epoch_factory: Callable[[], str] | None = None,
+        metrics: HubMetrics | None = None,
     ) -> None:
+        if metrics is not None and not isinstance(metrics, HubMetrics):
+            raise ContractError("metrics", f"expected HubMetrics, got {type(metrics).__name__}")
+        self._metrics = metrics
         self._queue_limit = _check_limit(queue_limit, "queue_limit")
         self._diagnostics: deque[Diagnostic] = deque(
             maxlen=_check_limit(diagnostics_limit, "diagnostics_limit")
@@ -152,6 +159,8 @@ class WorkflowActivityHub:
         self._exit_stack: AsyncExitStack | None = None
         self._entered = False
         self._disposed = False
+        if metrics is not None:
+            metrics.bind(self)
 
     # --- lifetime --------------------------------------------------------------------------
 
@@ -328,11 +337,20 @@ class WorkflowActivityHub:
         self._broadcast(self.snapshot_frame())
 
     def _broadcast(self, frame: Frame) -> None:
+        metrics = self._metrics
+        if metrics is None:
+            for queue in self._observers:
+                queue.push(frame)
+            return
+        metrics.frames_published[frame.kind].inc()
+        now = metrics_clock()
         for queue in self._observers:
-            queue.push(frame)
+            queue.push(frame, now)
 
     def _record(self, kind: DiagnosticKind) -> None:
         self._diagnostics.append(Diagnostic(kind=kind, cursor=self._cursor))
+        if self._metrics is not None:
+            self._metrics.record_diagnostic(kind)
 
     # --- observers -------------------------------------------------------------------------
 
@@ -372,7 +390,13 @@ class WorkflowActivityHub:
             self._record(DiagnosticKind.SOURCE_RECOVERING)
         elif self._availability is Availability.UNAVAILABLE:
             self._record(DiagnosticKind.SOURCE_UNAVAILABLE)
-        queue = ObserverQueue(self, self.snapshot_frame(), self._queue_limit)
+        queue = ObserverQueue(
+            self,
+            self.snapshot_frame(),
+            self._queue_limit,
+            self._metrics,
+            0.0 if self._metrics is None else metrics_clock(),
+        )
         self._observers[queue] = None
         return queue, ObserverLease(self, queue)
 
@@ -434,6 +458,8 @@ class WorkflowActivityHub:
                 continue  # K2: retirement fences buffered and queued events.
             dispatch = self._dispatcher
             assert dispatch is not None
+            if self._metrics is not None:
+                self._metrics.hook_events_dispatched[event.type].inc()
             try:
                 result: Any = dispatch(event, publisher._is_current)
                 if inspect.isawaitable(result):
@@ -450,6 +476,7 @@ async def open_hub(
     diagnostics_limit: int = DEFAULT_DIAGNOSTICS_LIMIT,
     hook_buffer_limit: int = DEFAULT_HOOK_BUFFER_LIMIT,
     epoch_factory: Callable[[], str] | None = None,
+    metrics: HubMetrics | None = None,
 ) -> AsyncIterator[WorkflowActivityHub]:
     """Run a :class:`WorkflowActivityHub` for the duration of the block, then dispose it."""
     async with WorkflowActivityHub(
@@ -457,5 +484,6 @@ async def open_hub(
         diagnostics_limit=diagnostics_limit,
         hook_buffer_limit=hook_buffer_limit,
         epoch_factory=epoch_factory,
+        metrics=metrics,
     ) as hub:
         yield hub

@@ -25,6 +25,7 @@ from ._enums import DiagnosticKind
 
 if TYPE_CHECKING:
     from ._hub import WorkflowActivityHub
+    from ._metrics import HubMetrics
 
 __all__ = ["FrameCallback", "FrameStream", "ObserverLease"]
 
@@ -38,12 +39,22 @@ FrameCallback = Callable[[Frame], Awaitable[object] | object]
 class ObserverQueue:
     """The frames pending for one observer, and the task (if any) waiting for them."""
 
-    __slots__ = ("_frames", "_hub", "_limit", "_waiter", "disposed")
+    __slots__ = ("_frames", "_hub", "_limit", "_metrics", "_stamps", "_waiter", "disposed")
 
-    def __init__(self, hub: WorkflowActivityHub, first: Frame, limit: int) -> None:
+    def __init__(
+        self,
+        hub: WorkflowActivityHub,
+        first: Frame,
+        limit: int,
+        metrics: HubMetrics | None = None,
+        stamp: float = 0.0,
+    ) -> None:
         self._hub = hub
         self._limit = limit
         self._frames: deque[Frame] = deque((first,))
+        # Publication times, parallel to _frames, kept only when metrics measure delivery lag.
+        self._metrics = metrics
+        self._stamps: deque[float] | None = None if metrics is None else deque((stamp,))
         self._waiter: trio.lowlevel.Task | None = None
         self.disposed = False
 
@@ -51,15 +62,20 @@ class ObserverQueue:
     def pending(self) -> int:
         return len(self._frames)
 
-    def push(self, frame: Frame) -> None:
+    def push(self, frame: Frame, stamp: float = 0.0) -> None:
         frames = self._frames
+        stamps = self._stamps
         if len(frames) >= self._limit:
             frames.clear()
             # The hub has already applied the arriving frame, so its snapshot includes it.
             frames.append(self._hub.snapshot_frame())
+            if stamps is not None:
+                stamps.clear()
             self._hub._record(DiagnosticKind.OBSERVER_OVERFLOW)
         else:
             frames.append(frame)
+        if stamps is not None:
+            stamps.append(stamp)
         self._wake()
 
     def dispose(self) -> bool:
@@ -68,6 +84,8 @@ class ObserverQueue:
             return False
         self.disposed = True
         self._frames.clear()
+        if self._stamps is not None:
+            self._stamps.clear()
         self._wake()
         return True
 
@@ -89,6 +107,9 @@ class ObserverQueue:
                 return trio.lowlevel.Abort.SUCCEEDED
 
             await trio.lowlevel.wait_task_rescheduled(abort)
+        if self._stamps is not None:
+            assert self._metrics is not None
+            self._metrics.record_delivery(self._stamps.popleft())
         return self._frames.popleft()
 
 

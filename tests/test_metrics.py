@@ -1,0 +1,162 @@
+"""Prometheus metrics: exact values after scripted scenarios, scraped and parsed as text."""
+
+from __future__ import annotations
+
+import pytest
+import trio
+import trio.testing
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+from workflow_hub import ContractError, Frame, WorkflowActivityHub, open_hub
+from workflow_hub.metrics import HubMetrics
+
+from .builders import heartbeat, root, stage_lifecycle
+
+
+def scrape(registry: CollectorRegistry) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """Every sample of a scrape, keyed by (name, sorted labels)."""
+    text = generate_latest(registry).decode()
+    samples = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            samples[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
+    return samples
+
+
+def value(registry: CollectorRegistry, name: str, **labels: str) -> float:
+    return scrape(registry)[(name, tuple(sorted(labels.items())))]
+
+
+@pytest.fixture
+def registry() -> CollectorRegistry:
+    return CollectorRegistry()
+
+
+async def test_frames_published_and_delivered_and_gauges(registry: CollectorRegistry) -> None:
+    """Frames published by kind, delivered, observers, revision, availability, epochs."""
+    metrics = HubMetrics(registry)
+    async with open_hub(metrics=metrics) as hub:
+        seen: list[Frame] = []
+        hub.observe(seen.append)
+        publisher = hub.register_publisher()
+        publisher.publish_snapshot("ready", [root("a")])
+        publisher.publish_changed(root("b"))
+        publisher.publish_removed("a")
+        publisher.publish_lifecycle(stage_lifecycle())
+        await trio.testing.wait_all_tasks_blocked()
+        assert value(registry, "workflow_hub_frames_published_total", kind="snapshot") == 2
+        assert value(registry, "workflow_hub_frames_published_total", kind="changed") == 1
+        assert value(registry, "workflow_hub_frames_published_total", kind="removed") == 1
+        assert value(registry, "workflow_hub_frames_delivered_total") == len(seen) == 5
+        assert value(registry, "workflow_hub_observers") == 1
+        assert value(registry, "workflow_hub_revision") == 4
+        assert value(registry, "workflow_hub_epochs_started") == 2
+        assert value(registry, "workflow_hub_availability", state="ready") == 1
+        assert value(registry, "workflow_hub_availability", state="unavailable") == 0
+        assert value(registry, "workflow_hub_delivery_lag_seconds_count") == 5
+
+
+async def test_overflow_is_counted_and_pending_gauges_follow(registry: CollectorRegistry) -> None:
+    """An overflow: one overflow, one ObserverOverflow diagnostic, pending gauges."""
+    async with open_hub(queue_limit=3, metrics=HubMetrics(registry)) as hub:
+        gate = trio.Event()
+
+        async def stalled(frame: Frame) -> None:
+            await gate.wait()
+
+        hub.observe(stalled)
+        await trio.testing.wait_all_tasks_blocked()
+        publisher = hub.register_publisher()
+        publisher.publish_snapshot("ready", [])
+        publisher.publish_changed(root("a"))
+        assert value(registry, "workflow_hub_pending_frames") == 3
+        assert value(registry, "workflow_hub_deepest_queue_frames") == 3
+        publisher.publish_changed(root("b"))
+        assert value(registry, "workflow_hub_observer_overflows_total") == 1
+        assert (
+            value(registry, "workflow_hub_diagnostics_recorded_total", kind="ObserverOverflow") == 1
+        )
+        assert value(registry, "workflow_hub_pending_frames") == 1
+        gate.set()
+
+
+async def test_fenced_publisher_is_counted(registry: CollectorRegistry) -> None:
+    """A fenced publisher's calls count as fenced publications and PublisherFenced records."""
+    async with open_hub(metrics=HubMetrics(registry)) as hub:
+        old = hub.register_publisher()
+        hub.register_publisher()
+        old.publish_changed(root())
+        old.publish_heartbeat(heartbeat())
+        old.dispose()
+        assert value(registry, "workflow_hub_fenced_publications_total") == 3
+        assert (
+            value(registry, "workflow_hub_diagnostics_recorded_total", kind="PublisherFenced") == 3
+        )
+        assert (
+            value(registry, "workflow_hub_diagnostics_recorded_total", kind="SourceUnavailable")
+            == 2
+        )
+
+
+async def test_failing_observer_is_counted(registry: CollectorRegistry) -> None:
+    """A failing callback counts as a delivery failure, and its frames still as delivered."""
+    async with open_hub(metrics=HubMetrics(registry)) as hub:
+
+        def broken(frame: Frame) -> None:
+            raise RuntimeError("no")
+
+        hub.observe(broken)
+        hub.register_publisher().publish_snapshot("ready", [])
+        await trio.testing.wait_all_tasks_blocked()
+        assert value(registry, "workflow_hub_delivery_failures_total") == 3
+        assert value(registry, "workflow_hub_frames_delivered_total") == 3
+
+
+async def test_hook_events_dispatched_by_type(registry: CollectorRegistry) -> None:
+    """Hook events handed to the dispatcher are counted by type."""
+    async with open_hub(metrics=HubMetrics(registry)) as hub:
+
+        async def dispatch(event: object, is_current: object) -> None:
+            pass
+
+        hub.bind_dispatcher(dispatch)
+        publisher = hub.register_publisher()
+        publisher.publish_lifecycle(stage_lifecycle("completed"))
+        publisher.publish_changed(root())
+        publisher.publish_heartbeat(heartbeat())
+        await trio.testing.wait_all_tasks_blocked()
+        for kind in (
+            "workflow_lifecycle",
+            "workflow_stage_completed",
+            "workflow_activity_changed",
+            "workflow_heartbeat",
+        ):
+            assert value(registry, "workflow_hub_hook_events_dispatched_total", type=kind) == 1
+
+
+def test_no_label_names_an_observer_root_or_run(registry: CollectorRegistry) -> None:
+    """Low cardinality: the only label names are kind, type and state."""
+    hub = WorkflowActivityHub(metrics=HubMetrics(registry))
+    hub.register_publisher().publish_snapshot("ready", [root("a"), root("b")])
+    labels = {name for (_, sample_labels) in scrape(registry) for name, _ in sample_labels}
+    assert labels <= {"kind", "type", "state", "le"}
+
+
+def test_one_metrics_object_serves_one_hub(registry: CollectorRegistry) -> None:
+    metrics = HubMetrics(registry)
+    WorkflowActivityHub(metrics=metrics)
+    with pytest.raises(RuntimeError, match="one hub"):
+        WorkflowActivityHub(metrics=metrics)
+
+
+def test_metrics_argument_is_checked() -> None:
+    with pytest.raises(ContractError, match="metrics"):
+        WorkflowActivityHub(metrics=object())  # type: ignore[arg-type]
+
+
+def test_namespace_prefixes_every_metric(registry: CollectorRegistry) -> None:
+    WorkflowActivityHub(metrics=HubMetrics(registry, namespace="wf"))
+    names = {name for (name, _) in scrape(registry)}
+    assert names
+    assert all(name.startswith("wf_") for name in names)
