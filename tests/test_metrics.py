@@ -160,3 +160,24 @@ def test_namespace_prefixes_every_metric(registry: CollectorRegistry) -> None:
     names = {name for (name, _) in scrape(registry)}
     assert names
     assert all(name.startswith("wf_") for name in names)
+
+
+async def test_failing_hook_handler_is_counted(registry: CollectorRegistry) -> None:
+    """K5 with metrics: each failing handler counts once; the chain goes on."""
+    from workflow_hub import HookRunner
+
+    async with open_hub(metrics=HubMetrics(registry)) as hub:
+        runner = HookRunner(hub)
+        reached: list[str] = []
+
+        def broken(event: object) -> None:
+            raise RuntimeError("handler bug")
+
+        runner.extension("broken").on("workflow_heartbeat", broken)
+        runner.extension("fine").on("workflow_heartbeat", lambda event: reached.append("fine"))
+        runner.bind()
+        hub.register_publisher().publish_heartbeat(heartbeat())
+        await trio.testing.wait_all_tasks_blocked()
+        assert reached == ["fine"]
+        assert value(registry, "workflow_hub_hook_handler_failures_total") == 1
+        assert value(registry, "workflow_hub_delivery_failures_total") == 0

@@ -3,6 +3,11 @@
 The public API is what this module exports; everything in a ``_private`` module is an internal.
 """
 
+from ._hooks import HOOK_EVENT_TYPES as HOOK_EVENT_TYPES
+from ._hooks import ExtensionHooks as ExtensionHooks
+from ._hooks import HandlerFailure as HandlerFailure
+from ._hooks import HookEventType as HookEventType
+from ._hooks import HookRunner as HookRunner
 from ._hub import Dispatch as Dispatch
 from ._hub import HubStatistics as HubStatistics
 from ._hub import WorkflowActivityHub as WorkflowActivityHub
@@ -17,6 +22,11 @@ from .contract import __all__ as _contract_all
 __all__ = [
     *_contract_all,
     "Dispatch",
+    "ExtensionHooks",
+    "HOOK_EVENT_TYPES",
+    "HandlerFailure",
+    "HookEventType",
+    "HookRunner",
     "FrameCallback",
     "FrameStream",
     "HubStatistics",
