@@ -1,0 +1,176 @@
+"""One status for a pane, a badge or a tray icon, boiled down from every root.
+
+The decision table (first matching row wins; see ``docs/reporters.md``):
+
+1. any root is working -> ``working``, with the most significant working reason;
+2. any root is blocked -> ``blocked``: ``awaiting_input`` before ``manual_intervention``;
+3. the source is not ready, no snapshot was seen, or the view is out of sync -> ``unknown``;
+4. otherwise ``idle``: ``paused`` if any root is paused, else ``quiescent``.
+
+Unknown is never idle: "idle" claims that nothing runs, and only a complete, trustworthy picture
+can back that claim. Working and blocked claim that something *is* there, so a root in hand is
+enough for them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from enum import StrEnum
+from typing import final
+
+import attrs
+
+from ._contract import RootActivity, SnapshotFrame
+from ._enums import Availability, Reason, State
+from ._view import ActivityView
+
+__all__ = ["AggregateState", "AggregateStatus", "aggregate"]
+
+
+class AggregateState(StrEnum):
+    """The one-word status of everything a view holds."""
+
+    WORKING = "working"
+    """Some root is working."""
+    BLOCKED = "blocked"
+    """Nothing works and some root waits for a human."""
+    IDLE = "idle"
+    """The source is ready, nothing works and nothing is blocked."""
+    UNKNOWN = "unknown"
+    """The activity is not known (source recovering or unavailable, no snapshot yet, or the view
+    is out of sync). Never shown as idle."""
+
+
+@final
+@attrs.frozen(kw_only=True)
+class AggregateStatus:
+    """The result of :func:`aggregate`. ``str(status)`` is its :attr:`message`."""
+
+    state: AggregateState
+    """The one-word status."""
+    reason: Reason | None
+    """Why: the most significant reason among the roots that decided the state; ``None`` when the
+    state is unknown."""
+    attention: bool
+    """True when some root needs attention or is blocked."""
+    roots: int
+    """Roots the view holds (0 while the source is not ready)."""
+    working: int
+    """Roots whose state is working."""
+    blocked: int
+    """Roots whose state is blocked."""
+    awaiting_input: int
+    """Blocked roots waiting for human input (``blocked`` / ``awaiting_input``)."""
+    message: str
+    """A short human-readable summary, such as ``"2 working · 1 waiting for input"``."""
+
+    def __str__(self) -> str:
+        return self.message
+
+
+# Among working roots: a retry says more than plain execution, which says more than a pending
+# continuation (SPEC §5's own order). ``stopping`` is reported only when every working root is
+# stopping, mirroring SPEC §5: independent work that continues keeps its own reason.
+_WORKING_RANK: Mapping[Reason, int] = {
+    Reason.RETRYING: 0,
+    Reason.EXECUTING: 1,
+    Reason.AUTOMATIC_CONTINUATION: 2,
+}
+_BLOCKED_RANK: Mapping[Reason, int] = {
+    Reason.AWAITING_INPUT: 0,
+    Reason.MANUAL_INTERVENTION: 1,
+}
+_SEPARATOR = " · "
+
+
+def _first_by_rank(reasons: Iterable[Reason], rank: Mapping[Reason, int]) -> Reason | None:
+    # A reason outside the table (a root published with an unusual pair) ranks last; ties keep
+    # the view's order. The reason is reported as published, never invented.
+    return min(reasons, key=lambda reason: rank.get(reason, len(rank)), default=None)
+
+
+def _verb(count: int, singular: str, plural: str) -> str:
+    return f"{count} {singular if count == 1 else plural}"
+
+
+def aggregate(source: ActivityView | SnapshotFrame) -> AggregateStatus:
+    """Boil a view (or one snapshot frame, e.g. ``hub.snapshot_frame()``) down to one status.
+
+    See the module docstring for the decision table.
+    """
+    if isinstance(source, SnapshotFrame):
+        availability: Availability | None = source.availability
+        roots: tuple[RootActivity, ...] = source.roots or ()
+        in_sync = True
+    else:
+        availability = source.availability
+        roots = source.roots
+        in_sync = source.in_sync
+
+    working = [root.reason for root in roots if root.state is State.WORKING]
+    blocked = [root.reason for root in roots if root.state is State.BLOCKED]
+    awaiting = blocked.count(Reason.AWAITING_INPUT)
+    manual = blocked.count(Reason.MANUAL_INTERVENTION)
+    attention = any(root.needs_attention or root.state is State.BLOCKED for root in roots)
+    # Attention that the blocked counts do not already tell (e.g. an ended failure).
+    other_attention = sum(
+        1 for root in roots if root.needs_attention and root.state is not State.BLOCKED
+    )
+
+    blocked_parts: list[str] = []
+    if awaiting:
+        blocked_parts.append(f"{awaiting} waiting for input")
+    if manual:
+        blocked_parts.append(_verb(manual, "needs intervention", "need intervention"))
+    if len(blocked) > awaiting + manual:
+        blocked_parts.append(f"{len(blocked) - awaiting - manual} blocked")
+    attention_parts: list[str] = []
+    if other_attention:
+        attention_parts.append(_verb(other_attention, "needs attention", "need attention"))
+
+    reason: Reason | None
+    if working:
+        state = AggregateState.WORKING
+        independent = [reason for reason in working if reason is not Reason.STOPPING]
+        reason = _first_by_rank(independent, _WORKING_RANK)
+        if reason is None:
+            reason = Reason.STOPPING
+        parts = [f"{len(working)} working", *blocked_parts, *attention_parts]
+    elif blocked:
+        state = AggregateState.BLOCKED
+        reason = _first_by_rank(blocked, _BLOCKED_RANK)
+        parts = [*blocked_parts, *attention_parts]
+    elif availability is not Availability.READY or not in_sync:
+        state = AggregateState.UNKNOWN
+        reason = None
+        if availability is None:
+            detail = "no snapshot yet"
+        elif availability is not Availability.READY:
+            detail = f"source {availability}"
+        else:
+            detail = "view out of sync"
+        parts = [f"activity unknown: {detail}", *attention_parts]
+    else:
+        state = AggregateState.IDLE
+        paused = sum(1 for root in roots if root.reason is Reason.PAUSED)
+        reason = Reason.PAUSED if paused else Reason.QUIESCENT
+        parts = [f"{paused} paused" if paused else "idle", *attention_parts]
+
+    return AggregateStatus(
+        state=state,
+        reason=reason,
+        attention=attention,
+        roots=len(roots),
+        working=len(working),
+        blocked=len(blocked),
+        awaiting_input=awaiting,
+        message=_SEPARATOR.join(parts),
+    )
+
+
+def _resolve_field_types() -> None:
+    # ``workflow_hub.reporting`` rewrites ``__module__``; resolve annotations while they resolve.
+    attrs.resolve_types(AggregateStatus)
+
+
+_resolve_field_types()

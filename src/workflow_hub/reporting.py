@@ -1,0 +1,45 @@
+"""Tools for status reporters: a consistent view of every root, and one status for a pane or badge.
+
+- :class:`ActivityView` folds an observer's frames in delivery order, checking their continuity;
+  ``view.apply(frame)`` returns a :class:`ViewChange` for renderers that redraw incrementally.
+- :func:`aggregate` boils a view down to an :class:`AggregateStatus`: working, blocked, idle or
+  unknown, with a reason, an attention flag and a short message. Unknown is never idle.
+- :func:`run_reporter` subscribes to a hub, keeps a view up to date and calls a render callback
+  after each frame: ``view = await nursery.start(run_reporter, hub, render)``.
+
+See ``docs/reporters.md``.
+"""
+
+from ._aggregate import AggregateState as AggregateState
+from ._aggregate import AggregateStatus as AggregateStatus
+from ._aggregate import aggregate as aggregate
+from ._reporter import RenderCallback as RenderCallback
+from ._reporter import run_reporter as run_reporter
+from ._view import ActivityView as ActivityView
+from ._view import ChangeKind as ChangeKind
+from ._view import Rejection as Rejection
+from ._view import ViewChange as ViewChange
+
+__all__ = [
+    "ActivityView",
+    "AggregateState",
+    "AggregateStatus",
+    "ChangeKind",
+    "Rejection",
+    "RenderCallback",
+    "ViewChange",
+    "aggregate",
+    "run_reporter",
+]
+
+
+def _fix_module_names() -> None:
+    # Reprs, tracebacks and docs should say workflow_hub.reporting.X. A name the package itself
+    # already re-exports (and renamed to workflow_hub.X) is left as the package set it.
+    for name in __all__:
+        value = globals()[name]
+        if isinstance(value, type) and value.__module__.startswith("workflow_hub._"):
+            value.__module__ = __name__
+
+
+_fix_module_names()
