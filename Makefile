@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test lint types pytest venv clean
+.PHONY: demo test lint types pytest venv clean
 
 venv: $(STAMP)
 
@@ -18,6 +18,10 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	touch $(STAMP)
 
 LINTED := $(wildcard src tests benchmarks)
+
+# The main job on its embedded default: a simulated scheduler, a live status view, hook events.
+demo: $(STAMP)
+	$(BIN)/workflow-hub demo
 
 lint: $(STAMP)
 	$(BIN)/ruff check $(LINTED)

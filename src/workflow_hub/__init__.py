@@ -3,6 +3,7 @@
 The public API is what this module exports; everything in a ``_private`` module is an internal.
 """
 
+from ._heartbeat import run_heartbeats as run_heartbeats
 from ._hooks import HOOK_EVENT_TYPES as HOOK_EVENT_TYPES
 from ._hooks import ExtensionHooks as ExtensionHooks
 from ._hooks import HandlerFailure as HandlerFailure
@@ -16,6 +17,8 @@ from ._observers import FrameCallback as FrameCallback
 from ._observers import FrameStream as FrameStream
 from ._observers import ObserverLease as ObserverLease
 from ._publisher import WorkflowActivityPublisher as WorkflowActivityPublisher
+from ._threads import ThreadPublisher as ThreadPublisher
+from ._tracker import RunTracker as RunTracker
 from .contract import *  # noqa: F403  (the contract's own __all__ is the list)
 from .contract import __all__ as _contract_all
 
@@ -31,9 +34,12 @@ __all__ = [
     "FrameStream",
     "HubStatistics",
     "ObserverLease",
+    "RunTracker",
+    "ThreadPublisher",
     "WorkflowActivityHub",
     "WorkflowActivityPublisher",
     "open_hub",
+    "run_heartbeats",
 ]
 
 

@@ -1,0 +1,228 @@
+"""Publishing, and driving a tracker, from threads that are not the hub's trio thread.
+
+The hub, its publishers and :class:`RunTracker` belong to one trio thread. A scheduler that runs
+in other threads hands its calls to that thread through a :class:`ThreadPublisher`: each call is
+queued with :meth:`trio.lowlevel.TrioToken.run_sync_soon`, which trio runs in strict first-in,
+first-out order. So calls from one thread take effect in the order that thread made them (calls
+from different threads interleave in the order they were queued), nothing is lost, and the
+caller never waits for the hub, let alone for a consumer.
+
+The ``*_blocking`` variants queue the same way (so they stay in order with everything queued
+before them) and then wait until the trio thread has run the call, returning its result: for
+``publish_*_blocking``, the cursor the hub assigned.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable
+from typing import Generic, ParamSpec, TypeVar, final
+
+import trio
+
+from ._contract import Cursor, HeartbeatEvent, LifecycleInput, RootActivity
+from ._enums import Availability
+from ._errors import ContractError
+from ._publisher import WorkflowActivityPublisher
+from ._validate import check_str, enum_check, instance_check, tuple_check
+
+__all__ = ["ThreadPublisher"]
+
+logger = logging.getLogger("workflow_hub")
+
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
+
+_check_availability = enum_check(Availability)
+_check_roots = tuple_check(instance_check(RootActivity))
+_check_root = instance_check(RootActivity)
+_check_lifecycle = instance_check(LifecycleInput)
+_check_heartbeat = instance_check(HeartbeatEvent)
+_check_publisher = instance_check(WorkflowActivityPublisher)
+
+
+def _log_error(error: Exception) -> None:
+    logger.error("a call handed to the trio thread failed", exc_info=error)
+
+
+@final
+class _Reply(Generic[_T]):
+    """Where the trio thread leaves a blocking call's outcome for the waiting thread."""
+
+    __slots__ = ("done", "error", "value")
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.value: _T | None = None
+        self.error: BaseException | None = None
+
+
+@final
+class ThreadPublisher:
+    """A thread-safe front for a publisher (and anything else living in the hub's trio thread).
+
+    Create it in the trio thread (it captures :func:`trio.lowlevel.current_trio_token`), or pass
+    ``trio_token`` explicitly; then share it with any number of threads. Its ``publish_*`` methods
+    mirror :class:`WorkflowActivityPublisher`'s, validate their arguments in the calling thread
+    (raising :class:`ContractError` there, before anything is queued) and return at once.
+    :meth:`call_soon` queues any call, e.g. ``portal.call_soon(tracker.set_stage_status, "run-1",
+    "plan", "running")``.
+
+    A queued call that raises in the trio thread is handed to ``on_error`` (there, in the trio
+    thread; by default it is logged on the ``workflow_hub`` logger): the caller has moved on, and
+    the hub's loop must not crash. Once the trio run has finished, every method raises
+    :class:`trio.RunFinishedError`.
+    """
+
+    __slots__ = ("_on_error", "_publisher", "_token")
+
+    def __init__(
+        self,
+        publisher: WorkflowActivityPublisher,
+        *,
+        trio_token: trio.lowlevel.TrioToken | None = None,
+        on_error: Callable[[Exception], object] | None = None,
+    ) -> None:
+        self._publisher = _check_publisher(publisher, "publisher")
+        if trio_token is None:
+            trio_token = trio.lowlevel.current_trio_token()
+        elif not isinstance(trio_token, trio.lowlevel.TrioToken):
+            raise ContractError("trio_token", f"expected a TrioToken, got {type(trio_token)}")
+        if on_error is not None and not callable(on_error):
+            raise ContractError("on_error", f"expected a callable, got {type(on_error)}")
+        self._token = trio_token
+        self._on_error: Callable[[Exception], object] = on_error or _log_error
+
+    @property
+    def publisher(self) -> WorkflowActivityPublisher:
+        return self._publisher
+
+    @property
+    def trio_token(self) -> trio.lowlevel.TrioToken:
+        return self._token
+
+    # --- any call --------------------------------------------------------------------------
+
+    def call_soon(self, fn: Callable[_P, object], /, *args: _P.args, **kwargs: _P.kwargs) -> None:
+        """Queue ``fn(*args, **kwargs)`` to run in the trio thread, after everything queued before.
+
+        Returns at once. ``fn`` must be synchronous and must not block.
+        """
+
+        def run() -> None:
+            try:
+                fn(*args, **kwargs)
+            except Exception as error:
+                self._report(error)
+
+        self._token.run_sync_soon(run)
+
+    def call_blocking(self, fn: Callable[_P, _T], /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
+        """Queue ``fn(*args, **kwargs)`` like :meth:`call_soon`, wait for it, return its result.
+
+        An exception raised by ``fn`` is raised here, in the calling thread. Calling this from
+        the trio thread itself would wait forever, so it raises :class:`RuntimeError` instead.
+        """
+        self._refuse_trio_thread()
+        reply: _Reply[_T] = _Reply()
+
+        def run() -> None:
+            try:
+                reply.value = fn(*args, **kwargs)
+            except BaseException as error:
+                reply.error = error
+            finally:
+                reply.done.set()
+
+        self._token.run_sync_soon(run)
+        reply.done.wait()
+        if reply.error is not None:
+            raise reply.error
+        return reply.value  # type: ignore[return-value]  # set by run() when no error
+
+    # --- the publisher, without waiting ----------------------------------------------------
+
+    def publish_snapshot(
+        self, availability: Availability | str, roots: Iterable[RootActivity] | None = None
+    ) -> None:
+        """Queue :meth:`WorkflowActivityPublisher.publish_snapshot`."""
+        state, frozen = self._snapshot_arguments(availability, roots)
+        self.call_soon(self._publisher.publish_snapshot, state, frozen)
+
+    def publish_changed(self, root: RootActivity) -> None:
+        """Queue :meth:`WorkflowActivityPublisher.publish_changed`."""
+        self.call_soon(self._publisher.publish_changed, _check_root(root, "root"))
+
+    def publish_removed(self, root_run_id: str) -> None:
+        """Queue :meth:`WorkflowActivityPublisher.publish_removed`."""
+        self.call_soon(self._publisher.publish_removed, check_str(root_run_id, "root_run_id"))
+
+    def publish_lifecycle(self, event: LifecycleInput) -> None:
+        """Queue :meth:`WorkflowActivityPublisher.publish_lifecycle`."""
+        self.call_soon(self._publisher.publish_lifecycle, _check_lifecycle(event, "event"))
+
+    def publish_heartbeat(self, event: HeartbeatEvent) -> None:
+        """Queue :meth:`WorkflowActivityPublisher.publish_heartbeat`."""
+        self.call_soon(self._publisher.publish_heartbeat, _check_heartbeat(event, "event"))
+
+    def dispose(self) -> None:
+        """Queue :meth:`WorkflowActivityPublisher.dispose`."""
+        self.call_soon(self._publisher.dispose)
+
+    # --- the publisher, waiting for the cursor ---------------------------------------------
+
+    def publish_snapshot_blocking(
+        self, availability: Availability | str, roots: Iterable[RootActivity] | None = None
+    ) -> Cursor | None:
+        """:meth:`publish_snapshot`, then wait: the assigned cursor (None when fenced)."""
+        state, frozen = self._snapshot_arguments(availability, roots)
+        return self.call_blocking(self._publisher.publish_snapshot, state, frozen)
+
+    def publish_changed_blocking(self, root: RootActivity) -> Cursor | None:
+        """:meth:`publish_changed`, then wait: the assigned cursor (None when fenced)."""
+        return self.call_blocking(self._publisher.publish_changed, _check_root(root, "root"))
+
+    def publish_removed_blocking(self, root_run_id: str) -> Cursor | None:
+        """:meth:`publish_removed`, then wait: the assigned cursor (None when fenced)."""
+        checked = check_str(root_run_id, "root_run_id")
+        return self.call_blocking(self._publisher.publish_removed, checked)
+
+    def publish_lifecycle_blocking(self, event: LifecycleInput) -> Cursor | None:
+        """:meth:`publish_lifecycle`, then wait: the assigned cursor (None when fenced)."""
+        checked = _check_lifecycle(event, "event")
+        return self.call_blocking(self._publisher.publish_lifecycle, checked)
+
+    # --- internals -------------------------------------------------------------------------
+
+    @staticmethod
+    def _snapshot_arguments(
+        availability: Availability | str, roots: Iterable[RootActivity] | None
+    ) -> tuple[Availability, tuple[RootActivity, ...] | None]:
+        # The same checks the publisher makes, here in the caller's thread; ``roots`` is frozen
+        # now so that an iterator or a list the caller goes on mutating is read exactly once.
+        state = _check_availability(availability, "availability")
+        if state is Availability.READY:
+            if roots is None:
+                raise ContractError("roots", "a ready snapshot needs roots (an empty list if none)")
+            return state, _check_roots(roots, "roots")
+        if roots is not None:
+            raise ContractError("roots", f"a {state} snapshot takes no roots")
+        return state, None
+
+    def _report(self, error: Exception) -> None:
+        try:
+            self._on_error(error)
+        except Exception:
+            logger.exception("ThreadPublisher on_error callback failed")
+
+    def _refuse_trio_thread(self) -> None:
+        try:
+            current = trio.lowlevel.current_trio_token()
+        except RuntimeError:
+            return
+        if current is self._token:
+            raise RuntimeError(
+                "a *_blocking call from the hub's own trio thread would wait forever; "
+                "call the publisher (or tracker) directly there"
+            )

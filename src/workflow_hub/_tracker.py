@@ -1,0 +1,807 @@
+"""The run tracker: a scheduler reports facts, the tracker derives and publishes root activity.
+
+A scheduler that embeds the hub should not compute :class:`RootActivity` by hand. It tells a
+:class:`RunTracker` what happens (a run was added, a stage started, a prompt opened, a kill was
+requested ...) and the tracker keeps the records, derives each root's summary with the state table
+of SPEC §5 (``_derive.py``), and publishes through a :class:`WorkflowActivityPublisher`:
+
+* a ``changed`` frame only when a root's summary really changed, ``removed`` when a root goes away;
+* lifecycle events only for live runs and only on a real status change (control requests always);
+* an initial ``ready`` snapshot from :meth:`RunTracker.start`, and ``recovering`` then a full
+  ``ready`` snapshot around :meth:`RunTracker.hydrating`, during which nothing is published one
+  change at a time and no lifecycle event is synthesised.
+
+Every method validates all of its arguments and looks up every id before it changes anything, so a
+call that raises leaves the tracker exactly as it was. The tracker is not thread-safe: call it from
+the hub's trio thread (other threads use ``ThreadPublisher.call_soon``).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from typing import final
+
+import trio
+
+from ._contract import (
+    LifecycleInput,
+    LifecycleTarget,
+    PromptTarget,
+    RootActivity,
+    RunTarget,
+    StageTarget,
+    Timestamp,
+    ToolTarget,
+)
+from ._derive import (
+    ADVANCING,
+    NodeRecord,
+    PromptRecord,
+    RunRecord,
+    StageRecord,
+    ToolRecord,
+    derive_root,
+    nested_id,
+)
+from ._enums import (
+    Attribution,
+    Availability,
+    ControlAction,
+    Delivery,
+    PromptKind,
+    PromptStatus,
+    RunStatus,
+    StageStatus,
+    ToolNodeStatus,
+)
+from ._errors import ContractError
+from ._publisher import WorkflowActivityPublisher
+from ._validate import (
+    check_bool,
+    check_count,
+    check_number,
+    check_positive_number,
+    check_str,
+    enum_check,
+    instance_check,
+    optional,
+    tuple_check,
+)
+
+__all__ = ["RunTracker"]
+
+_check_run_status = enum_check(RunStatus)
+_check_stage_status = enum_check(StageStatus)
+_check_tool_status = enum_check(ToolNodeStatus)
+_check_action = enum_check(ControlAction)
+_check_attribution = optional(enum_check(Attribution))
+_check_prompt_kind = enum_check(PromptKind)
+_check_ids = tuple_check(check_str)
+_check_choices = optional(tuple_check(check_str))
+_check_interval = optional(check_positive_number)
+_check_timestamp = optional(check_number)
+_check_publisher = instance_check(WorkflowActivityPublisher)
+
+_STOP_ACTIONS = frozenset({ControlAction.QUIT, ControlAction.KILL})
+
+_NOT_STARTED = (
+    "the tracker has not published its first snapshot: call tracker.start(), "
+    "or restore state inside `with tracker.hydrating():`, before reporting changes"
+)
+
+
+def _wall_clock_ms() -> float:
+    return time.time() * 1000
+
+
+def _uuid4() -> str:
+    return str(uuid.uuid4())
+
+
+def _node_target(
+    run: RunRecord, node: NodeRecord, previous: StageStatus | ToolNodeStatus | None
+) -> StageTarget | ToolTarget:
+    node_id = nested_id(run.run_id, node.node_id)
+    if isinstance(node, StageRecord):
+        assert previous is None or isinstance(previous, StageStatus)
+        return StageTarget(
+            run_id=run.run_id,
+            stage_id=node_id,
+            stage_name=node.name,
+            previous_status=previous,
+            status=node.status,
+        )
+    assert previous is None or isinstance(previous, ToolNodeStatus)
+    return ToolTarget(
+        run_id=run.run_id,
+        tool_node_id=node_id,
+        tool_name=node.name,
+        previous_status=previous,
+        status=node.status,
+    )
+
+
+def _check_callable(value: object, path: str) -> None:
+    if not callable(value):
+        raise ContractError(path, f"expected a callable, got {type(value).__name__}")
+
+
+@final
+class RunTracker:
+    """Derives every root's :class:`RootActivity` from facts a scheduler reports, and publishes it.
+
+    ``publisher`` is the scheduler's publisher (``hub.register_publisher()``). ``owner_session_id``
+    goes into every root and event. ``clock`` returns the time in epoch milliseconds (default: the
+    wall clock); it stamps lifecycle events, prompts and run starts, and heartbeats are scheduled
+    by it. ``event_id_factory`` makes a fresh id for every lifecycle event (default: a uuid4).
+    With ``include_graph``, every root carries a :class:`RootGraph` of its stages, tools and
+    prompts.
+
+    Call :meth:`start` (or restore state inside :meth:`hydrating`) before reporting anything:
+    the first ready snapshot is what makes the source's roots known.
+    """
+
+    __slots__ = (
+        "_batch_depth",
+        "_clock",
+        "_dirty",
+        "_event_id_factory",
+        "_heartbeat_wakeup",
+        "_heartbeats_running",
+        "_hydrating",
+        "_include_graph",
+        "_next_execution_order",
+        "_owner_session_id",
+        "_published",
+        "_publisher",
+        "_roots",
+        "_runs",
+        "_started",
+    )
+
+    def __init__(
+        self,
+        publisher: WorkflowActivityPublisher,
+        *,
+        owner_session_id: str,
+        clock: Callable[[], float] | None = None,
+        event_id_factory: Callable[[], str] | None = None,
+        include_graph: bool = False,
+    ) -> None:
+        self._publisher = _check_publisher(publisher, "publisher")
+        self._owner_session_id = check_str(owner_session_id, "owner_session_id")
+        if clock is not None:
+            _check_callable(clock, "clock")
+        if event_id_factory is not None:
+            _check_callable(event_id_factory, "event_id_factory")
+        self._clock: Callable[[], float] = clock or _wall_clock_ms
+        self._event_id_factory: Callable[[], str] = event_id_factory or _uuid4
+        self._include_graph = check_bool(include_graph, "include_graph")
+        self._runs: dict[str, RunRecord] = {}
+        # Top-level runs, in the order they were added: the order of roots in a snapshot.
+        self._roots: dict[str, None] = {}
+        self._published: dict[str, RootActivity] = {}
+        self._next_execution_order: dict[str, int] = {}
+        self._started = False
+        self._hydrating = False
+        self._batch_depth = 0
+        self._dirty: dict[str, None] = {}
+        self._heartbeat_wakeup: trio.Event | None = None
+        self._heartbeats_running = False
+
+    # --- reading ---------------------------------------------------------------------------
+
+    @property
+    def publisher(self) -> WorkflowActivityPublisher:
+        return self._publisher
+
+    @property
+    def owner_session_id(self) -> str:
+        return self._owner_session_id
+
+    @property
+    def started(self) -> bool:
+        """True once :meth:`start` or a :meth:`hydrating` block has published a ready snapshot."""
+        return self._started
+
+    @property
+    def is_hydrating(self) -> bool:
+        return self._hydrating
+
+    def now(self) -> float:
+        """The tracker's clock, in epoch milliseconds."""
+        return self._clock()
+
+    def __contains__(self, run_id: object) -> bool:
+        return run_id in self._runs
+
+    def activity(self, root_run_id: str) -> RootActivity:
+        """The summary of one root as derived from the current facts (published or not)."""
+        run = self._run(root_run_id)
+        if run.parent_run_id is not None:
+            raise KeyError(f"run {root_run_id!r} is nested in {run.parent_run_id!r}, not a root")
+        return self._derive(root_run_id)
+
+    def activities(self) -> tuple[RootActivity, ...]:
+        """Every root's current summary, in the order the roots were added."""
+        return tuple(self._derive(root_id) for root_id in self._roots)
+
+    def run_status(self, run_id: str) -> RunStatus:
+        return self._run(run_id).status
+
+    # --- publication framing ---------------------------------------------------------------
+
+    def start(self) -> None:
+        """Publish a full ``ready`` snapshot of every root (P3) and begin publishing changes.
+
+        Calling it again republishes the full snapshot (a snapshot replaces all prior knowledge).
+        """
+        if self._hydrating:
+            raise RuntimeError("start() inside hydrating(): the snapshot is published on exit")
+        self._publish_ready()
+
+    @contextmanager
+    def hydrating(self) -> Iterator[None]:
+        """Restore state: publish ``recovering`` now and a full ``ready`` snapshot on exit.
+
+        Inside the block, report facts as usual (typically restored runs with ``live=False``).
+        Nothing is published one change at a time and no lifecycle event is synthesised: recovery
+        is not a change. If the block raises, the source is published ``unavailable`` (its
+        activity is not known) and the exception propagates; the facts recorded so far are kept,
+        so a later :meth:`start` or :meth:`hydrating` can still publish them.
+        """
+        if self._hydrating:
+            raise RuntimeError("hydrating() blocks do not nest")
+        self._hydrating = True
+        self._dirty.clear()
+        self._refresh_heartbeats()
+        self._publisher.publish_snapshot(Availability.RECOVERING)
+        try:
+            yield
+        except BaseException:
+            self._hydrating = False
+            self._started = False
+            self._published.clear()
+            self._publisher.publish_snapshot(Availability.UNAVAILABLE)
+            self._refresh_heartbeats()
+            raise
+        self._hydrating = False
+        self._publish_ready()
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Report several facts and publish each changed root once, when the block ends.
+
+        Lifecycle events are still emitted as each fact is reported; only the ``changed`` frames
+        wait, so observers never see the half-way summaries in between. Blocks may nest: the
+        outermost one publishes. Inside :meth:`hydrating` it does nothing more.
+        """
+        self._batch_depth += 1
+        try:
+            yield
+        finally:
+            self._batch_depth -= 1
+            if self._batch_depth == 0:
+                self._flush()
+
+    # --- runs ------------------------------------------------------------------------------
+
+    def add_run(
+        self,
+        run_id: str,
+        *,
+        parent_run_id: str | None = None,
+        live: bool = True,
+        status: RunStatus | str = RunStatus.PENDING,
+        heartbeat_interval_minutes: float | None = None,
+        started_at: Timestamp | None = None,
+    ) -> None:
+        """Track a new run: a root, or (``parent_run_id``) a run nested in an existing one.
+
+        A nested run belongs to its parent's root. ``live`` says whether this scheduler's executor
+        owns the run now (restored history is ``live=False``; see :meth:`take_ownership`).
+        ``heartbeat_interval_minutes`` makes a running top-level run beat at ``started_at + n *
+        interval``; ``started_at`` defaults to the moment the run is first seen running. A run
+        added in a status other than ``pending`` emits its run event (without a previous status).
+        """
+        check_str(run_id, "run_id")
+        check_bool(live, "live")
+        run_status = _check_run_status(status, "status")
+        interval = _check_interval(heartbeat_interval_minutes, "heartbeat_interval_minutes")
+        start = _check_timestamp(started_at, "started_at")
+        if run_id in self._runs:
+            raise ValueError(f"run {run_id!r} is already tracked")
+        parent = None
+        if parent_run_id is not None:
+            parent = self._run(check_str(parent_run_id, "parent_run_id"))
+        self._require_started()
+
+        now = self._clock()
+        if start is None and run_status is RunStatus.RUNNING:
+            start = now
+        record = RunRecord(
+            run_id=run_id,
+            root_run_id=run_id if parent is None else parent.root_run_id,
+            parent_run_id=parent_run_id,
+            depth=0 if parent is None else parent.depth + 1,
+            live=live,
+            status=run_status,
+            heartbeat_interval_minutes=interval,
+            started_at=start,
+        )
+        self._runs[run_id] = record
+        if parent is None:
+            self._roots[run_id] = None
+        else:
+            parent.children.append(run_id)
+        if run_status is not RunStatus.PENDING:
+            self._emit(record, RunTarget(run_id=run_id, status=run_status), now)
+        self._touched(record.root_run_id)
+
+    def set_run_status(self, run_id: str, status: RunStatus | str) -> None:
+        """Record a run's new status; a live run emits a run event with its previous status.
+
+        A run that comes back to ``pending``/``running`` from any other status starts afresh: an
+        earlier quit or kill request no longer applies to it.
+        """
+        run = self._run(run_id)
+        new = _check_run_status(status, "status")
+        self._require_started()
+        previous = run.status
+        if new is previous:
+            return
+        now = self._clock()
+        run.status = new
+        if new in ADVANCING and previous not in ADVANCING:
+            run.stop_requested = False
+        if new is RunStatus.RUNNING and run.started_at is None:
+            run.started_at = now
+        self._emit(run, RunTarget(run_id=run_id, previous_status=previous, status=new), now)
+        self._touched(run.root_run_id)
+
+    def take_ownership(self, run_id: str) -> None:
+        """This scheduler's executor now owns the run and its nested runs: they are live.
+
+        Ownership is not a status change and emits nothing; from now on the runs' work counts as
+        executing and their changes emit lifecycle events.
+        """
+        self._set_live(run_id, True)
+
+    def release_ownership(self, run_id: str) -> None:
+        """The run and its nested runs are history now: they never work and never emit events."""
+        self._set_live(run_id, False)
+
+    def request_control(
+        self,
+        run_id: str,
+        action: ControlAction | str,
+        *,
+        attribution: Attribution | str | None = None,
+    ) -> None:
+        """Record a control request (quit, kill, pause, resume) and emit it as a run event.
+
+        The event describes the *request*: its status is the run's current status and its
+        ``action`` the request, whatever the outcome will be; it is emitted for every request on a
+        live run, even one whose run has already ended (an already-aborted caller still emits
+        ``kill``). Quit and kill make the run *stopping* while its work drains; report the outcome
+        with :meth:`set_run_status`. Resume cancels a pending quit or kill; pause changes nothing
+        until the run reports ``paused``.
+        """
+        run = self._run(run_id)
+        requested = _check_action(action, "action")
+        by = _check_attribution(attribution, "attribution")
+        self._require_started()
+        now = self._clock()
+        if requested in _STOP_ACTIONS:
+            run.stop_requested = True
+        elif requested is ControlAction.RESUME:
+            run.stop_requested = False
+        target = RunTarget(run_id=run_id, status=run.status, action=requested)
+        self._emit(run, target, now, attribution=by)
+        self._touched(run.root_run_id)
+
+    def remove_run(self, run_id: str) -> None:
+        """Forget a run and everything nested in it. Removing a root publishes ``removed``."""
+        run = self._run(run_id)
+        self._require_started()
+        for doomed in list(self._subtree(run)):
+            del self._runs[doomed.run_id]
+        if run.parent_run_id is None:
+            del self._roots[run_id]
+            self._next_execution_order.pop(run_id, None)
+            self._dirty.pop(run_id, None)
+            if self._publishing and self._published.pop(run_id, None) is not None:
+                self._publisher.publish_removed(run_id)
+            self._wake_heartbeats()
+        else:
+            self._runs[run.parent_run_id].children.remove(run_id)
+            self._touched(run.root_run_id)
+
+    # --- stages and tools ------------------------------------------------------------------
+
+    def add_stage(
+        self,
+        run_id: str,
+        stage_id: str,
+        name: str,
+        *,
+        parent_ids: Iterable[str] = (),
+        status: StageStatus | str = StageStatus.PENDING,
+    ) -> None:
+        """Declare a stage of a run. ``parent_ids`` are ids of stages or tools of the same run.
+
+        Its canonical id is ``"{run_id}:{stage_id}"``. A stage added in a status other than
+        ``pending`` emits its stage event (without a previous status).
+        """
+        run = self._run(run_id)
+        node = StageRecord(
+            node_id=check_str(stage_id, "stage_id"),
+            name=check_str(name, "name"),
+            parent_ids=_check_ids(parent_ids, "parent_ids"),
+            status=_check_stage_status(status, "status"),
+        )
+        self._add_node(run, node)
+
+    def add_tool(
+        self,
+        run_id: str,
+        tool_id: str,
+        name: str,
+        *,
+        parent_ids: Iterable[str] = (),
+        ordinal: int = 0,
+        status: ToolNodeStatus | str = ToolNodeStatus.PENDING,
+    ) -> None:
+        """Declare a tool node of a run (``ordinal`` orders tools that share a parent)."""
+        run = self._run(run_id)
+        node = ToolRecord(
+            node_id=check_str(tool_id, "tool_id"),
+            name=check_str(name, "name"),
+            parent_ids=_check_ids(parent_ids, "parent_ids"),
+            status=_check_tool_status(status, "status"),
+            ordinal=check_count(ordinal, "ordinal"),
+        )
+        self._add_node(run, node)
+
+    def set_stage_status(
+        self,
+        run_id: str,
+        stage_id: str,
+        status: StageStatus | str,
+        *,
+        retrying: bool = False,
+        replay: bool = False,
+    ) -> None:
+        """Record a stage's status; a live run emits a stage event when the status changed.
+
+        ``retrying=True`` marks the stage as being retried (while ``pending`` or ``running``):
+        the root works with reason ``retrying``. The flag holds until the next call. ``replay=True``
+        says an explicit continuation is re-running the stage: its event has ``delivery: replay``.
+        """
+        run = self._run(run_id)
+        stage = self._stage(run, stage_id)
+        new = _check_stage_status(status, "status")
+        check_bool(retrying, "retrying")
+        check_bool(replay, "replay")
+        self._require_started()
+        previous = stage.status
+        now = self._clock()
+        stage.status = new
+        stage.retrying = retrying
+        self._node_status_changed(run, stage, previous, now, replay=replay)
+
+    def set_tool_status(
+        self,
+        run_id: str,
+        tool_id: str,
+        status: ToolNodeStatus | str,
+        *,
+        replay: bool = False,
+    ) -> None:
+        """Record a tool's status; a live run emits a tool event when the status changed."""
+        run = self._run(run_id)
+        tool = self._tool(run, tool_id)
+        new = _check_tool_status(status, "status")
+        check_bool(replay, "replay")
+        self._require_started()
+        previous = tool.status
+        now = self._clock()
+        tool.status = new
+        self._node_status_changed(run, tool, previous, now, replay=replay)
+
+    # --- prompts and interventions ---------------------------------------------------------
+
+    def open_prompt(
+        self,
+        run_id: str,
+        prompt_id: str,
+        kind: PromptKind | str,
+        message: str,
+        *,
+        stage_id: str | None = None,
+        choices: Iterable[str] | None = None,
+        created_at: Timestamp | None = None,
+    ) -> None:
+        """A question now waits for a human, on the run or on one of its stages.
+
+        Each open prompt is a human wait (``actionable_block_count``). A stage holds at most one
+        open prompt. ``created_at`` defaults to now; pass the original time when restoring.
+        """
+        run = self._run(run_id)
+        check_str(prompt_id, "prompt_id")
+        prompt_kind = _check_prompt_kind(kind, "kind")
+        check_str(message, "message")
+        stage = None
+        if stage_id is not None:
+            stage = self._stage(run, stage_id)
+        options = _check_choices(choices, "choices")
+        created = _check_timestamp(created_at, "created_at")
+        if prompt_id in run.prompts:
+            raise ValueError(f"prompt {prompt_id!r} of run {run_id!r} is already open")
+        if stage is not None and stage.prompt is not None:
+            raise ValueError(
+                f"stage {stage_id!r} of run {run_id!r} already has open prompt "
+                f"{stage.prompt.prompt_id!r}"
+            )
+        self._require_started()
+        now = self._clock()
+        prompt = PromptRecord(
+            prompt_id=prompt_id,
+            kind=prompt_kind,
+            message=message,
+            choices=options,
+            created_at=now if created is None else created,
+            stage_id=stage_id,
+        )
+        run.prompts[prompt_id] = prompt
+        if stage is not None:
+            stage.prompt = prompt
+        self._emit_prompt(run, prompt, PromptStatus.OPENED, now)
+        self._touched(run.root_run_id)
+
+    def answer_prompt(self, run_id: str, prompt_id: str) -> None:
+        """The human answered: the prompt closes (``answered``)."""
+        self._close_prompt(run_id, prompt_id, PromptStatus.ANSWERED)
+
+    def cancel_prompt(self, run_id: str, prompt_id: str) -> None:
+        """The question was withdrawn: the prompt closes (``cancelled``)."""
+        self._close_prompt(run_id, prompt_id, PromptStatus.CANCELLED)
+
+    def require_intervention(self, run_id: str, *, stage_id: str | None = None) -> None:
+        """An active failure needs intervention, or a budget stop needs approval.
+
+        Each (run, stage) pair is one manual wait until :meth:`clear_intervention`; requiring it
+        again changes nothing. Emits no lifecycle event (report stage or run statuses for that).
+        """
+        run = self._run(run_id)
+        if stage_id is not None:
+            self._stage(run, stage_id)
+        self._require_started()
+        if stage_id not in run.interventions:
+            run.interventions.add(stage_id)
+            self._touched(run.root_run_id)
+
+    def clear_intervention(self, run_id: str, *, stage_id: str | None = None) -> None:
+        """The intervention or approval is no longer needed. Clearing an absent one is allowed."""
+        run = self._run(run_id)
+        if stage_id is not None:
+            self._stage(run, stage_id)
+        self._require_started()
+        if stage_id in run.interventions:
+            run.interventions.discard(stage_id)
+            self._touched(run.root_run_id)
+
+    # --- heartbeats ------------------------------------------------------------------------
+
+    async def run_heartbeats(
+        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Emit heartbeats until cancelled: ``await nursery.start(tracker.run_heartbeats)``.
+
+        See :func:`workflow_hub.run_heartbeats`.
+        """
+        from ._heartbeat import run_heartbeats
+
+        await run_heartbeats(self, task_status=task_status)
+
+    # --- internals -------------------------------------------------------------------------
+
+    @property
+    def _publishing(self) -> bool:
+        return self._started and not self._hydrating
+
+    def _require_started(self) -> None:
+        if not self._started and not self._hydrating:
+            raise RuntimeError(_NOT_STARTED)
+
+    def _run(self, run_id: str) -> RunRecord:
+        check_str(run_id, "run_id")
+        try:
+            return self._runs[run_id]
+        except KeyError:
+            raise KeyError(f"no run {run_id!r} is tracked") from None
+
+    def _stage(self, run: RunRecord, stage_id: str) -> StageRecord:
+        node = run.nodes.get(check_str(stage_id, "stage_id"))
+        if not isinstance(node, StageRecord):
+            raise KeyError(f"run {run.run_id!r} has no stage {stage_id!r}")
+        return node
+
+    def _tool(self, run: RunRecord, tool_id: str) -> ToolRecord:
+        node = run.nodes.get(check_str(tool_id, "tool_id"))
+        if not isinstance(node, ToolRecord):
+            raise KeyError(f"run {run.run_id!r} has no tool {tool_id!r}")
+        return node
+
+    def _subtree(self, run: RunRecord) -> Iterator[RunRecord]:
+        """The run and its nested runs, parents before children."""
+        yield run
+        for child in run.children:
+            yield from self._subtree(self._runs[child])
+
+    def _derive(self, root_run_id: str) -> RootActivity:
+        return derive_root(
+            tuple(self._subtree(self._runs[root_run_id])),
+            owner_session_id=self._owner_session_id,
+            include_graph=self._include_graph,
+        )
+
+    def _set_live(self, run_id: str, live: bool) -> None:
+        run = self._run(run_id)
+        self._require_started()
+        for member in self._subtree(run):
+            member.live = live
+        self._touched(run.root_run_id)
+
+    def _add_node(self, run: RunRecord, node: NodeRecord) -> None:
+        if node.node_id in run.nodes:
+            raise ValueError(f"run {run.run_id!r} already has a stage or tool {node.node_id!r}")
+        self._require_started()
+        now = self._clock()
+        run.nodes[node.node_id] = node
+        if node.status != "pending":
+            self._order(run, node)
+            self._emit(run, _node_target(run, node, None), now)
+        self._touched(run.root_run_id)
+
+    def _node_status_changed(
+        self,
+        run: RunRecord,
+        node: NodeRecord,
+        previous: StageStatus | ToolNodeStatus,
+        now: float,
+        *,
+        replay: bool,
+    ) -> None:
+        if node.status != "pending":
+            self._order(run, node)
+        if node.status is not previous:
+            delivery = Delivery.REPLAY if replay else Delivery.LIVE
+            self._emit(run, _node_target(run, node, previous), now, delivery=delivery)
+        self._touched(run.root_run_id)
+
+    def _order(self, run: RunRecord, node: NodeRecord) -> None:
+        # A node's execution order is the order in which it first left ``pending``, per root.
+        if node.execution_order is None:
+            order = self._next_execution_order.get(run.root_run_id, 0)
+            node.execution_order = order
+            self._next_execution_order[run.root_run_id] = order + 1
+
+    def _close_prompt(self, run_id: str, prompt_id: str, status: PromptStatus) -> None:
+        run = self._run(run_id)
+        check_str(prompt_id, "prompt_id")
+        prompt = run.prompts.get(prompt_id)
+        if prompt is None:
+            raise KeyError(f"run {run_id!r} has no open prompt {prompt_id!r}")
+        self._require_started()
+        now = self._clock()
+        del run.prompts[prompt_id]
+        if prompt.stage_id is not None:
+            stage = run.nodes.get(prompt.stage_id)
+            if isinstance(stage, StageRecord) and stage.prompt is prompt:
+                stage.prompt = None
+        self._emit_prompt(run, prompt, status, now)
+        self._touched(run.root_run_id)
+
+    def _emit_prompt(
+        self, run: RunRecord, prompt: PromptRecord, status: PromptStatus, now: float
+    ) -> None:
+        stage_id = None if prompt.stage_id is None else nested_id(run.run_id, prompt.stage_id)
+        target = PromptTarget(
+            run_id=run.run_id, stage_id=stage_id, prompt_id=prompt.prompt_id, status=status
+        )
+        self._emit(run, target, now)
+
+    def _emit(
+        self,
+        run: RunRecord,
+        target: LifecycleTarget,
+        now: float,
+        *,
+        delivery: Delivery = Delivery.LIVE,
+        attribution: Attribution | None = None,
+    ) -> None:
+        # Lifecycle events describe what a live executor does; recovery and history are silent.
+        if not run.live or not self._publishing:
+            return
+        self._publisher.publish_lifecycle(
+            LifecycleInput(
+                event_id=self._event_id_factory(),
+                run_id=run.run_id,
+                root_run_id=run.root_run_id,
+                owner_session_id=self._owner_session_id,
+                occurred_at=now,
+                observed_at=now,
+                delivery=delivery,
+                target=target,
+                attribution=attribution,
+            )
+        )
+
+    def _touched(self, root_run_id: str) -> None:
+        self._refresh_heartbeat(self._runs[root_run_id])
+        self._wake_heartbeats()
+        if not self._publishing:
+            return
+        if self._batch_depth:
+            self._dirty[root_run_id] = None
+        else:
+            self._publish_root(root_run_id)
+
+    def _publish_root(self, root_run_id: str) -> None:
+        activity = self._derive(root_run_id)
+        if self._published.get(root_run_id) != activity:
+            self._published[root_run_id] = activity
+            self._publisher.publish_changed(activity)
+
+    def _flush(self) -> None:
+        dirty, self._dirty = self._dirty, {}
+        if not self._publishing:
+            return
+        for root_run_id in dirty:
+            if root_run_id in self._roots:
+                self._publish_root(root_run_id)
+
+    def _publish_ready(self) -> None:
+        activities = {root_id: self._derive(root_id) for root_id in self._roots}
+        self._started = True
+        self._dirty.clear()
+        self._published = activities
+        self._publisher.publish_snapshot(Availability.READY, list(activities.values()))
+        self._refresh_heartbeats()
+
+    # Heartbeat eligibility is kept here, where every change passes; _heartbeat.py reads it.
+
+    def _refresh_heartbeat(self, run: RunRecord) -> None:
+        eligible = (
+            self._publishing
+            and run.parent_run_id is None
+            and run.live
+            and run.status is RunStatus.RUNNING
+            and run.heartbeat_interval_minutes is not None
+            and run.started_at is not None
+        )
+        if not eligible:
+            run.beat_since = None
+        elif run.beat_since is None:
+            run.beat_since = self._clock()
+
+    def _refresh_heartbeats(self) -> None:
+        for root_id in self._roots:
+            self._refresh_heartbeat(self._runs[root_id])
+        self._wake_heartbeats()
+
+    def _wake_heartbeats(self) -> None:
+        wakeup = self._heartbeat_wakeup
+        if wakeup is not None:
+            self._heartbeat_wakeup = None
+            wakeup.set()
+
+    def _heartbeat_runs(self) -> Iterator[RunRecord]:
+        for root_id in self._roots:
+            run = self._runs[root_id]
+            if run.beat_since is not None:
+                yield run

@@ -1,0 +1,10 @@
+"""Scheduler embedding: derive root activity from facts, beat heartbeats, publish from threads.
+
+Everything here is also exported by ``workflow_hub``; see docs/scheduler-guide.md.
+"""
+
+from ._heartbeat import run_heartbeats as run_heartbeats
+from ._threads import ThreadPublisher as ThreadPublisher
+from ._tracker import RunTracker as RunTracker
+
+__all__ = ["RunTracker", "ThreadPublisher", "run_heartbeats"]
