@@ -145,7 +145,7 @@ def test_metrics_are_served_while_the_demo_runs() -> None:
 
 
 def test_ctrl_c_ends_the_demo_cleanly() -> None:
-    """Ctrl-C (SIGINT) ends the demo early with exit code 0."""
+    """Ctrl-C (SIGINT) ends the demo early and cleanly, with exit code 0."""
     with subprocess.Popen(
         [*COMMAND, "--duration", "60", "--seed", "1"],
         stdout=subprocess.PIPE,
@@ -161,4 +161,7 @@ def test_ctrl_c_ends_the_demo_cleanly() -> None:
     assert process.returncode == 0, err
     assert time.monotonic() - started < 10
     assert "Traceback" not in err
+    # It shut down like at the end of its time: the source went unavailable, and observers saw it.
     assert out.splitlines()[-1].startswith("frame snapshot")
+    assert "unavailable" in out.splitlines()[-1]
+    assert len(out.splitlines()) >= 3

@@ -119,9 +119,10 @@ async def _main(args: argparse.Namespace, output: Output) -> None:
                 open_hub(epoch_factory=epochs, metrics=metrics) as hub,
                 trio.open_nursery() as nursery,
             ):
-                nursery.start_soon(_stop_on_ctrl_c, interrupts, nursery.cancel_scope)
+                interrupted = trio.Event()
+                nursery.start_soon(_stop_on_ctrl_c, interrupts, interrupted, nursery.cancel_scope)
                 with output:
-                    await _play(hub, output, rng, args.duration)
+                    await _play(hub, output, rng, args.duration, interrupted)
                 nursery.cancel_scope.cancel()
     finally:
         stop_metrics()
@@ -132,6 +133,7 @@ async def _play(
     output: Output,
     rng: random.Random,
     duration: float,
+    interrupted: trio.Event,
 ) -> None:
     view = ActivityView()
 
@@ -162,9 +164,11 @@ async def _play(
         scheduler.start_soon(
             partial(run_scenario, tracker, duration=duration * 0.95, seed=rng.randrange(2**32))
         )
-        # Until the time is up, or whoever reads the output went away (a closed pipe).
+        # Until the time is up, Ctrl-C, or whoever reads the output went away (a closed pipe).
         with trio.move_on_after(duration):
-            await output.closed.wait()
+            async with trio.open_nursery() as waiting:
+                for event in (interrupted, output.closed):
+                    waiting.start_soon(_cancel_when_set, event, waiting.cancel_scope)
         scheduler.cancel_scope.cancel()
     # The scheduler shuts down: its source becomes unavailable, which every observer sees.
     tracker.publisher.dispose()
@@ -178,10 +182,20 @@ async def _drain(hub: WorkflowActivityHub) -> None:
         await trio.testing.wait_all_tasks_blocked(cushion=0.02)
 
 
-async def _stop_on_ctrl_c(interrupts: AsyncIterator[int], scope: trio.CancelScope) -> None:
+async def _stop_on_ctrl_c(
+    interrupts: AsyncIterator[int], interrupted: trio.Event, everything: trio.CancelScope
+) -> None:
+    """The first Ctrl-C ends the demo as its time running out would; a second one at once."""
     async for _ in interrupts:
-        scope.cancel()
-        return
+        if interrupted.is_set():
+            everything.cancel()
+            return
+        interrupted.set()
+
+
+async def _cancel_when_set(event: trio.Event, scope: trio.CancelScope) -> None:
+    await event.wait()
+    scope.cancel()
 
 
 def _start_metrics(port: int | None) -> tuple[HubMetrics | None, Callable[[], None]]:
