@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint types pytest venv clean
+.PHONY: demo test lint types pytest conformance venv clean
 
 venv: $(STAMP)
 
@@ -34,6 +34,10 @@ pytest: $(STAMP)
 	$(BIN)/pytest
 
 test: lint types pytest
+
+# The conformance suite with many more scenarios than `make test` runs (about two minutes).
+conformance: $(STAMP)
+	WORKFLOW_HUB_CONFORMANCE_EXAMPLES=2000 $(BIN)/pytest tests/test_conformance.py tests/test_conformance_cli.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis

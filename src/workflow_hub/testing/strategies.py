@@ -71,12 +71,15 @@ __all__ = [
     "lifecycle_inputs",
     "lifecycle_targets",
     "node_prompts",
+    "operation_sequences",
+    "operations",
     "prompt_targets",
     "removed_frames",
     "root_activities",
     "root_graphs",
     "run_prompts",
     "run_targets",
+    "scenarios",
     "snapshot_frames",
     "stage_completed_events",
     "stage_nodes",
@@ -441,3 +444,10 @@ def diagnostics(
         kind=kinds if kinds is not None else st.sampled_from(DiagnosticKind),
         cursor=cursors(),
     )
+
+
+# Operation sequences for the conformance kit live beside the harness that plays them; they are
+# public here, with the value strategies they are built from.
+from ._operations import operation_sequences as operation_sequences  # noqa: E402
+from ._operations import operations as operations  # noqa: E402
+from ._operations import scenarios as scenarios  # noqa: E402

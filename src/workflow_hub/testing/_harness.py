@@ -1,0 +1,526 @@
+"""The conformance harness: play scenarios on an adapter and on the reference model, compare.
+
+Every operation is played on both. A publish is checked at once (the cursor it returned, P9);
+everything else is checked at every ``settle()`` and at the end: what each observer received and
+how many frames it has pending, the snapshot, the diagnostics (kind and cursor) and the hook
+events. The first disagreement stops the scenario with a :class:`ConformanceFailure` whose
+message is the scenario as a numbered script and the mismatch, expected against actual.
+
+*Epochs.* An implementation picks its own epoch strings, so the harness does not predict them: it
+reads the snapshot right after the hub starts and right after every ``register_publisher()``, and
+names each epoch it sees ``epoch-0``, ``epoch-1`` … in the order the model starts them. Every
+cursor the implementation reports is translated through that table before comparison, and a
+cursor with an epoch the table does not know shows up as such in the diff. Reading the snapshot
+is all it takes, so hosts that cannot inject epochs are tested the same way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import itertools
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from typing import Any, TypeVar, cast, final
+
+import attrs
+import trio
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import seed as hypothesis_seed
+
+from .._contract import Cursor
+from ._adapter import AdapterFactory, ConformanceAdapter, ObserverStyle
+from ._operations import (
+    BindDispatcher,
+    DisposeHub,
+    DisposeObserver,
+    DisposePublisher,
+    Observe,
+    Operation,
+    PublishChanged,
+    PublishHeartbeat,
+    PublishLifecycle,
+    PublishRemoved,
+    PublishSnapshot,
+    RegisterPublisher,
+    ReleaseObserver,
+    Scenario,
+    Settle,
+    StallObserver,
+    check_playable,
+    describe_operation,
+    scenarios,
+)
+from ._render import render
+from .model import HubModel
+
+__all__ = [
+    "ConformanceFailure",
+    "ConformanceReport",
+    "ConformanceSuite",
+    "check_conformance",
+    "run_scenario",
+]
+
+_T = TypeVar("_T")
+
+DEFAULT_TIMEOUT = 30.0
+_SHOWN = 40  # entries of a sequence shown in a diff
+
+
+class ConformanceFailure(AssertionError):
+    """The implementation disagreed with the reference model.
+
+    ``str(error)`` is the whole report: the scenario, one numbered line per operation, the step
+    where it went wrong, and the first mismatch with expected and actual values.
+    """
+
+    def __init__(self, message: str, *, scenario: Scenario, step: int) -> None:
+        super().__init__(message)
+        self.scenario = scenario
+        """The scenario that failed (after shrinking, when raised by ``check_conformance``)."""
+        self.step = step
+        """The 1-based step where the disagreement showed; 0 is the start, len+1 the end."""
+
+
+@final
+@attrs.frozen(kw_only=True)
+class ConformanceReport:
+    """What a passing ``check_conformance`` run did."""
+
+    examples: int
+    """Scenarios played."""
+    operations: int
+    """Operations played, over all scenarios."""
+    comparisons: int
+    """Times the whole observable state was compared with the model."""
+
+
+@final
+@attrs.frozen
+class _Mismatch:
+    what: str
+    detail: str
+
+
+def _epoch_names() -> Iterator[str]:
+    return (f"epoch-{index}" for index in itertools.count())
+
+
+def _sequence_lines(label: str, values: Sequence[object]) -> list[str]:
+    lines = [f"  {label} ({len(values)}):"]
+    lines.extend(f"    {index}. {render(value)}" for index, value in enumerate(values[:_SHOWN]))
+    if len(values) > _SHOWN:
+        lines.append(f"    … {len(values) - _SHOWN} more")
+    return lines
+
+
+def _pair(expected: object, actual: object) -> list[str]:
+    shown_expected, shown_actual = render(expected), render(actual)
+    if shown_expected == shown_actual:
+        # Alike in summary, different in detail: show everything.
+        shown_expected, shown_actual = repr(expected), repr(actual)
+    return [f"  expected: {shown_expected}", f"  actual:   {shown_actual}"]
+
+
+def _compare_sequences(
+    what: str, expected: Sequence[object], actual: Sequence[object]
+) -> _Mismatch | None:
+    if list(expected) == list(actual):
+        return None
+    position = next(
+        (
+            index
+            for index, (left, right) in enumerate(zip(expected, actual, strict=False))
+            if left != right
+        ),
+        min(len(expected), len(actual)),
+    )
+    lines = [f"{what}, first difference at position {position}:"]
+    if position < len(expected) and position < len(actual):
+        lines.extend(_pair(expected[position], actual[position]))
+    elif position < len(expected):
+        lines += [f"  expected: {render(expected[position])}", "  actual:   (nothing more)"]
+    else:
+        lines += ["  expected: (nothing more)", f"  actual:   {render(actual[position])}"]
+    lines += _sequence_lines("expected", expected) + _sequence_lines("actual", actual)
+    return _Mismatch(what, "\n".join(lines))
+
+
+def _compare_values(what: str, expected: object, actual: object) -> _Mismatch | None:
+    if expected == actual:
+        return None
+    return _Mismatch(what, "\n".join([f"{what}:", *_pair(expected, actual)]))
+
+
+@final
+class _Player:
+    """Plays one scenario on one adapter and on the model, in step."""
+
+    def __init__(self, scenario: Scenario, adapter_factory: AdapterFactory) -> None:
+        check_playable(scenario.operations)
+        self.scenario = scenario
+        self.factory = adapter_factory
+        config = scenario.config
+        self.model = HubModel(
+            _epoch_names(),
+            queue_limit=config.queue_limit,
+            diagnostics_limit=config.diagnostics_limit,
+        )
+        self.epochs: dict[str, str] = {}
+        """Implementation epoch -> model epoch name."""
+        self.step = 0
+        self.comparisons = 0
+
+    # --- reporting ----------------------------------------------------------------------------
+
+    def where(self) -> str:
+        operations = self.scenario.operations
+        if self.step == 0:
+            return "at the start (a fresh hub)"
+        if self.step > len(operations):
+            return "at the end (every observer released, settled)"
+        return f"after step {self.step} ({describe_operation(operations[self.step - 1])})"
+
+    def error(
+        self, headline: str, detail: str = "", also: Sequence[str] = ()
+    ) -> ConformanceFailure:
+        lines = [
+            f"workflow-hub conformance: {headline}, {self.where()}.",
+            "",
+            self._script(),
+        ]
+        if detail:
+            lines += ["", detail]
+        if also:
+            lines += ["", "Also differing at this point: " + ", ".join(also) + "."]
+        if self.epochs:
+            table = ", ".join(f"{name} is {actual!r}" for actual, name in self.epochs.items())
+            lines += ["", f"Epochs (implementation strings): {table}."]
+        return ConformanceFailure("\n".join(lines), scenario=self.scenario, step=self.step)
+
+    def _script(self) -> str:
+        lines = self.scenario.describe().splitlines()
+        # Line 0 is the heading, line n is step n; the last line is the implicit end.
+        marked = min(self.step, len(lines) - 1)
+        if marked > 0:
+            lines[marked] += "   <-- here"
+        return "\n".join(lines)
+
+    # --- epochs ---------------------------------------------------------------------------------
+
+    def _cursor(self, cursor: Cursor) -> Cursor:
+        name = self.epochs.get(cursor.epoch)
+        if name is None:
+            name = f"<unknown epoch {cursor.epoch!r}>"
+        return Cursor(epoch=name, revision=cursor.revision)
+
+    def translate(self, value: _T) -> _T:
+        cursor = getattr(value, "cursor", None)
+        if isinstance(cursor, Cursor):
+            return cast(_T, attrs.evolve(cast(Any, value), cursor=self._cursor(cursor)))
+        return value
+
+    async def learn_epoch(self, adapter: ConformanceAdapter, *, fresh: bool) -> None:
+        epoch = (await adapter.snapshot()).cursor.epoch
+        known = self.epochs.get(epoch)
+        if fresh:
+            if known is not None:
+                raise self.error(
+                    "a new epoch was expected (P1)",
+                    f"the hub's epoch is {epoch!r}, which was already used as {known}",
+                )
+            self.epochs[epoch] = self.model.epoch
+        elif known != self.model.epoch:
+            raise self.error(
+                "the epoch changed where it must not",
+                f"expected {self.model.epoch}, the hub's epoch is {epoch!r} ({known or 'new'})",
+            )
+
+    # --- playing ------------------------------------------------------------------------------
+
+    async def play(self, time_limit: float) -> None:
+        try:
+            with trio.fail_after(time_limit):
+                await self._play()
+        except trio.TooSlowError:
+            raise self.error(f"the scenario did not finish within {time_limit} s") from None
+
+    async def _play(self) -> None:
+        try:
+            adapter = self.factory(self.scenario.config)
+        except Exception as error:
+            raise self._raised(error) from error
+        try:
+            await self._guarded(adapter.start)
+            await self._guarded(lambda: self.learn_epoch(adapter, fresh=True))
+            await self._guarded(lambda: self.compare(adapter))
+            for step, operation in enumerate(self.scenario.operations, 1):
+                self.step = step
+                await self._guarded(functools.partial(self.apply, adapter, operation))
+            self.step = len(self.scenario.operations) + 1
+            await self._guarded(lambda: self.finish(adapter))
+        except BaseException:
+            # The failure being raised is the news; a close that fails as well is not.
+            with contextlib.suppress(Exception):
+                await adapter.close()
+            raise
+        await self._guarded(adapter.close)
+
+    def _raised(self, error: Exception) -> ConformanceFailure:
+        first, _, rest = str(error).partition("\n")
+        return self.error(f"the adapter raised {type(error).__name__}: {first}", rest)
+
+    async def _guarded(self, call: Callable[[], Awaitable[object]]) -> None:
+        try:
+            await call()
+        except ConformanceFailure:
+            raise
+        except Exception as error:
+            raise self._raised(error) from error
+
+    async def apply(self, adapter: ConformanceAdapter, operation: Operation) -> None:
+        model = self.model
+        match operation:
+            case RegisterPublisher():
+                before = model.epoch
+                model.register()
+                await adapter.register_publisher()
+                await self.learn_epoch(adapter, fresh=model.epoch != before)
+            case PublishSnapshot(publisher=p, availability=availability, roots=roots):
+                self.check_cursor(
+                    model.publish_snapshot(p, availability, roots),
+                    await adapter.publish_snapshot(p, availability, roots),
+                )
+            case PublishChanged(publisher=p, root=root):
+                self.check_cursor(
+                    model.publish_changed(p, root), await adapter.publish_changed(p, root)
+                )
+            case PublishRemoved(publisher=p, root_run_id=root_run_id):
+                self.check_cursor(
+                    model.publish_removed(p, root_run_id),
+                    await adapter.publish_removed(p, root_run_id),
+                )
+            case PublishLifecycle(publisher=p, event=event):
+                self.check_cursor(
+                    model.publish_lifecycle(p, event), await adapter.publish_lifecycle(p, event)
+                )
+            case PublishHeartbeat(publisher=p, event=event):
+                model.publish_heartbeat(p, event)
+                await adapter.publish_heartbeat(p, event)
+            case DisposePublisher(publisher=p):
+                model.dispose_publisher(p)
+                await adapter.dispose_publisher(p)
+            case Observe(style=style, failing=failing):
+                model.observe(failing=failing)
+                await adapter.observe(style, failing)
+            case StallObserver(observer=o):
+                model.stall(o)
+                await adapter.stall(o)
+            case ReleaseObserver(observer=o):
+                model.release(o)
+                await adapter.release(o)
+            case DisposeObserver(observer=o):
+                model.dispose_observer(o)
+                await adapter.dispose_observer(o)
+            case BindDispatcher():
+                model.bind()
+                await adapter.bind_dispatcher()
+            case DisposeHub():
+                model.dispose()
+                await adapter.dispose_hub()
+            case Settle():
+                await self.compare(adapter)
+
+    def check_cursor(self, expected: Cursor | None, actual: Cursor | None) -> None:
+        translated = None if actual is None else self._cursor(actual)
+        if translated != expected:
+            shown_expected = "None (fenced)" if expected is None else render(expected)
+            shown_actual = "None (fenced)" if translated is None else render(translated)
+            raise self.error(
+                "the publish returned the wrong cursor (P9)",
+                f"cursor returned:\n  expected: {shown_expected}\n  actual:   {shown_actual}",
+            )
+
+    async def finish(self, adapter: ConformanceAdapter) -> None:
+        for observer in range(len(self.model.observers)):
+            self.model.release(observer)
+            await adapter.release(observer)
+        await self.compare(adapter)
+
+    async def compare(self, adapter: ConformanceAdapter) -> None:
+        """Settle both, then compare everything observable; fail on the first difference."""
+        self.comparisons += 1
+        model = self.model
+        await adapter.settle()
+        model.settle()
+        mismatches: list[_Mismatch | None] = [
+            _compare_values(
+                "the snapshot (L3)", model.snapshot(), self.translate(await adapter.snapshot())
+            )
+        ]
+        for index, expected in enumerate(model.observers):
+            frames = [self.translate(frame) for frame in await adapter.frames(index)]
+            mismatches.append(
+                _compare_sequences(f"the frames of observer#{index}", expected.received, frames)
+            )
+            mismatches.append(
+                _compare_values(
+                    f"the pending count of observer#{index} (O4)",
+                    len(expected.pending),
+                    await adapter.pending(index),
+                )
+            )
+        diagnostics = [self.translate(item) for item in await adapter.diagnostics()]
+        mismatches.append(
+            _compare_sequences("the diagnostics (L3)", model.diagnostics, diagnostics)
+        )
+        events = [self.translate(event) for event in await adapter.hook_events()]
+        mismatches.append(_compare_sequences("the hook events (K1)", model.hook_events, events))
+        found = [mismatch for mismatch in mismatches if mismatch is not None]
+        if found:
+            first, *rest = found
+            raise self.error(
+                f"mismatch in {first.what}",
+                first.detail,
+                [mismatch.what for mismatch in rest],
+            )
+
+    @property
+    def operations_played(self) -> int:
+        return min(self.step, len(self.scenario.operations))
+
+
+def _refuse_inside_trio() -> None:
+    if trio.lowlevel.in_trio_run():
+        raise RuntimeError(
+            "the conformance harness runs each scenario with trio.run(); call it from "
+            "synchronous code (in a pytest-trio project, a plain `def` test)"
+        )
+
+
+async def _play(scenario: Scenario, adapter_factory: AdapterFactory, time_limit: float) -> _Player:
+    player = _Player(scenario, adapter_factory)
+    await player.play(time_limit)
+    return player
+
+
+def run_scenario(
+    adapter_factory: AdapterFactory,
+    scenario: Scenario,
+    *,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> None:
+    """Play one scenario on a fresh adapter and on the model; raise :class:`ConformanceFailure`.
+
+    Useful to replay a scenario a failure printed, as a regression test. Each scenario runs in
+    its own ``trio.run``, bounded by ``timeout`` seconds.
+    """
+    _refuse_inside_trio()
+    trio.run(_play, scenario, adapter_factory, timeout)
+
+
+def check_conformance(
+    adapter_factory: AdapterFactory,
+    *,
+    max_examples: int = 100,
+    seed: int | None = None,
+    max_steps: int = 40,
+    queue_limits: Sequence[int] = (256, 1, 2, 4),
+    diagnostics_limits: Sequence[int] = (256, 8),
+    styles: Sequence[ObserverStyle] = ("callback", "stream"),
+    timeout: float = DEFAULT_TIMEOUT,
+) -> ConformanceReport:
+    """Check an implementation against the reference model with generated scenarios.
+
+    ``adapter_factory(config)`` makes a fresh adapter for each scenario. Hypothesis draws
+    ``max_examples`` scenarios of up to ``max_steps`` operations (``seed`` makes the run
+    reproducible); on a disagreement it shrinks the scenario and this raises a
+    :class:`ConformanceFailure` describing the *shrunk* one. ``queue_limits`` and
+    ``diagnostics_limits`` are the configurations tried (small ones reach overflow and make the
+    diagnostics ring wrap); ``styles`` the observer styles the adapter supports. Each scenario is
+    bounded by ``timeout`` seconds.
+
+    Must be called from synchronous code: each scenario runs in its own ``trio.run``.
+    """
+    _refuse_inside_trio()
+    played = {"examples": 0, "operations": 0, "comparisons": 0}
+
+    @settings(
+        max_examples=max_examples,
+        deadline=None,
+        database=None,
+        print_blob=False,
+        report_multiple_bugs=False,
+        suppress_health_check=list(HealthCheck),
+        phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink),
+    )
+    @given(
+        scenarios(
+            max_steps=max_steps,
+            queue_limits=queue_limits,
+            diagnostics_limits=diagnostics_limits,
+            styles=styles,
+        )
+    )
+    def conformance(scenario: Scenario) -> None:
+        # The failure message is built here, from the scenario being played, so the exception
+        # hypothesis finally raises describes the shrunk scenario.
+        player = trio.run(_play, scenario, adapter_factory, timeout)
+        played["examples"] += 1
+        played["operations"] += player.operations_played
+        played["comparisons"] += player.comparisons
+
+    # pytest hides frames that set this: the failure's message is the report, our frames noise.
+    __tracebackhide__ = True
+    test = conformance if seed is None else hypothesis_seed(seed)(conformance)
+    try:
+        test()
+    except ConformanceFailure as error:
+        failure = error
+    else:
+        return ConformanceReport(**played)
+    # Hypothesis notes the failing example's repr; the message already is its readable form.
+    notes = [note for note in getattr(failure, "__notes__", ()) if not _is_example_note(note)]
+    failure.__notes__ = notes
+    raise failure.with_traceback(None)
+
+
+def _is_example_note(note: object) -> bool:
+    return isinstance(note, str) and note.startswith(("Falsifying example", "Failing test case"))
+
+
+@final
+@attrs.define(kw_only=True)
+class ConformanceSuite:
+    """The suite bound to one adapter factory: what the ``workflow_hub_conformance`` fixture gives.
+
+    The pytest plugin runs it before the body of a test that requests the fixture, so a
+    disagreement fails that test; the body may then look at :attr:`report`.
+    """
+
+    adapter_factory: AdapterFactory
+    max_examples: int = 100
+    seed: int | None = None
+    max_steps: int = 40
+    queue_limits: Sequence[int] = (256, 1, 2, 4)
+    diagnostics_limits: Sequence[int] = (256, 8)
+    styles: Sequence[ObserverStyle] = ("callback", "stream")
+    timeout: float = DEFAULT_TIMEOUT
+    report: ConformanceReport | None = None
+    """Set once :meth:`run` has passed."""
+
+    def run(self) -> ConformanceReport:
+        """Run the suite (once; later calls return the same report)."""
+        __tracebackhide__ = True
+        if self.report is None:
+            self.report = check_conformance(
+                self.adapter_factory,
+                max_examples=self.max_examples,
+                seed=self.seed,
+                max_steps=self.max_steps,
+                queue_limits=self.queue_limits,
+                diagnostics_limits=self.diagnostics_limits,
+                styles=self.styles,
+                timeout=self.timeout,
+            )
+        return self.report

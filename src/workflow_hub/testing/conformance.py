@@ -1,0 +1,101 @@
+"""The conformance kit: check any implementation of the hub contract against the reference model.
+
+Write an adapter (:class:`ConformanceAdapter`, a dozen small coroutines) for your hub, then::
+
+    from workflow_hub.testing.conformance import check_conformance
+
+    def test_my_hub_conforms() -> None:
+        check_conformance(MyHubAdapter, max_examples=200)
+
+Hypothesis generates scenarios (operation sequences), each is played on your adapter and on
+:class:`~workflow_hub.testing.model.HubModel`, and the first disagreement is shrunk to a minimal
+scenario and raised as :class:`ConformanceFailure`, printed as a numbered script. The pytest
+plugin (fixture ``workflow_hub_conformance``) and the ``workflow-hub conformance`` command (for
+implementations in other languages, through the JSON-lines protocol) build on the same harness.
+See ``docs/conformance.md``. This module needs hypothesis (the ``testing`` extra).
+"""
+
+from ._adapter import AdapterConfig as AdapterConfig
+from ._adapter import AdapterFactory as AdapterFactory
+from ._adapter import ConformanceAdapter as ConformanceAdapter
+from ._adapter import HubAdapter as HubAdapter
+from ._adapter import ObserverStyle as ObserverStyle
+from ._harness import ConformanceFailure as ConformanceFailure
+from ._harness import ConformanceReport as ConformanceReport
+from ._harness import ConformanceSuite as ConformanceSuite
+from ._harness import check_conformance as check_conformance
+from ._harness import run_scenario as run_scenario
+from ._jsonl import JsonLinesAdapter as JsonLinesAdapter
+from ._jsonl import JsonLinesError as JsonLinesError
+from ._jsonl import JsonLinesProcess as JsonLinesProcess
+from ._jsonl import serve as serve
+from ._operations import ROOT_IDS as ROOT_IDS
+from ._operations import BindDispatcher as BindDispatcher
+from ._operations import DisposeHub as DisposeHub
+from ._operations import DisposeObserver as DisposeObserver
+from ._operations import DisposePublisher as DisposePublisher
+from ._operations import Observe as Observe
+from ._operations import Operation as Operation
+from ._operations import PublishChanged as PublishChanged
+from ._operations import PublishHeartbeat as PublishHeartbeat
+from ._operations import PublishLifecycle as PublishLifecycle
+from ._operations import PublishRemoved as PublishRemoved
+from ._operations import PublishSnapshot as PublishSnapshot
+from ._operations import RegisterPublisher as RegisterPublisher
+from ._operations import ReleaseObserver as ReleaseObserver
+from ._operations import Scenario as Scenario
+from ._operations import Settle as Settle
+from ._operations import StallObserver as StallObserver
+from ._operations import operation_sequences as operation_sequences
+from ._operations import operations as operations
+from ._operations import playable as playable
+from ._operations import scenarios as scenarios
+
+__all__ = [
+    "ROOT_IDS",
+    "AdapterConfig",
+    "AdapterFactory",
+    "BindDispatcher",
+    "ConformanceAdapter",
+    "ConformanceFailure",
+    "ConformanceReport",
+    "ConformanceSuite",
+    "DisposeHub",
+    "DisposeObserver",
+    "DisposePublisher",
+    "HubAdapter",
+    "JsonLinesAdapter",
+    "JsonLinesError",
+    "JsonLinesProcess",
+    "Observe",
+    "ObserverStyle",
+    "Operation",
+    "PublishChanged",
+    "PublishHeartbeat",
+    "PublishLifecycle",
+    "PublishRemoved",
+    "PublishSnapshot",
+    "RegisterPublisher",
+    "ReleaseObserver",
+    "Scenario",
+    "Settle",
+    "StallObserver",
+    "check_conformance",
+    "operation_sequences",
+    "operations",
+    "playable",
+    "run_scenario",
+    "scenarios",
+    "serve",
+]
+
+
+def _fix_module_names() -> None:
+    # Reprs and tracebacks should say workflow_hub.testing.conformance.X, where users import X.
+    for name in __all__:
+        value = globals()[name]
+        if isinstance(value, type) and value.__module__.startswith("workflow_hub.testing._"):
+            value.__module__ = __name__
+
+
+_fix_module_names()
