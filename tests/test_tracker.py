@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 import pytest
 import trio
@@ -389,6 +390,22 @@ async def test_a_replayed_stage_is_delivered_as_replay(scene: Scene) -> None:
     ]
 
 
+async def test_a_replayed_tool_is_delivered_as_replay(scene: Scene) -> None:
+    """§5/P6: replay=True on a tool tags its event delivery: replay too."""
+    tracker = scene.tracker
+    tracker.add_run("root", status="running")
+    tracker.add_tool("root", "grep", "grep", status="completed")
+    tracker.set_tool_status("root", "grep", "running", replay=True)
+    tracker.set_tool_status("root", "grep", "completed")
+    await scene.settle()
+    tool_events = [e for e in scene.hooks.lifecycle() if isinstance(e.target, ToolTarget)]
+    assert [(e.target.status, e.delivery) for e in tool_events] == [
+        ("completed", "live"),
+        ("running", "replay"),
+        ("completed", "live"),
+    ]
+
+
 async def test_tool_events_carry_the_nested_tool_id(scene: Scene) -> None:
     """§5: tool targets use "{run_id}:{tool_id}" and the previous status."""
     tracker = scene.tracker
@@ -495,6 +512,35 @@ async def test_released_runs_stop_emitting_and_stop_working(scene: Scene) -> Non
     assert tracker.activity("root").state == "idle"
 
 
+async def test_taking_ownership_makes_the_nested_runs_live_too(scene: Scene) -> None:
+    """§5: ownership is per subtree: a restored nested run's work counts once owned."""
+    tracker = scene.tracker
+    tracker.add_run("root", status="running", live=False)
+    tracker.add_run("child", parent_run_id="root", status="running", live=False)
+    tracker.add_stage("child", "build", "Build", status="running")
+    assert tracker.activity("root").state == "idle"
+    tracker.take_ownership("root")
+    assert (tracker.activity("root").reason, tracker.activity("root").active_execution_count) == (
+        "executing",
+        1,
+    )
+
+
+async def test_releasing_ownership_makes_the_nested_runs_history_too(scene: Scene) -> None:
+    """§5: a released run's nested runs stop working and stop emitting as well."""
+    tracker = scene.tracker
+    tracker.add_run("root", status="running")
+    tracker.add_run("child", parent_run_id="root", status="running")
+    tracker.add_stage("child", "build", "Build", status="running")
+    await scene.settle()
+    count = len(scene.hooks.lifecycle())
+    tracker.release_ownership("root")
+    tracker.set_stage_status("child", "build", "completed")
+    await scene.settle()
+    assert tracker.activity("root").state == "idle"
+    assert len(scene.hooks.lifecycle()) == count
+
+
 # --- bad input -------------------------------------------------------------------------------
 
 
@@ -531,6 +577,99 @@ async def test_bad_facts_raise_before_changing_anything(
     assert tracker.activities() == before
     assert scene.hub.cursor == cursor
     assert "x" not in tracker
+
+
+class EventIds:
+    """An event id factory that returns a non-string once ``broken`` is set."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.broken = False
+
+    def __call__(self) -> Any:
+        self.count += 1
+        return self.count if self.broken else f"evt-{self.count}"
+
+
+FACTS_THAT_EMIT: list[Callable[[RunTracker], None]] = [
+    lambda t: t.set_run_status("root", "paused"),
+    lambda t: t.set_stage_status("root", "plan", "running"),
+    lambda t: t.set_tool_status("root", "grep", "running"),
+    lambda t: t.add_run("x", status="running"),
+    lambda t: t.add_run("x", parent_run_id="root", status="running"),
+    lambda t: t.add_stage("root", "build", "Build", status="running"),
+    lambda t: t.request_control("root", "kill"),
+    lambda t: t.open_prompt("root", "q", "input", "?"),
+    lambda t: t.answer_prompt("root", "p"),
+]
+
+
+@pytest.mark.parametrize("fact", FACTS_THAT_EMIT)
+async def test_a_bad_event_id_from_the_factory_raises_before_changing_anything(
+    hub: WorkflowActivityHub, fact: Callable[[RunTracker], None]
+) -> None:
+    """C1: the event is built before the fact is recorded, so a bad id changes nothing; once the
+    factory behaves, the same fact applies as if the failed call never happened."""
+    ids = EventIds()
+    tracker = RunTracker(
+        hub.register_publisher(), owner_session_id="s", event_id_factory=ids, include_graph=True
+    )
+    tracker.start()
+    tracker.add_run("root", status="running")
+    tracker.add_stage("root", "plan", "Plan")
+    tracker.add_tool("root", "grep", "grep")
+    tracker.open_prompt("root", "p", "confirm", "Go?")
+    before, snapshot, cursor = tracker.activities(), hub.snapshot_frame(), hub.cursor
+    ids.broken = True
+    with pytest.raises(ContractError, match="event_id"):
+        fact(tracker)
+    assert tracker.activities() == before
+    assert tracker.run_status("root") == "running"
+    assert (hub.snapshot_frame(), hub.cursor) == (snapshot, cursor)
+    assert "x" not in tracker
+    ids.broken, failed_calls = False, ids.count
+    fact(tracker)  # a half-applied fact would now raise, or emit nothing
+    assert (ids.count, hub.cursor != cursor) == (failed_calls + 1, True)
+
+
+@pytest.mark.parametrize("fact", [*FACTS_THAT_EMIT, lambda t: t.require_intervention("root")])
+async def test_a_bad_time_from_the_clock_raises_before_changing_anything(
+    scene: Scene, fact: Callable[[RunTracker], None]
+) -> None:
+    """C1: the clock's value is checked where it is read, before anything changes."""
+    tracker = scene.tracker
+    tracker.add_run("root", status="running")
+    tracker.add_stage("root", "plan", "Plan")
+    tracker.add_tool("root", "grep", "grep")
+    tracker.open_prompt("root", "p", "confirm", "Go?")
+    before, snapshot, cursor = tracker.activities(), scene.hub.snapshot_frame(), scene.hub.cursor
+    scene.clock.now = float("nan")
+    with pytest.raises(ContractError, match="clock"):
+        fact(tracker)
+    assert tracker.activities() == before
+    assert tracker.run_status("root") == "running"
+    assert (scene.hub.snapshot_frame(), scene.hub.cursor) == (snapshot, cursor)
+    assert "x" not in tracker
+
+
+async def test_deeply_nested_runs_are_tracked_without_recursion(scene: Scene) -> None:
+    """§5: nested runs belong to their root at any depth (2 000 here, beyond the stack limit)."""
+    tracker = scene.tracker
+    depth = 2_000
+    with tracker.batch():
+        tracker.add_run("r0", status="running")
+        for level in range(1, depth):
+            tracker.add_run(f"r{level}", parent_run_id=f"r{level - 1}")
+        tracker.add_stage(f"r{depth - 1}", "build", "Build", status="running")
+    assert tracker.activity("r0").reason == "executing"
+    tracker.request_control("r0", "kill")
+    tracker.set_run_status("r0", "killed")
+    assert tracker.activity("r0").reason == "stopping"
+    tracker.release_ownership("r0")
+    assert tracker.activity("r0").state == "idle"
+    tracker.remove_run("r0")
+    assert f"r{depth - 1}" not in tracker
+    assert scene.hub.snapshot_frame().roots == ()
 
 
 async def test_a_stage_holds_at_most_one_open_prompt(scene: Scene) -> None:

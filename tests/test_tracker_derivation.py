@@ -322,6 +322,93 @@ def test_a_quit_run_that_settled_paused_is_idle_paused() -> None:
     assert (activity.state, activity.reason) == ("idle", "paused")
 
 
+def test_a_stop_on_a_paused_or_ended_run_is_in_effect_while_its_work_drains() -> None:
+    """§5 row 6: the outcome is reported (paused, killed) but a stage still drains -> stopping."""
+    for status in ("paused", "killed"):
+        activity = derive(run("root", status, stage("build", "running"), stop=True))
+        assert summary(activity) == ("working", "stopping", 1, 0, False), status
+
+
+def test_a_kill_on_a_pending_run_is_stopping() -> None:
+    """§5 row 6: a run killed before it started still has to settle -> working / stopping."""
+    activity = derive(run("root", "pending", stop=True))
+    assert summary(activity) == ("working", "stopping", 0, 0, False)
+
+
+def test_a_quit_between_stages_is_stopping() -> None:
+    """§5 row 6: a quit while nothing runs yet (the next stage is ready) is stopping, not a
+    continuation: the executor will not start the next stage."""
+    activity = derive(
+        run("root", "running", stage("plan", "completed"), stage("build", "pending"), stop=True)
+    )
+    assert summary(activity) == ("working", "stopping", 0, 0, False)
+
+
+def test_a_stop_stays_in_effect_while_a_nested_run_without_nodes_drains() -> None:
+    """§5 row 6: a nested running run that reports no nodes is one execution; the root's kill is
+    in effect until it settles, though the root's outcome is already reported."""
+    activity = derive(
+        run("root", "killed", stop=True),
+        run("child", "running", parent="root"),
+    )
+    assert summary(activity) == ("working", "stopping", 1, 0, False)
+
+
+def test_a_stop_stays_in_effect_while_a_nested_retry_waits_for_its_next_attempt() -> None:
+    """§5 row 6: a nested run's active retry is work draining: the stop is still in effect."""
+    activity = derive(
+        run("root", "killed", stop=True),
+        run("child", "running", stage("fetch", "pending", retrying=True), parent="root"),
+    )
+    assert summary(activity) == ("working", "stopping", 0, 0, False)
+
+
+def test_an_independent_retry_beside_a_stopping_run_keeps_its_reason() -> None:
+    """§5 rows 6 and 8: a sibling retrying on its own keeps retrying while another run stops."""
+    activity = derive(
+        run("root", "running"),
+        run("a", "running", stage("build"), parent="root", stop=True),
+        run("b", "running", stage("fetch", "pending", retrying=True), parent="root"),
+    )
+    assert summary(activity) == ("working", "retrying", 1, 0, False)
+
+
+# --- retries ---------------------------------------------------------------------------------
+
+
+def test_a_retry_waiting_in_a_paused_run_is_idle_paused() -> None:
+    """§5 row 5: nobody starts the next attempt of a paused run: paused, nothing draining."""
+    activity = derive(run("root", "paused", stage("fetch", "pending", retrying=True)))
+    assert summary(activity) == ("idle", "paused", 0, 0, False)
+
+
+def test_a_retry_waiting_in_a_run_nested_in_a_paused_run_is_idle_paused() -> None:
+    """§5 row 5: a run inside a paused run does not retry by itself either."""
+    activity = derive(
+        run("root", "paused"),
+        run("child", "pending", stage("fetch", "pending", retrying=True), parent="root"),
+    )
+    assert summary(activity) == ("idle", "paused", 0, 0, False)
+
+
+def test_a_retry_waiting_in_an_ended_run_is_idle_quiescent() -> None:
+    """§5 row 9: a killed run retries nothing, even with a retry flag left on a pending stage."""
+    activity = derive(run("root", "killed", stage("fetch", "pending", retrying=True), stop=True))
+    assert summary(activity) == ("idle", "quiescent", 0, 0, False)
+
+
+def test_a_retry_running_in_a_paused_run_still_drains() -> None:
+    """§5 rows 5 and 8: an attempt that already runs is work draining, paused or not."""
+    activity = derive(run("root", "paused", stage("fetch", "running", retrying=True)))
+    assert summary(activity) == ("working", "retrying", 1, 0, False)
+
+
+def test_a_paused_stage_of_an_unfinished_run_is_idle_paused() -> None:
+    """§5 row 5: a stage paused in a running run, nothing else to do -> idle / paused."""
+    activity = derive(run("root", "running", stage("plan", "completed"), stage("build", "paused")))
+    assert summary(activity) == ("idle", "paused", 0, 0, False)
+
+
 # --- nested runs -----------------------------------------------------------------------------
 
 

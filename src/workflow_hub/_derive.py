@@ -8,11 +8,15 @@ every row of the state table can be tested without a running hub.
 The rules, in the order they are applied (``docs/scheduler-guide.md`` tells the same story for
 scheduler authors):
 
-* Only *live* runs (an executor owns them now) contribute work. A running stage or tool of a live
-  run is one active execution; so is a live ``running`` run with no stages or tools of its own and
-  no unfinished child runs (a run that reports no graph is its own unit of work).
+* Only *live* runs (an executor owns them now) contribute work. A unit of work is a running stage
+  or tool (one active execution each); a ``running`` run with no stages or tools of its own and no
+  unfinished child runs (a run that reports no graph is its own unit of work: one execution); or
+  an active retry: a stage flagged ``retrying`` that runs, or that waits ``pending`` for its next
+  attempt while its run is ``pending``/``running`` with no paused ancestor (nobody starts the next
+  attempt in a paused or ended run). :func:`_own_work` is the one place that says so.
 * A run whose quit or kill request is in effect is *stopping*, and so is everything nested in it.
-  The request is in effect while the run is ``pending``/``running`` or still has work running.
+  The request is in effect while the run is ``pending``/``running`` or while a unit of work remains
+  in it or in a run nested in it.
 * A live ``pending``/``running`` run that is not stopping, runs nothing, retries nothing, has no
   wait and no paused stage of its own, no unfinished child run and no paused ancestor, is an
   *automatic continuation*: its executor will move it on without anyone's help.
@@ -60,8 +64,6 @@ ADVANCING = frozenset({RunStatus.PENDING, RunStatus.RUNNING})
 UNFINISHED = ADVANCING | {RunStatus.PAUSED}
 # Ended outcomes that need someone to look (the last row of the state table).
 ENDED_FAILURES = frozenset({RunStatus.FAILED, RunStatus.BLOCKED})
-# A stage that is retried is retrying while it waits to run again and while it runs.
-RETRY_STATUSES = frozenset({StageStatus.PENDING, StageStatus.RUNNING})
 
 
 def nested_id(run_id: str, node_id: str) -> str:
@@ -144,9 +146,6 @@ class RunRecord:
     beat_since: Timestamp | None = None
     last_beat: Timestamp | None = None
 
-    def running_nodes(self) -> int:
-        return sum(1 for node in self.nodes.values() if node.running)
-
 
 @attrs.frozen
 class _Tally:
@@ -161,34 +160,94 @@ class _Tally:
     ended_failure: bool
 
 
-def _subtree_running(run: RunRecord, by_id: dict[str, RunRecord]) -> bool:
-    if run.live and run.running_nodes():
-        return True
-    return any(_subtree_running(by_id[child], by_id) for child in run.children if child in by_id)
+@attrs.frozen
+class _OwnWork:
+    """The units of work one run has of its own (the work of its nested runs is theirs)."""
+
+    # Running stages and tools: one active execution each.
+    running: int = 0
+    # Running stages flagged ``retrying`` (already counted in ``running``).
+    running_retries: int = 0
+    # Stages flagged ``retrying`` that wait, ``pending``, for their next attempt.
+    waiting_retries: int = 0
+    # A running run with no stages or tools and no unfinished nested run: one execution.
+    nodeless: bool = False
+
+    @property
+    def executions(self) -> int:
+        return self.running + (1 if self.nodeless else 0)
+
+    @property
+    def retrying(self) -> bool:
+        return bool(self.running_retries or self.waiting_retries)
+
+    @property
+    def draining(self) -> bool:
+        """Whether anything works in the run itself: this is what keeps a stop in effect."""
+        return bool(self.running or self.waiting_retries or self.nodeless)
 
 
-def _stopping_runs(runs: Sequence[RunRecord], by_id: dict[str, RunRecord]) -> set[str]:
-    stopping: set[str] = set()
-    for run in runs:  # parents come before their children
-        in_effect = run.stop_requested and (run.status in ADVANCING or _subtree_running(run, by_id))
-        if in_effect or run.parent_run_id in stopping:
-            stopping.add(run.run_id)
-    return stopping
+_NO_WORK = _OwnWork()
 
 
-def _paused_runs(runs: Sequence[RunRecord]) -> set[str]:
-    paused: set[str] = set()
-    for run in runs:  # parents come before their children
-        if run.status is RunStatus.PAUSED or run.parent_run_id in paused:
-            paused.add(run.run_id)
-    return paused
+def _own_work(run: RunRecord, *, paused_scope: set[str], waits_for_child: set[str]) -> _OwnWork:
+    """The one definition of a unit of work, shared by the counts, the reasons and stopping."""
+    if not run.live:
+        return _NO_WORK  # restored history never works
+    # A retry waiting for its next attempt is work only while its run moves on by itself: in a
+    # paused run (or one nested in a paused run) or an ended one, nobody starts that attempt.
+    retries_advance = run.status in ADVANCING and run.run_id not in paused_scope
+    running = running_retries = waiting_retries = 0
+    for node in run.nodes.values():
+        retried = isinstance(node, StageRecord) and node.retrying
+        if node.running:
+            running += 1
+            if retried:
+                running_retries += 1
+        elif retried and retries_advance and node.status is StageStatus.PENDING:
+            waiting_retries += 1
+    nodeless = (
+        run.status is RunStatus.RUNNING and not run.nodes and run.run_id not in waits_for_child
+    )
+    return _OwnWork(
+        running=running,
+        running_retries=running_retries,
+        waiting_retries=waiting_retries,
+        nodeless=nodeless,
+    )
 
 
 def _tally(runs: Sequence[RunRecord]) -> _Tally:
-    by_id = {run.run_id: run for run in runs}
-    stopping = _stopping_runs(runs, by_id)
-    # A run inside a paused run does not continue by itself (work already running still drains).
-    paused_scope = _paused_runs(runs)
+    # Runs that are paused or nested in a paused run (parents come before their children). A run
+    # in this scope does not continue by itself; work already running still drains.
+    paused_scope: set[str] = set()
+    for run in runs:
+        if run.status is RunStatus.PAUSED or run.parent_run_id in paused_scope:
+            paused_scope.add(run.run_id)
+    # Runs with an unfinished nested run of their own: what happens is the nested run's story.
+    waits_for_child = {
+        run.parent_run_id
+        for run in runs
+        if run.parent_run_id is not None and run.status in UNFINISHED
+    }
+    work = {
+        run.run_id: _own_work(run, paused_scope=paused_scope, waits_for_child=waits_for_child)
+        for run in runs
+    }
+    # Runs with work draining in them or in a run nested in them, in one pass from the leaves up
+    # (children come after their parents, so the reversed order meets them first).
+    draining: set[str] = set()
+    for run in reversed(runs):
+        if work[run.run_id].draining or any(child in draining for child in run.children):
+            draining.add(run.run_id)
+    # A quit or kill is in effect while its run still advances or still drains, and it covers
+    # every run nested in it.
+    stopping: set[str] = set()
+    for run in runs:
+        in_effect = run.stop_requested and (run.status in ADVANCING or run.run_id in draining)
+        if in_effect or run.parent_run_id in stopping:
+            stopping.add(run.run_id)
+
     executions = 0
     stopping_units = 0
     reasons: set[Reason] = set()
@@ -216,32 +275,22 @@ def _tally(runs: Sequence[RunRecord]) -> _Tally:
 
         if not run.live:
             continue  # restored history never works
-        unfinished_children = any(
-            by_id[child].status in UNFINISHED for child in run.children if child in by_id
-        )
-        retrying = [stage for stage in stages if stage.retrying and stage.status in RETRY_STATUSES]
-        running = run.running_nodes()
-        nodeless_running = (
-            run.status is RunStatus.RUNNING and not run.nodes and not unfinished_children
-        )
-        executions += running + (1 if nodeless_running else 0)
-
+        own = work[run.run_id]
+        executions += own.executions
         if run.run_id in stopping:
-            if running or retrying or nodeless_running or run.status in ADVANCING:
+            if own.draining or run.status in ADVANCING:
                 stopping_units += 1
             continue
-        if retrying:
+        if own.retrying:
             reasons.add(Reason.RETRYING)
-        if running > len([stage for stage in retrying if stage.running]) or nodeless_running:
+        if own.running > own.running_retries or own.nodeless:
             reasons.add(Reason.EXECUTING)
         if (
             run.status in ADVANCING
-            and not running
-            and not retrying
-            and not nodeless_running
+            and not own.draining
             and not own_waits
             and not paused_stage
-            and not unfinished_children
+            and run.run_id not in waits_for_child
             and run.run_id not in paused_scope
         ):
             reasons.add(Reason.AUTOMATIC_CONTINUATION)

@@ -11,9 +11,11 @@ of SPEC §5 (``_derive.py``), and publishes through a :class:`WorkflowActivityPu
   ``ready`` snapshot around :meth:`RunTracker.hydrating`, during which nothing is published one
   change at a time and no lifecycle event is synthesised.
 
-Every method validates all of its arguments and looks up every id before it changes anything, so a
-call that raises leaves the tracker exactly as it was. The tracker is not thread-safe: call it from
-the hub's trio thread (other threads use ``ThreadPublisher.call_soon``).
+Every method validates all of its arguments, looks up every id, reads the clock and builds its
+lifecycle event (so the clock's value and the ``event_id_factory``'s id are checked too) before it
+changes anything, so a call that raises leaves the tracker exactly as it was (C1). Runs nest to any
+depth: nothing walks them recursively. The tracker is not thread-safe: call it from the hub's trio
+thread (other threads use ``ThreadPublisher.call_soon``).
 """
 
 from __future__ import annotations
@@ -102,25 +104,30 @@ def _uuid4() -> str:
 
 
 def _node_target(
-    run: RunRecord, node: NodeRecord, previous: StageStatus | ToolNodeStatus | None
+    run: RunRecord,
+    node: NodeRecord,
+    status: StageStatus | ToolNodeStatus,
+    previous: StageStatus | ToolNodeStatus | None,
 ) -> StageTarget | ToolTarget:
     node_id = nested_id(run.run_id, node.node_id)
     if isinstance(node, StageRecord):
+        assert isinstance(status, StageStatus)
         assert previous is None or isinstance(previous, StageStatus)
         return StageTarget(
             run_id=run.run_id,
             stage_id=node_id,
             stage_name=node.name,
             previous_status=previous,
-            status=node.status,
+            status=status,
         )
+    assert isinstance(status, ToolNodeStatus)
     assert previous is None or isinstance(previous, ToolNodeStatus)
     return ToolTarget(
         run_id=run.run_id,
         tool_node_id=node_id,
         tool_name=node.name,
         previous_status=previous,
-        status=node.status,
+        status=status,
     )
 
 
@@ -213,7 +220,7 @@ class RunTracker:
 
     def now(self) -> float:
         """The tracker's clock, in epoch milliseconds."""
-        return self._clock()
+        return self._now()
 
     def __contains__(self, run_id: object) -> bool:
         return run_id in self._runs
@@ -255,9 +262,10 @@ class RunTracker:
         """
         if self._hydrating:
             raise RuntimeError("hydrating() blocks do not nest")
+        now = self._now()
         self._hydrating = True
         self._dirty.clear()
-        self._refresh_heartbeats()
+        self._refresh_heartbeats(now)
         self._publisher.publish_snapshot(Availability.RECOVERING)
         try:
             yield
@@ -266,7 +274,7 @@ class RunTracker:
             self._started = False
             self._published.clear()
             self._publisher.publish_snapshot(Availability.UNAVAILABLE)
-            self._refresh_heartbeats()
+            self._refresh_heartbeats(now)  # nothing is eligible while not started
             raise
         self._hydrating = False
         self._publish_ready()
@@ -319,7 +327,7 @@ class RunTracker:
             parent = self._run(check_str(parent_run_id, "parent_run_id"))
         self._require_started()
 
-        now = self._clock()
+        now = self._now()
         if start is None and run_status is RunStatus.RUNNING:
             start = now
         record = RunRecord(
@@ -332,14 +340,16 @@ class RunTracker:
             heartbeat_interval_minutes=interval,
             started_at=start,
         )
+        event = None
+        if run_status is not RunStatus.PENDING:
+            event = self._event(record, RunTarget(run_id=run_id, status=run_status), now)
         self._runs[run_id] = record
         if parent is None:
             self._roots[run_id] = None
         else:
             parent.children.append(run_id)
-        if run_status is not RunStatus.PENDING:
-            self._emit(record, RunTarget(run_id=run_id, status=run_status), now)
-        self._touched(record.root_run_id)
+        self._emit(event)
+        self._touched(record.root_run_id, now)
 
     def set_run_status(self, run_id: str, status: RunStatus | str) -> None:
         """Record a run's new status; a live run emits a run event with its previous status.
@@ -353,14 +363,17 @@ class RunTracker:
         previous = run.status
         if new is previous:
             return
-        now = self._clock()
+        now = self._now()
+        event = self._event(
+            run, RunTarget(run_id=run_id, previous_status=previous, status=new), now
+        )
         run.status = new
         if new in ADVANCING and previous not in ADVANCING:
             run.stop_requested = False
         if new is RunStatus.RUNNING and run.started_at is None:
             run.started_at = now
-        self._emit(run, RunTarget(run_id=run_id, previous_status=previous, status=new), now)
-        self._touched(run.root_run_id)
+        self._emit(event)
+        self._touched(run.root_run_id, now)
 
     def take_ownership(self, run_id: str) -> None:
         """This scheduler's executor now owns the run and its nested runs: they are live.
@@ -394,20 +407,22 @@ class RunTracker:
         requested = _check_action(action, "action")
         by = _check_attribution(attribution, "attribution")
         self._require_started()
-        now = self._clock()
+        now = self._now()
+        target = RunTarget(run_id=run_id, status=run.status, action=requested)
+        event = self._event(run, target, now, attribution=by)
         if requested in _STOP_ACTIONS:
             run.stop_requested = True
         elif requested is ControlAction.RESUME:
             run.stop_requested = False
-        target = RunTarget(run_id=run_id, status=run.status, action=requested)
-        self._emit(run, target, now, attribution=by)
-        self._touched(run.root_run_id)
+        self._emit(event)
+        self._touched(run.root_run_id, now)
 
     def remove_run(self, run_id: str) -> None:
         """Forget a run and everything nested in it. Removing a root publishes ``removed``."""
         run = self._run(run_id)
         self._require_started()
-        for doomed in list(self._subtree(run)):
+        now = self._now()
+        for doomed in self._subtree(run):
             del self._runs[doomed.run_id]
         if run.parent_run_id is None:
             del self._roots[run_id]
@@ -418,7 +433,7 @@ class RunTracker:
             self._wake_heartbeats()
         else:
             self._runs[run.parent_run_id].children.remove(run_id)
-            self._touched(run.root_run_id)
+            self._touched(run.root_run_id, now)
 
     # --- stages and tools ------------------------------------------------------------------
 
@@ -477,9 +492,12 @@ class RunTracker:
     ) -> None:
         """Record a stage's status; a live run emits a stage event when the status changed.
 
-        ``retrying=True`` marks the stage as being retried (while ``pending`` or ``running``):
-        the root works with reason ``retrying``. The flag holds until the next call. ``replay=True``
-        says an explicit continuation is re-running the stage: its event has ``delivery: replay``.
+        ``retrying=True`` marks the stage as being retried: the root works with reason
+        ``retrying`` while the stage runs, and while it waits ``pending`` for its next attempt in a
+        run that is ``pending``/``running`` and not nested in a paused run (while the run is paused
+        or has ended, a retry that is not running is no work). The flag holds until the next call.
+        ``replay=True`` says an explicit continuation is re-running the stage: its event has
+        ``delivery: replay``.
         """
         run = self._run(run_id)
         stage = self._stage(run, stage_id)
@@ -487,11 +505,11 @@ class RunTracker:
         check_bool(retrying, "retrying")
         check_bool(replay, "replay")
         self._require_started()
-        previous = stage.status
-        now = self._clock()
+        now = self._now()
+        event = self._node_event(run, stage, new, now, replay=replay)
         stage.status = new
         stage.retrying = retrying
-        self._node_status_changed(run, stage, previous, now, replay=replay)
+        self._node_status_changed(run, stage, event, now)
 
     def set_tool_status(
         self,
@@ -507,10 +525,10 @@ class RunTracker:
         new = _check_tool_status(status, "status")
         check_bool(replay, "replay")
         self._require_started()
-        previous = tool.status
-        now = self._clock()
+        now = self._now()
+        event = self._node_event(run, tool, new, now, replay=replay)
         tool.status = new
-        self._node_status_changed(run, tool, previous, now, replay=replay)
+        self._node_status_changed(run, tool, event, now)
 
     # --- prompts and interventions ---------------------------------------------------------
 
@@ -547,7 +565,7 @@ class RunTracker:
                 f"{stage.prompt.prompt_id!r}"
             )
         self._require_started()
-        now = self._clock()
+        now = self._now()
         prompt = PromptRecord(
             prompt_id=prompt_id,
             kind=prompt_kind,
@@ -556,11 +574,12 @@ class RunTracker:
             created_at=now if created is None else created,
             stage_id=stage_id,
         )
+        event = self._prompt_event(run, prompt, PromptStatus.OPENED, now)
         run.prompts[prompt_id] = prompt
         if stage is not None:
             stage.prompt = prompt
-        self._emit_prompt(run, prompt, PromptStatus.OPENED, now)
-        self._touched(run.root_run_id)
+        self._emit(event)
+        self._touched(run.root_run_id, now)
 
     def answer_prompt(self, run_id: str, prompt_id: str) -> None:
         """The human answered: the prompt closes (``answered``)."""
@@ -581,8 +600,9 @@ class RunTracker:
             self._stage(run, stage_id)
         self._require_started()
         if stage_id not in run.interventions:
+            now = self._now()
             run.interventions.add(stage_id)
-            self._touched(run.root_run_id)
+            self._touched(run.root_run_id, now)
 
     def clear_intervention(self, run_id: str, *, stage_id: str | None = None) -> None:
         """The intervention or approval is no longer needed. Clearing an absent one is allowed."""
@@ -591,8 +611,9 @@ class RunTracker:
             self._stage(run, stage_id)
         self._require_started()
         if stage_id in run.interventions:
+            now = self._now()
             run.interventions.discard(stage_id)
-            self._touched(run.root_run_id)
+            self._touched(run.root_run_id, now)
 
     # --- heartbeats ------------------------------------------------------------------------
 
@@ -636,15 +657,27 @@ class RunTracker:
             raise KeyError(f"run {run.run_id!r} has no tool {tool_id!r}")
         return node
 
-    def _subtree(self, run: RunRecord) -> Iterator[RunRecord]:
-        """The run and its nested runs, parents before children."""
-        yield run
-        for child in run.children:
-            yield from self._subtree(self._runs[child])
+    def _now(self) -> float:
+        # Checked where it is read, before anything changes: a clock that returns a bad value
+        # raises ContractError and leaves the tracker as it was (C1).
+        return check_number(self._clock(), "clock")
+
+    def _subtree(self, run: RunRecord) -> list[RunRecord]:
+        """The run and its nested runs, depth first, parents before children, in the order added.
+
+        A loop rather than recursion, so nesting depth is limited by memory, not the stack.
+        """
+        found: list[RunRecord] = []
+        stack = [run.run_id]
+        while stack:
+            member = self._runs[stack.pop()]
+            found.append(member)
+            stack.extend(reversed(member.children))
+        return found
 
     def _derive(self, root_run_id: str) -> RootActivity:
         return derive_root(
-            tuple(self._subtree(self._runs[root_run_id])),
+            self._subtree(self._runs[root_run_id]),
             owner_session_id=self._owner_session_id,
             include_graph=self._include_graph,
         )
@@ -652,36 +685,48 @@ class RunTracker:
     def _set_live(self, run_id: str, live: bool) -> None:
         run = self._run(run_id)
         self._require_started()
+        now = self._now()
         for member in self._subtree(run):
             member.live = live
-        self._touched(run.root_run_id)
+        self._touched(run.root_run_id, now)
 
     def _add_node(self, run: RunRecord, node: NodeRecord) -> None:
         if node.node_id in run.nodes:
             raise ValueError(f"run {run.run_id!r} already has a stage or tool {node.node_id!r}")
         self._require_started()
-        now = self._clock()
+        now = self._now()
+        started = node.status != "pending"
+        event = (
+            self._event(run, _node_target(run, node, node.status, None), now) if started else None
+        )
         run.nodes[node.node_id] = node
-        if node.status != "pending":
+        if started:
             self._order(run, node)
-            self._emit(run, _node_target(run, node, None), now)
-        self._touched(run.root_run_id)
+        self._emit(event)
+        self._touched(run.root_run_id, now)
 
-    def _node_status_changed(
+    def _node_event(
         self,
         run: RunRecord,
         node: NodeRecord,
-        previous: StageStatus | ToolNodeStatus,
+        status: StageStatus | ToolNodeStatus,
         now: float,
         *,
         replay: bool,
+    ) -> LifecycleInput | None:
+        """The event for a node moving to ``status``, built before the node changes."""
+        if status is node.status:
+            return None
+        target = _node_target(run, node, status, node.status)
+        return self._event(run, target, now, delivery=Delivery.REPLAY if replay else Delivery.LIVE)
+
+    def _node_status_changed(
+        self, run: RunRecord, node: NodeRecord, event: LifecycleInput | None, now: float
     ) -> None:
         if node.status != "pending":
             self._order(run, node)
-        if node.status is not previous:
-            delivery = Delivery.REPLAY if replay else Delivery.LIVE
-            self._emit(run, _node_target(run, node, previous), now, delivery=delivery)
-        self._touched(run.root_run_id)
+        self._emit(event)
+        self._touched(run.root_run_id, now)
 
     def _order(self, run: RunRecord, node: NodeRecord) -> None:
         # A node's execution order is the order in which it first left ``pending``, per root.
@@ -697,25 +742,26 @@ class RunTracker:
         if prompt is None:
             raise KeyError(f"run {run_id!r} has no open prompt {prompt_id!r}")
         self._require_started()
-        now = self._clock()
+        now = self._now()
+        event = self._prompt_event(run, prompt, status, now)
         del run.prompts[prompt_id]
         if prompt.stage_id is not None:
             stage = run.nodes.get(prompt.stage_id)
             if isinstance(stage, StageRecord) and stage.prompt is prompt:
                 stage.prompt = None
-        self._emit_prompt(run, prompt, status, now)
-        self._touched(run.root_run_id)
+        self._emit(event)
+        self._touched(run.root_run_id, now)
 
-    def _emit_prompt(
+    def _prompt_event(
         self, run: RunRecord, prompt: PromptRecord, status: PromptStatus, now: float
-    ) -> None:
+    ) -> LifecycleInput | None:
         stage_id = None if prompt.stage_id is None else nested_id(run.run_id, prompt.stage_id)
         target = PromptTarget(
             run_id=run.run_id, stage_id=stage_id, prompt_id=prompt.prompt_id, status=status
         )
-        self._emit(run, target, now)
+        return self._event(run, target, now)
 
-    def _emit(
+    def _event(
         self,
         run: RunRecord,
         target: LifecycleTarget,
@@ -723,26 +769,34 @@ class RunTracker:
         *,
         delivery: Delivery = Delivery.LIVE,
         attribution: Attribution | None = None,
-    ) -> None:
+    ) -> LifecycleInput | None:
+        """The lifecycle event a fact emits, or None when it emits none.
+
+        Every fact builds its event *before* it changes a record: building it validates the id
+        from ``event_id_factory`` and the time from the clock, so a bad one raises ContractError
+        with the tracker unchanged (C1). :meth:`_emit` publishes it once the records changed.
+        """
         # Lifecycle events describe what a live executor does; recovery and history are silent.
         if not run.live or not self._publishing:
-            return
-        self._publisher.publish_lifecycle(
-            LifecycleInput(
-                event_id=self._event_id_factory(),
-                run_id=run.run_id,
-                root_run_id=run.root_run_id,
-                owner_session_id=self._owner_session_id,
-                occurred_at=now,
-                observed_at=now,
-                delivery=delivery,
-                target=target,
-                attribution=attribution,
-            )
+            return None
+        return LifecycleInput(
+            event_id=self._event_id_factory(),
+            run_id=run.run_id,
+            root_run_id=run.root_run_id,
+            owner_session_id=self._owner_session_id,
+            occurred_at=now,
+            observed_at=now,
+            delivery=delivery,
+            target=target,
+            attribution=attribution,
         )
 
-    def _touched(self, root_run_id: str) -> None:
-        self._refresh_heartbeat(self._runs[root_run_id])
+    def _emit(self, event: LifecycleInput | None) -> None:
+        if event is not None:
+            self._publisher.publish_lifecycle(event)
+
+    def _touched(self, root_run_id: str, now: float) -> None:
+        self._refresh_heartbeat(self._runs[root_run_id], now)
         self._wake_heartbeats()
         if not self._publishing:
             return
@@ -766,16 +820,17 @@ class RunTracker:
                 self._publish_root(root_run_id)
 
     def _publish_ready(self) -> None:
+        now = self._now()
         activities = {root_id: self._derive(root_id) for root_id in self._roots}
         self._started = True
         self._dirty.clear()
         self._published = activities
         self._publisher.publish_snapshot(Availability.READY, list(activities.values()))
-        self._refresh_heartbeats()
+        self._refresh_heartbeats(now)
 
     # Heartbeat eligibility is kept here, where every change passes; _heartbeat.py reads it.
 
-    def _refresh_heartbeat(self, run: RunRecord) -> None:
+    def _refresh_heartbeat(self, run: RunRecord, now: float) -> None:
         eligible = (
             self._publishing
             and run.parent_run_id is None
@@ -787,11 +842,11 @@ class RunTracker:
         if not eligible:
             run.beat_since = None
         elif run.beat_since is None:
-            run.beat_since = self._clock()
+            run.beat_since = now
 
-    def _refresh_heartbeats(self) -> None:
+    def _refresh_heartbeats(self, now: float) -> None:
         for root_id in self._roots:
-            self._refresh_heartbeat(self._runs[root_id])
+            self._refresh_heartbeat(self._runs[root_id], now)
         self._wake_heartbeats()
 
     def _wake_heartbeats(self) -> None:
