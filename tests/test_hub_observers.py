@@ -471,3 +471,25 @@ async def test_a_hub_runs_once() -> None:
     with pytest.raises(RuntimeError, match="only once"):
         async with hub:
             pass  # pragma: no cover
+
+
+async def test_a_stream_drains_pending_frames_without_a_checkpoint() -> None:
+    """O9: a backlog is drained without a scheduler round trip or cancellation point per frame."""
+    async with WorkflowActivityHub() as hub:
+        publisher = hub.register_publisher()
+        publisher.publish_snapshot("ready", [])
+        async with hub.subscribe() as stream:
+            for index in range(3):
+                publisher.publish_changed(root(f"root-{index}"))
+            with trio.testing.assert_no_checkpoints():
+                frames = [await stream.receive() for _ in range(4)]
+    assert describe(frames) == [("snapshot", 1), ("changed", 2), ("changed", 3), ("changed", 4)]
+
+
+async def test_a_stream_waits_at_a_checkpoint_when_nothing_is_pending() -> None:
+    """O9: a stream with nothing pending parks (and so is cancellable) until a frame arrives."""
+    async with WorkflowActivityHub() as hub, hub.subscribe() as stream:
+        await stream.receive()
+        with trio.move_on_after(1) as waited:
+            await stream.receive()
+        assert waited.cancelled_caught

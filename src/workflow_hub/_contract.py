@@ -9,7 +9,7 @@ trust; building one from bad input raises :class:`ContractError` naming the fiel
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal, TypeAlias
+from typing import ClassVar, Literal, TypeAlias, TypeVar
 
 import attrs
 
@@ -373,3 +373,18 @@ def _resolve_field_types() -> None:
 
 
 _resolve_field_types()
+
+
+_V = TypeVar("_V")
+
+
+def trusted(cls: type[_V], **fields: object) -> _V:
+    """Build ``cls`` from values already checked, without running its converters (C1 holds).
+
+    For the hub's hot paths only, where every value comes from a checked contract object or the
+    hub's own state: every field must be given, already of its declared type.
+    """
+    instance = object.__new__(cls)
+    for name, value in fields.items():
+        object.__setattr__(instance, name, value)
+    return instance

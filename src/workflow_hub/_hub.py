@@ -34,6 +34,7 @@ from ._contract import (
     StageCompletedEvent,
     StageTarget,
     WorkflowEvent,
+    trusted,
 )
 from ._enums import Availability, DiagnosticKind, StageStatus
 from ._errors import ContractError
@@ -228,7 +229,8 @@ class WorkflowActivityHub:
         snapshot = self._snapshot
         if snapshot is None:
             ready = self._availability is Availability.READY
-            snapshot = self._snapshot = SnapshotFrame(
+            snapshot = self._snapshot = trusted(
+                SnapshotFrame,
                 cursor=self._cursor,
                 availability=self._availability,
                 roots=tuple(self._roots.values()) if ready else None,
@@ -288,7 +290,7 @@ class WorkflowActivityHub:
 
     def _advance(self) -> Cursor:
         self._revision += 1
-        cursor = self._cursor = Cursor(epoch=self._epoch, revision=self._revision)
+        cursor = self._cursor = trusted(Cursor, epoch=self._epoch, revision=self._revision)
         self._snapshot = None
         return cursor
 
@@ -308,14 +310,14 @@ class WorkflowActivityHub:
     def _apply_changed(self, root: RootActivity, publisher: WorkflowActivityPublisher) -> Cursor:
         cursor = self._advance()
         self._roots[root.root_run_id] = root
-        self._broadcast(ChangedFrame(cursor=cursor, root=root))
-        self._emit_hook(ActivityChangedEvent(cursor=cursor, root=root), publisher)
+        self._broadcast(trusted(ChangedFrame, cursor=cursor, root=root))
+        self._emit_hook(trusted(ActivityChangedEvent, cursor=cursor, root=root), publisher)
         return cursor
 
     def _apply_removed(self, root_run_id: str) -> Cursor:
         cursor = self._advance()
         self._roots.pop(root_run_id, None)
-        self._broadcast(RemovedFrame(cursor=cursor, root_run_id=root_run_id))
+        self._broadcast(trusted(RemovedFrame, cursor=cursor, root_run_id=root_run_id))
         return cursor
 
     def _apply_lifecycle(
@@ -342,13 +344,13 @@ class WorkflowActivityHub:
             for queue in self._observers:
                 queue.push(frame)
             return
-        metrics.frames_published[frame.kind].inc()
+        metrics.frame_published(frame.kind)
         now = metrics_clock()
         for queue in self._observers:
             queue.push(frame, now)
 
     def _record(self, kind: DiagnosticKind) -> None:
-        self._diagnostics.append(Diagnostic(kind=kind, cursor=self._cursor))
+        self._diagnostics.append(trusted(Diagnostic, kind=kind, cursor=self._cursor))
         if self._metrics is not None:
             self._metrics.record_diagnostic(kind)
 
@@ -459,7 +461,7 @@ class WorkflowActivityHub:
             dispatch = self._dispatcher
             assert dispatch is not None
             if self._metrics is not None:
-                self._metrics.hook_events_dispatched[event.type].inc()
+                self._metrics.hook_dispatched(event.type)
             try:
                 result: Any = dispatch(event, publisher._is_current)
                 if inspect.isawaitable(result):

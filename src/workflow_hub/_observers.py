@@ -76,7 +76,8 @@ class ObserverQueue:
             frames.append(frame)
         if stamps is not None:
             stamps.append(stamp)
-        self._wake()
+        if self._waiter is not None:
+            self._wake()
 
     def dispose(self) -> bool:
         """Drop what is pending and stop; True the first time only."""
@@ -95,11 +96,22 @@ class ObserverQueue:
             self._waiter = None
             trio.lowlevel.reschedule(waiter)
 
-    async def next_frame(self) -> Frame | None:
-        """The next pending frame, waiting for one if needed; None once disposed."""
+    def pop(self) -> Frame:
+        """The oldest pending frame (there must be one); its delivery starts now."""
+        if self._stamps is not None:
+            assert self._metrics is not None
+            self._metrics.record_delivery(self._stamps.popleft())
+        return self._frames.popleft()
+
+    async def wait(self) -> bool:
+        """Wait until a frame is pending (True) or the queue is disposed (False).
+
+        Parks the task only when nothing is pending: a consumer that pops until the queue is
+        empty and only then waits drains a backlog without a scheduler round trip per frame.
+        """
         while not self._frames:
             if self.disposed:
-                return None
+                return False
             self._waiter = trio.lowlevel.current_task()
 
             def abort(_: object) -> trio.lowlevel.Abort:
@@ -107,10 +119,7 @@ class ObserverQueue:
                 return trio.lowlevel.Abort.SUCCEEDED
 
             await trio.lowlevel.wait_task_rescheduled(abort)
-        if self._stamps is not None:
-            assert self._metrics is not None
-            self._metrics.record_delivery(self._stamps.popleft())
-        return self._frames.popleft()
+        return True
 
 
 @final
@@ -144,12 +153,12 @@ async def deliver_to_callback(
     hub: WorkflowActivityHub, queue: ObserverQueue, callback: FrameCallback
 ) -> None:
     """The task behind one callback observer: one callback at a time, in queue order (O2, O5)."""
+    frames = queue._frames
     while True:
-        frame = await queue.next_frame()
-        if frame is None:
+        if not frames and not await queue.wait():
             return
         try:
-            result: Any = callback(frame)
+            result: Any = callback(queue.pop())
             if inspect.isawaitable(result):
                 await result
         except Exception:
@@ -180,13 +189,13 @@ class FrameStream:
         return self
 
     async def __anext__(self) -> Frame:
-        # A cancellation point even when frames are waiting; it yields to the scheduler only when
-        # the queue is empty, so draining a backlog costs no round trip per frame.
-        await trio.lowlevel.checkpoint_if_cancelled()
-        frame = await self._queue.next_frame()
-        if frame is None:
+        # Like a callback observer: a checkpoint when it has to wait, none while it drains a
+        # backlog. Nothing can publish while this task runs, so a backlog is at most the queue
+        # limit; a per-frame cancellation check would cost more than the rest of the loop.
+        queue = self._queue
+        if not queue._frames and not await queue.wait():
             raise StopAsyncIteration
-        return frame
+        return queue.pop()
 
     async def receive(self) -> Frame:
         """The next frame; raises ``trio.EndOfChannel`` once the subscription is disposed."""

@@ -107,7 +107,14 @@ def tuple_check(item: Check[_T]) -> Check[tuple[_T, ...]]:
     def check(value: object, path: str) -> tuple[_T, ...]:
         if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
             raise ContractError(path, f"expected a sequence, got {_type_name(value)}")
-        return tuple(item(element, f"{path}[{index}]") for index, element in enumerate(value))
+        items = tuple(value)
+        try:
+            return tuple([item(element, path) for element in items])
+        except ContractError:
+            pass
+        # Checks are pure: run them again, naming each element, so the error names the bad one.
+        # (Formatting that name for every element cost more than checking the element.)
+        return tuple(item(element, f"{path}[{index}]") for index, element in enumerate(items))
 
     return check
 
