@@ -181,3 +181,27 @@ async def test_failing_hook_handler_is_counted(registry: CollectorRegistry) -> N
         assert reached == ["fine"]
         assert value(registry, "workflow_hub_hook_handler_failures_total") == 1
         assert value(registry, "workflow_hub_delivery_failures_total") == 0
+
+
+async def test_delivery_lag_histogram_is_cumulative_and_consistent(
+    registry: CollectorRegistry,
+) -> None:
+    """The lag histogram: cumulative buckets, +Inf equals the count equals deliveries."""
+    async with open_hub(metrics=HubMetrics(registry)) as hub:
+        hub.observe(lambda frame: None)
+        publisher = hub.register_publisher()
+        for index in range(5):
+            publisher.publish_changed(root(str(index)))
+        await trio.testing.wait_all_tasks_blocked()
+        samples = scrape(registry)
+        buckets = sorted(
+            (float(dict(labels)["le"]), count)
+            for (name, labels), count in samples.items()
+            if name == "workflow_hub_delivery_lag_seconds_bucket"
+        )
+        counts = [count for _, count in buckets]
+        assert counts == sorted(counts)
+        assert buckets[-1] == (float("inf"), 7)
+        assert value(registry, "workflow_hub_delivery_lag_seconds_count") == 7
+        assert value(registry, "workflow_hub_frames_delivered_total") == 7
+        assert value(registry, "workflow_hub_delivery_lag_seconds_sum") >= 0

@@ -313,7 +313,7 @@ class HookRunner:
     def _report(self, failure: HandlerFailure) -> None:
         metrics = self._hub._metrics
         if metrics is not None:
-            metrics.hook_handler_failures.inc()
+            metrics.handler_failed()
         logger.error(
             "workflow hook handler failed: extension %r, hook %s",
             failure.extension,
