@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint types pytest conformance venv clean
+.PHONY: demo test lint types pytest conformance bench venv clean
 
 venv: $(STAMP)
 
@@ -38,6 +38,16 @@ test: lint types pytest
 # The conformance suite with many more scenarios than `make test` runs (about two minutes).
 conformance: $(STAMP)
 	WORKFLOW_HUB_CONFORMANCE_EXAMPLES=2000 $(BIN)/pytest tests/test_conformance.py tests/test_conformance_cli.py
+
+# Benchmarks (a few minutes): one table, benchmarks/results.json; docs/performance.md explains.
+BENCH_STAMP := $(VENV)/.installed-bench
+$(BENCH_STAMP): pyproject.toml $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
+	touch $(BENCH_STAMP)
+
+bench: $(BENCH_STAMP)
+	$(BIN)/python benchmarks/run_all.py
+	$(BIN)/python benchmarks/plot.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis
