@@ -227,7 +227,8 @@ def run(
                         unit="/s",
                         reference=reference,
                         reference_value=rates[reference],
-                        goal=goal if big else None,
+                        # Issue 8's goals are the plain hub's; metrics have their own (metrics).
+                        goal=goal if big and label == "hub" else None,
                     )
                 )
     return rows

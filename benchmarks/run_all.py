@@ -17,6 +17,7 @@ from pathlib import Path
 import bench_fanout
 import bench_hooks
 import bench_memory
+import bench_metrics
 import bench_publish
 import bench_snapshot
 from _harness import (
@@ -39,6 +40,7 @@ BENCHMARKS: dict[str, Benchmark] = {
     "memory": bench_memory.run,
     "snapshot": bench_snapshot.run,
     "hooks": bench_hooks.run,
+    "metrics": bench_metrics.run,
 }
 
 

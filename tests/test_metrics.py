@@ -54,15 +54,18 @@ async def test_frames_published_and_delivered_and_gauges(registry: CollectorRegi
         assert value(registry, "workflow_hub_epochs_started") == 2
         assert value(registry, "workflow_hub_availability", state="ready") == 1
         assert value(registry, "workflow_hub_availability", state="unavailable") == 0
-        assert value(registry, "workflow_hub_delivery_lag_seconds_count") == 5
+        # The lag is sampled: an observer's 1st, 33rd, 65th ... delivery.
+        assert value(registry, "workflow_hub_delivery_lag_seconds_count") == 1
 
 
 async def test_overflow_is_counted_and_pending_gauges_follow(registry: CollectorRegistry) -> None:
     """An overflow: one overflow, one ObserverOverflow diagnostic, pending gauges."""
     async with open_hub(queue_limit=3, metrics=HubMetrics(registry)) as hub:
         gate = trio.Event()
+        seen: list[Frame] = []
 
         async def stalled(frame: Frame) -> None:
+            seen.append(frame)
             await gate.wait()
 
         hub.observe(stalled)
@@ -79,6 +82,10 @@ async def test_overflow_is_counted_and_pending_gauges_follow(registry: Collector
         )
         assert value(registry, "workflow_hub_pending_frames") == 1
         gate.set()
+        await trio.testing.wait_all_tasks_blocked()
+        # Delivered: the frame in flight at the overflow, then the one resnapshot.
+        assert len(seen) == 2
+        assert value(registry, "workflow_hub_frames_delivered_total") == 2
 
 
 async def test_fenced_publisher_is_counted(registry: CollectorRegistry) -> None:
@@ -183,14 +190,15 @@ async def test_failing_hook_handler_is_counted(registry: CollectorRegistry) -> N
         assert value(registry, "workflow_hub_delivery_failures_total") == 0
 
 
-async def test_delivery_lag_histogram_is_cumulative_and_consistent(
+async def test_delivery_lag_histogram_is_cumulative_and_sampled(
     registry: CollectorRegistry,
 ) -> None:
-    """The lag histogram: cumulative buckets, +Inf equals the count equals deliveries."""
+    """The lag histogram: cumulative buckets, one sample per 32 deliveries of each observer."""
     async with open_hub(metrics=HubMetrics(registry)) as hub:
         hub.observe(lambda frame: None)
+        hub.observe(lambda frame: None)
         publisher = hub.register_publisher()
-        for index in range(5):
+        for index in range(68):
             publisher.publish_changed(root(str(index)))
         await trio.testing.wait_all_tasks_blocked()
         samples = scrape(registry)
@@ -201,7 +209,23 @@ async def test_delivery_lag_histogram_is_cumulative_and_consistent(
         )
         counts = [count for _, count in buckets]
         assert counts == sorted(counts)
-        assert buckets[-1] == (float("inf"), 7)
-        assert value(registry, "workflow_hub_delivery_lag_seconds_count") == 7
-        assert value(registry, "workflow_hub_frames_delivered_total") == 7
+        # Each observer: 70 deliveries (attach snapshot, register snapshot, 68 changes),
+        # sampled at its 1st, 33rd and 65th.
+        assert value(registry, "workflow_hub_frames_delivered_total") == 140
+        assert buckets[-1] == (float("inf"), 6)
+        assert value(registry, "workflow_hub_delivery_lag_seconds_count") == 6
         assert value(registry, "workflow_hub_delivery_lag_seconds_sum") >= 0
+
+
+async def test_deliveries_of_disposed_observers_stay_counted(registry: CollectorRegistry) -> None:
+    """frames_delivered is a counter: an observer's deliveries stay counted after it goes."""
+    async with open_hub(metrics=HubMetrics(registry)) as hub:
+        lease = hub.observe(lambda frame: None)
+        hub.register_publisher().publish_snapshot("ready", [])
+        await trio.testing.wait_all_tasks_blocked()
+        assert value(registry, "workflow_hub_frames_delivered_total") == 3
+        lease.dispose()
+        lease.dispose()
+        assert value(registry, "workflow_hub_frames_delivered_total") == 3
+        hub.dispose()
+        assert value(registry, "workflow_hub_frames_delivered_total") == 3

@@ -39,7 +39,6 @@ from ._contract import (
 from ._enums import Availability, DiagnosticKind, StageStatus
 from ._errors import ContractError
 from ._metrics import HubMetrics
-from ._metrics import clock as metrics_clock
 from ._observers import (
     FrameCallback,
     FrameStream,
@@ -235,6 +234,9 @@ class WorkflowActivityHub:
                 availability=self._availability,
                 roots=tuple(self._roots.values()) if ready else None,
             )
+            if self._metrics is not None:
+                # Attach and overflow snapshots are published when built: lag counts from here.
+                self._metrics.frame_built(snapshot)
         return snapshot
 
     def diagnostics(self) -> tuple[Diagnostic, ...]:
@@ -339,15 +341,10 @@ class WorkflowActivityHub:
         self._broadcast(self.snapshot_frame())
 
     def _broadcast(self, frame: Frame) -> None:
-        metrics = self._metrics
-        if metrics is None:
-            for queue in self._observers:
-                queue.push(frame)
-            return
-        metrics.frame_published(frame.kind)
-        now = metrics_clock()
+        if self._metrics is not None:
+            self._metrics.frame_published(frame, len(self._observers))
         for queue in self._observers:
-            queue.push(frame, now)
+            queue.push(frame)
 
     def _record(self, kind: DiagnosticKind) -> None:
         self._diagnostics.append(trusted(Diagnostic, kind=kind, cursor=self._cursor))
@@ -392,14 +389,10 @@ class WorkflowActivityHub:
             self._record(DiagnosticKind.SOURCE_RECOVERING)
         elif self._availability is Availability.UNAVAILABLE:
             self._record(DiagnosticKind.SOURCE_UNAVAILABLE)
-        queue = ObserverQueue(
-            self,
-            self.snapshot_frame(),
-            self._queue_limit,
-            self._metrics,
-            0.0 if self._metrics is None else metrics_clock(),
-        )
+        queue = ObserverQueue(self, self.snapshot_frame(), self._queue_limit, self._metrics)
         self._observers[queue] = None
+        if self._metrics is not None:
+            self._metrics.frames_queued(1)
         return queue, ObserverLease(self, queue)
 
     def _dispose_observer(self, queue: ObserverQueue) -> None:

@@ -1,12 +1,16 @@
 """Prometheus metrics for one hub.
 
-The hot path only adds to plain ints (and one list of histogram buckets); everything is turned
-into Prometheus metric families when the registry is scraped, and every gauge is read from
-``hub.statistics()`` at that moment. That keeps a delivery's metric cost to a few hundred
-nanoseconds (prometheus-client's own ``Counter.inc`` and ``Histogram.observe`` cost about a
-microsecond together, most of a delivery). A hub created without a ``HubMetrics`` does no metric
-work at all. No label names an observer, root or run: the cardinality is fixed by the contract's
-own enumerations.
+A delivery is the hub's hottest path (a few hundred nanoseconds), so metrics stay off it as far
+as they can. Deliveries are not counted one by one: the hub counts frames queued (once per
+publication: one per observer attached) and frames dropped unseen (overflows, disposals), and the
+scrape subtracts those and what is still pending. The delivery lag is *sampled* (one delivery in
+``LAG_SAMPLE_EVERY`` per observer, its first included), and publication times are kept once per
+frame, not per observer. Everything becomes Prometheus metric families when the
+registry is scraped; every gauge is read from ``hub.statistics()`` at that moment.
+(prometheus-client's own ``Counter.inc`` plus ``Histogram.observe`` per delivery cost about a
+microsecond: more than the delivery.) A hub created without a ``HubMetrics`` does no metric work
+at all. No label names an observer, root or run: the cardinality is fixed by the contract's own
+enumerations.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
+from ._contract import Frame
 from ._enums import Availability, DiagnosticKind
 
 if TYPE_CHECKING:
@@ -45,6 +50,9 @@ _LAG_BUCKETS = (0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 30
 clock = time.monotonic
 """The clock delivery lag is measured with (publication and delivery use the same one)."""
 
+LAG_SAMPLE_EVERY = 32
+"""Each observer's delivery lag is measured for its 1st, 33rd, 65th … delivery."""
+
 
 @final
 class HubMetrics:
@@ -61,7 +69,13 @@ class HubMetrics:
         self.namespace = namespace
         self._hub: WorkflowActivityHub | None = None
         self._frames_published = dict.fromkeys(_FRAME_KINDS, 0)
-        self._frames_delivered = 0
+        # Frames put in observer queues, and those taken out unseen (overflow, disposal).
+        self._frames_queued = 0
+        self._frames_dropped = 0
+        # When each recent frame was published, by id(frame): frames are shared by every queue,
+        # so one entry serves every observer. Bounded: see bind().
+        self._published_at: dict[int, float] = {}
+        self._published_kept = 0
         self._hook_events_dispatched = dict.fromkeys(_EVENT_TYPES, 0)
         self._hook_handler_failures = 0
         self._diagnostics = dict.fromkeys(DiagnosticKind, 0)
@@ -75,15 +89,34 @@ class HubMetrics:
         if self._hub is not None and self._hub is not hub:
             raise RuntimeError("a HubMetrics serves one hub; create another for this one")
         self._hub = hub
+        # A pending frame is one of the last queue_limit frames broadcast (or a snapshot built
+        # since); twice that, plus slack, keeps the time of every frame still waiting anywhere.
+        self._published_kept = 2 * hub._queue_limit + 64
 
     # --- the hot path: plain additions -------------------------------------------------------
 
-    def frame_published(self, kind: str) -> None:
-        self._frames_published[kind] += 1
+    def frame_published(self, frame: Frame, observers: int) -> None:
+        self._frames_published[frame.kind] += 1
+        self._frames_queued += observers
+        self.frame_built(frame)
 
-    def record_delivery(self, published_at: float) -> None:
-        lag = clock() - published_at
-        self._frames_delivered += 1
+    def frames_queued(self, count: int) -> None:
+        self._frames_queued += count
+
+    def frames_dropped(self, count: int) -> None:
+        self._frames_dropped += count
+
+    def frame_built(self, frame: Frame) -> None:
+        published_at = self._published_at
+        published_at[id(frame)] = clock()
+        if len(published_at) > self._published_kept:
+            del published_at[next(iter(published_at))]
+
+    def sample_lag(self, frame: Frame) -> None:
+        published = self._published_at.get(id(frame))
+        if published is None:  # pragma: no cover - older than every frame still pending
+            return
+        lag = clock() - published
         self._lag_sum += lag
         self._lag_counts[bisect_left(_LAG_BUCKETS, lag)] += 1
 
@@ -120,10 +153,10 @@ class HubMetrics:
             "kind",
             dict(self._frames_published),
         )
+        pending = 0 if self._hub is None else self._hub.statistics().pending_frames
+        delivered = self._frames_queued - self._frames_dropped - pending
         yield counter(
-            "frames_delivered",
-            "Frames whose delivery to an observer started.",
-            self._frames_delivered,
+            "frames_delivered", "Frames whose delivery to an observer started.", delivered
         )
         yield counter(
             "observer_overflows",
@@ -169,7 +202,8 @@ class HubMetrics:
             cumulative.append((bound, total))
         return HistogramMetricFamily(
             prefix + "delivery_lag_seconds",
-            "Time from a frame's publication to the start of an observer's processing of it.",
+            "Time from a frame's publication to the start of an observer's processing of it"
+            f" (sampled: one delivery in {LAG_SAMPLE_EVERY} per observer).",
             buckets=cumulative,
             sum_value=self._lag_sum,
         )

@@ -22,6 +22,7 @@ import trio
 
 from ._contract import Frame
 from ._enums import DiagnosticKind
+from ._metrics import LAG_SAMPLE_EVERY
 
 if TYPE_CHECKING:
     from ._hub import WorkflowActivityHub
@@ -39,7 +40,7 @@ FrameCallback = Callable[[Frame], Awaitable[object] | object]
 class ObserverQueue:
     """The frames pending for one observer, and the task (if any) waiting for them."""
 
-    __slots__ = ("_frames", "_hub", "_limit", "_metrics", "_stamps", "_waiter", "disposed")
+    __slots__ = ("_frames", "_hub", "_limit", "_metrics", "_until_sample", "_waiter", "disposed")
 
     def __init__(
         self,
@@ -47,35 +48,31 @@ class ObserverQueue:
         first: Frame,
         limit: int,
         metrics: HubMetrics | None = None,
-        stamp: float = 0.0,
     ) -> None:
         self._hub = hub
         self._limit = limit
         self._frames: deque[Frame] = deque((first,))
-        # Publication times, parallel to _frames, kept only when metrics measure delivery lag.
         self._metrics = metrics
-        self._stamps: deque[float] | None = None if metrics is None else deque((stamp,))
         self._waiter: trio.lowlevel.Task | None = None
+        # Deliveries until the next delivery-lag sample (metrics only); the first is sampled.
+        self._until_sample = 1
         self.disposed = False
 
     @property
     def pending(self) -> int:
         return len(self._frames)
 
-    def push(self, frame: Frame, stamp: float = 0.0) -> None:
+    def push(self, frame: Frame) -> None:
         frames = self._frames
-        stamps = self._stamps
         if len(frames) >= self._limit:
+            if self._metrics is not None:
+                self._metrics.frames_dropped(len(frames))
             frames.clear()
             # The hub has already applied the arriving frame, so its snapshot includes it.
             frames.append(self._hub.snapshot_frame())
-            if stamps is not None:
-                stamps.clear()
             self._hub._record(DiagnosticKind.OBSERVER_OVERFLOW)
         else:
             frames.append(frame)
-        if stamps is not None:
-            stamps.append(stamp)
         if self._waiter is not None:
             self._wake()
 
@@ -84,9 +81,9 @@ class ObserverQueue:
         if self.disposed:
             return False
         self.disposed = True
+        if self._metrics is not None:
+            self._metrics.frames_dropped(len(self._frames))
         self._frames.clear()
-        if self._stamps is not None:
-            self._stamps.clear()
         self._wake()
         return True
 
@@ -98,10 +95,14 @@ class ObserverQueue:
 
     def pop(self) -> Frame:
         """The oldest pending frame (there must be one); its delivery starts now."""
-        if self._stamps is not None:
-            assert self._metrics is not None
-            self._metrics.record_delivery(self._stamps.popleft())
-        return self._frames.popleft()
+        frame = self._frames.popleft()
+        metrics = self._metrics
+        if metrics is not None:
+            self._until_sample -= 1
+            if not self._until_sample:
+                self._until_sample = LAG_SAMPLE_EVERY
+                metrics.sample_lag(frame)
+        return frame
 
     async def wait(self) -> bool:
         """Wait until a frame is pending (True) or the queue is disposed (False).
