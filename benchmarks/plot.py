@@ -55,7 +55,7 @@ def plot(results_path: Path = RESULTS_PATH, output: Path = DEFAULT_OUTPUT) -> Pa
     import matplotlib.pyplot as plt
 
     results = json.loads(results_path.read_text(encoding="utf-8"))
-    figure, axes = plt.subplots(figsize=(7.5, 4.8), dpi=120)
+    figure, axes = plt.subplots(figsize=(9, 4.8), dpi=120)
     for variant in _variants(results):
         series = fanout_series(results, variant)
         for name in SERIES if variant == "hub" else HUB_SERIES:
@@ -81,7 +81,8 @@ def plot(results_path: Path = RESULTS_PATH, output: Path = DEFAULT_OUTPUT) -> Pa
         fontsize=10,
     )
     axes.grid(True, which="both", alpha=0.3)
-    axes.legend(fontsize=8)
+    # Outside the axes: inside, "best" still lands on a line (the floor crosses the top).
+    axes.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), borderaxespad=0)
     figure.tight_layout()
     output.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(output)

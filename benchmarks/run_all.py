@@ -1,7 +1,7 @@
 """Run every benchmark, print one table, write ``benchmarks/results.json``.
 
 Usage: ``python benchmarks/run_all.py [--quick | --smoke] [--only NAME ...] [--output PATH]``
-(``make bench`` runs the full scale, about two minutes on a 2-core machine). Every row is a
+(``make bench`` runs the full scale, about 70 seconds on a 2-core machine). Every row is a
 figure next to a reference measured in the same run, and the ratio between them; rows with a
 goal from the issue that asked for the benchmark say whether it was met.
 """

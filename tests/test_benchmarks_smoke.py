@@ -42,7 +42,9 @@ def smoke_rows(run_all: ModuleType, harness: ModuleType) -> list[object]:
     return rows
 
 
-@pytest.mark.parametrize("benchmark", ["fan-out", "publish", "memory", "snapshot", "hooks"])
+@pytest.mark.parametrize(
+    "benchmark", ["fan-out", "publish", "memory", "snapshot", "hooks", "metrics"]
+)
 def test_each_benchmark_reports_figures_next_to_a_reference(
     smoke_rows: list[object], harness: ModuleType, benchmark: str
 ) -> None:

@@ -229,3 +229,36 @@ async def test_deliveries_of_disposed_observers_stay_counted(registry: Collector
         assert value(registry, "workflow_hub_frames_delivered_total") == 3
         hub.dispose()
         assert value(registry, "workflow_hub_frames_delivered_total") == 3
+
+
+async def test_lag_samples_survive_long_runs(registry: CollectorRegistry) -> None:
+    """Publication times are kept in bounded generations; every sample still finds its frame."""
+    async with open_hub(queue_limit=2, metrics=HubMetrics(registry)) as hub:
+        hub.observe(lambda frame: None)
+        publisher = hub.register_publisher()
+        for index in range(200):
+            await trio.testing.wait_all_tasks_blocked()
+            publisher.publish_changed(root(str(index % 7)))
+        await trio.testing.wait_all_tasks_blocked()
+        assert "ObserverOverflow" not in [d.kind for d in hub.diagnostics()]
+        # 202 deliveries (attach snapshot, register snapshot, 200 changes), sampled 1 in 32.
+        assert value(registry, "workflow_hub_frames_delivered_total") == 202
+        assert value(registry, "workflow_hub_delivery_lag_seconds_count") == 7
+
+
+def test_publication_times_cover_two_generations(registry: CollectorRegistry) -> None:
+    """The newest frames' times are found across a generation swap; the oldest are forgotten."""
+    from workflow_hub import ChangedFrame, Cursor
+
+    metrics = HubMetrics(registry)
+    WorkflowActivityHub(queue_limit=1, metrics=metrics)  # generations of 2 * 1 + 32 = 34
+    frames = [
+        ChangedFrame(cursor=Cursor(epoch="e", revision=index), root=root()) for index in range(100)
+    ]
+    for frame in frames:
+        metrics.frame_built(frame)
+    metrics.sample_lag(frames[-1])  # the newest generation
+    metrics.sample_lag(frames[-40])  # the generation before
+    assert value(registry, "workflow_hub_delivery_lag_seconds_count") == 2
+    metrics.sample_lag(frames[0])  # long gone: no sample
+    assert value(registry, "workflow_hub_delivery_lag_seconds_count") == 2

@@ -73,9 +73,11 @@ class HubMetrics:
         self._frames_queued = 0
         self._frames_dropped = 0
         # When each recent frame was published, by id(frame): frames are shared by every queue,
-        # so one entry serves every observer. Bounded: see bind().
+        # so one entry serves every observer. Two generations, so that bounding them never
+        # deletes single entries (which costs a dict more than inserting): see bind().
         self._published_at: dict[int, float] = {}
-        self._published_kept = 0
+        self._published_before: dict[int, float] = {}
+        self._generation_size = 0
         self._hook_events_dispatched = dict.fromkeys(_EVENT_TYPES, 0)
         self._hook_handler_failures = 0
         self._diagnostics = dict.fromkeys(DiagnosticKind, 0)
@@ -89,9 +91,9 @@ class HubMetrics:
         if self._hub is not None and self._hub is not hub:
             raise RuntimeError("a HubMetrics serves one hub; create another for this one")
         self._hub = hub
-        # A pending frame is one of the last queue_limit frames broadcast (or a snapshot built
-        # since); twice that, plus slack, keeps the time of every frame still waiting anywhere.
-        self._published_kept = 2 * hub._queue_limit + 64
+        # A pending frame is one of the last queue_limit frames broadcast, or a snapshot built
+        # since (at most one per broadcast): a generation of twice that, plus slack, holds them.
+        self._generation_size = 2 * hub._queue_limit + 32
 
     # --- the hot path: plain additions -------------------------------------------------------
 
@@ -109,13 +111,18 @@ class HubMetrics:
     def frame_built(self, frame: Frame) -> None:
         published_at = self._published_at
         published_at[id(frame)] = clock()
-        if len(published_at) > self._published_kept:
-            del published_at[next(iter(published_at))]
+        if len(published_at) >= self._generation_size:
+            self._published_before = published_at
+            self._published_at = {}
 
     def sample_lag(self, frame: Frame) -> None:
-        published = self._published_at.get(id(frame))
-        if published is None:  # pragma: no cover - older than every frame still pending
-            return
+        key = id(frame)
+        # The newer generation first: an id reused by a newer frame shadows the older entry.
+        published = self._published_at.get(key)
+        if published is None:
+            published = self._published_before.get(key)
+            if published is None:  # older than every frame still pending anywhere
+                return
         lag = clock() - published
         self._lag_sum += lag
         self._lag_counts[bisect_left(_LAG_BUCKETS, lag)] += 1
