@@ -493,3 +493,64 @@ async def test_a_stream_waits_at_a_checkpoint_when_nothing_is_pending() -> None:
         with trio.move_on_after(1) as waited:
             await stream.receive()
         assert waited.cancelled_caught
+
+
+async def test_a_callback_that_publishes_into_its_hub_does_not_starve_others() -> None:
+    """O2: a consumer whose backlog never empties (it publishes as it consumes) still lets every
+    other task run: draining yields to the scheduler every so often."""
+    async with open_hub() as hub:
+        publisher = hub.register_publisher()
+        publisher.publish_snapshot("ready", [])
+        echoes = 0
+
+        def echo(frame: Frame) -> None:
+            nonlocal echoes
+            if echoes < 5_000:
+                echoes += 1
+                publisher.publish_changed(root(str(echoes % 3)))
+
+        others: list[Frame] = []
+        hub.observe(echo)
+        hub.observe(others.append)
+        while echoes == 0:
+            await trio.lowlevel.checkpoint()
+        # This task ran again while the echo was still far from done.
+        assert echoes < 5_000
+        await trio.testing.wait_all_tasks_blocked()
+        assert echoes == 5_000
+        assert fold(others) == {r.root_run_id: r for r in hub.snapshot_frame().roots or ()}
+
+
+async def test_a_stream_drained_for_long_is_still_a_cancellation_point() -> None:
+    """O9: a stream whose backlog keeps refilling is cancellable: it checkpoints now and then."""
+    async with open_hub() as hub, hub.subscribe() as stream:
+        publisher = hub.register_publisher()
+        received = 0
+        with trio.CancelScope() as scope:
+            scope.cancel()
+            async for _ in stream:
+                received += 1
+                if received == 10_000:  # a stream that never checkpoints would get here
+                    break
+                publisher.publish_removed("x")  # the backlog never empties
+        assert scope.cancelled_caught
+        assert received < 1_000
+
+
+async def test_a_stream_has_one_receiver_at_a_time() -> None:
+    """O9: a second task receiving from the same stream is refused, and a cancelled receiver
+    does not unregister the one that is waiting."""
+    async with open_hub() as hub, hub.subscribe() as stream:
+        await stream.receive()  # the attach snapshot
+        got: list[Frame] = []
+
+        async def receive_one() -> None:
+            got.append(await stream.receive())
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(receive_one)
+            await trio.testing.wait_all_tasks_blocked()
+            with pytest.raises(trio.BusyResourceError):
+                await stream.receive()
+            hub.register_publisher()
+        assert [frame.kind for frame in got] == ["snapshot"]

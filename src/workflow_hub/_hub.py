@@ -244,7 +244,8 @@ class WorkflowActivityHub:
         return tuple(self._diagnostics)
 
     def statistics(self) -> HubStatistics:
-        depths = [queue.pending for queue in self._observers]
+        # A copy first: a metrics scrape reads this from its own thread while leases come and go.
+        depths = [queue.pending for queue in list(self._observers)]
         return HubStatistics(
             epoch=self._epoch,
             revision=self._revision,

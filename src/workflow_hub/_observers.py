@@ -35,6 +35,9 @@ logger = logging.getLogger("workflow_hub")
 FrameCallback = Callable[[Frame], Awaitable[object] | object]
 """What ``hub.observe`` takes: a sync or async callable receiving one frame."""
 
+YIELD_EVERY = 64
+"""A consumer draining a backlog yields to the scheduler once every this many frames."""
+
 
 @final
 class ObserverQueue:
@@ -109,14 +112,18 @@ class ObserverQueue:
 
         Parks the task only when nothing is pending: a consumer that pops until the queue is
         empty and only then waits drains a backlog without a scheduler round trip per frame.
+        One task at a time may wait; a second one is a bug in the caller.
         """
         while not self._frames:
             if self.disposed:
                 return False
-            self._waiter = trio.lowlevel.current_task()
+            if self._waiter is not None:
+                raise trio.BusyResourceError("another task is already receiving these frames")
+            task = self._waiter = trio.lowlevel.current_task()
 
-            def abort(_: object) -> trio.lowlevel.Abort:
-                self._waiter = None
+            def abort(_: object, task: trio.lowlevel.Task = task) -> trio.lowlevel.Abort:
+                if self._waiter is task:
+                    self._waiter = None
                 return trio.lowlevel.Abort.SUCCEEDED
 
             await trio.lowlevel.wait_task_rescheduled(abort)
@@ -155,9 +162,19 @@ async def deliver_to_callback(
 ) -> None:
     """The task behind one callback observer: one callback at a time, in queue order (O2, O5)."""
     frames = queue._frames
+    streak = 0
     while True:
-        if not frames and not await queue.wait():
-            return
+        if not frames:
+            streak = 0
+            if not await queue.wait():
+                return
+        elif streak >= YIELD_EVERY:
+            # A backlog that never empties (a callback that publishes into this hub keeps it
+            # full) must not starve everyone else: let the scheduler run, then go on.
+            streak = 0
+            await trio.lowlevel.checkpoint()
+            continue
+        streak += 1
         try:
             result: Any = callback(queue.pop())
             if inspect.isawaitable(result):
@@ -176,11 +193,12 @@ class FrameStream:
     against the bound. Iteration ends when the subscription or the hub is disposed.
     """
 
-    __slots__ = ("_lease", "_queue")
+    __slots__ = ("_lease", "_queue", "_streak")
 
     def __init__(self, lease: ObserverLease, queue: ObserverQueue) -> None:
         self._lease = lease
         self._queue = queue
+        self._streak = 0
 
     @property
     def lease(self) -> ObserverLease:
@@ -190,10 +208,17 @@ class FrameStream:
         return self
 
     async def __anext__(self) -> Frame:
-        # Like a callback observer: a checkpoint when it has to wait, none while it drains a
-        # backlog. Nothing can publish while this task runs, so a backlog is at most the queue
-        # limit; a per-frame cancellation check would cost more than the rest of the loop.
+        # Like a callback observer: a checkpoint when it has to wait, and one every YIELD_EVERY
+        # frames of a backlog, not one per frame (that would cost more than the rest of the loop).
         queue = self._queue
+        if queue._frames:
+            self._streak += 1
+            if self._streak < YIELD_EVERY:
+                return queue.pop()
+            self._streak = 0
+            await trio.lowlevel.checkpoint()
+        else:
+            self._streak = 0
         if not queue._frames and not await queue.wait():
             raise StopAsyncIteration
         return queue.pop()
