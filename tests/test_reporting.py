@@ -331,9 +331,26 @@ def test_change_of_a_foreign_epoch_without_its_snapshot_is_rejected() -> None:
     second = view.apply(removed(8, "a", epoch="e2"))
     assert first.rejection is Rejection.FOREIGN_EPOCH
     assert second.rejection is Rejection.FOREIGN_EPOCH
-    assert ids(view) == ["a"]
     assert view.cursor == Cursor(epoch=EPOCH, revision=1)
     assert view.rejected == 2
+
+
+def test_a_foreign_epoch_supersedes_what_the_view_held() -> None:
+    """P1: a new epoch means a new publisher; the old roots are nobody's until a snapshot."""
+    view = view_of(snap(1, [root("a")]))
+    assert aggregate(view).state is AggregateState.WORKING
+    view.apply(changed(7, root("b"), epoch="e2"))
+    assert view.superseded
+    assert not view.known
+    assert view.roots == ()
+    assert view.get("a") is None
+    status = aggregate(view)
+    assert status.state is AggregateState.UNKNOWN
+    assert "source replaced" in status.message
+    view.apply(snap(9, [root("b")], epoch="e2"))
+    assert not view.superseded
+    assert view.known
+    assert ids(view) == ["b"]
 
 
 def test_change_before_any_snapshot_is_rejected() -> None:
@@ -695,7 +712,8 @@ async def test_run_reporter_lets_a_render_error_propagate(hub: WorkflowActivityH
     def render(view: ActivityView, change: ViewChange) -> None:
         raise KeyError("render failed")
 
-    with pytest.raises(KeyError, match="render failed"):
+    # Bounded: a reporter that swallowed the error would wait for frames forever.
+    with trio.fail_after(5), pytest.raises(KeyError, match="render failed"):
         await run_reporter(hub, render)
     assert hub.statistics().observers == 0
 

@@ -42,6 +42,7 @@ from workflow_hub.reporting import (
     ActivityView,
     AggregateState,
     ChangeKind,
+    Rejection,
     ViewChange,
     aggregate,
     run_reporter,
@@ -304,10 +305,19 @@ def test_view_invariants_hold_for_any_frame_sequence(frames: list[Frame]) -> Non
             if change.kind is ChangeKind.RESET:
                 assert view.in_sync
         else:
-            assert view.snapshot_frame() == before
             assert view.rejected == rejected + 1
             assert not view.in_sync
-        assert view.known == (view.availability is Availability.READY)
+            after = view.snapshot_frame()
+            if change.rejection is Rejection.FOREIGN_EPOCH:
+                # The source was replaced: nothing held is anyone's any more.
+                assert view.superseded
+                assert after is not None
+                assert before is not None
+                assert after.cursor == before.cursor
+                assert after.roots in (None, ())
+            else:
+                assert after == before
+        assert view.known == (view.availability is Availability.READY and not view.superseded)
         if not view.known:
             assert view.roots == ()
         assert len({r.root_run_id for r in view.roots}) == len(view.roots)

@@ -102,10 +102,12 @@ def aggregate(source: ActivityView | SnapshotFrame) -> AggregateStatus:
         availability: Availability | None = source.availability
         roots: tuple[RootActivity, ...] = source.roots or ()
         in_sync = True
+        superseded = False
     else:
         availability = source.availability
         roots = source.roots
         in_sync = source.in_sync
+        superseded = source.superseded
 
     working = [root.reason for root in roots if root.state is State.WORKING]
     blocked = [root.reason for root in roots if root.state is State.BLOCKED]
@@ -147,6 +149,8 @@ def aggregate(source: ActivityView | SnapshotFrame) -> AggregateStatus:
             detail = "no snapshot yet"
         elif availability is not Availability.READY:
             detail = f"source {availability}"
+        elif superseded:
+            detail = "source replaced"
         else:
             detail = "view out of sync"
         parts = [f"activity unknown: {detail}", *attention_parts]

@@ -38,7 +38,9 @@ async def run_reporter(
     before the next frame is folded. It also runs for a rejected frame (``change.applied`` is
     false), since the view's :attr:`~ActivityView.in_sync` changed.
 
-    Returns when the hub is disposed. An exception from ``render`` ends the reporter and propagates
+    Returns when the hub is disposed. The view then keeps the last state it saw, which no longer
+    describes a live source: a pane should show its reporter as stopped (activity unknown), not
+    that last state. An exception from ``render`` ends the reporter and propagates
     to the caller's nursery (unlike a ``hub.observe`` callback, whose errors the hub only records):
     a broken reporter should be loud. Cancel the enclosing scope to stop it earlier.
     """

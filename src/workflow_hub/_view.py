@@ -94,7 +94,15 @@ class ActivityView:
     restores it.
     """
 
-    __slots__ = ("_availability", "_cursor", "_in_sync", "_ordered", "_rejected", "_roots")
+    __slots__ = (
+        "_availability",
+        "_cursor",
+        "_in_sync",
+        "_ordered",
+        "_rejected",
+        "_roots",
+        "_superseded",
+    )
 
     def __init__(self) -> None:
         self._availability: Availability | None = None
@@ -104,6 +112,9 @@ class ActivityView:
         self._ordered: tuple[RootActivity, ...] | None = ()
         self._in_sync = False
         self._rejected = 0
+        # A frame of another epoch arrived without its snapshot: the source was replaced (SPEC
+        # P1), so what the view holds describes a source that no longer exists.
+        self._superseded = False
 
     # --- reading ---------------------------------------------------------------------------
 
@@ -119,27 +130,39 @@ class ActivityView:
 
     @property
     def roots(self) -> tuple[RootActivity, ...]:
-        """Every root, in the source's order (a new root goes at the end). Empty while not ready.
+        """Every root, in the source's order (a new root goes at the end). Empty while not
+        :attr:`known`.
 
         The tuple is a snapshot: it does not change when later frames are applied.
         """
+        if self._superseded:
+            return ()
         ordered = self._ordered
         if ordered is None:
             ordered = self._ordered = tuple(self._roots.values())
         return ordered
 
     def get(self, root_run_id: str) -> RootActivity | None:
-        """The root with this id, or ``None``."""
-        return self._roots.get(root_run_id)
+        """The root with this id, or ``None`` (always ``None`` while superseded)."""
+        return None if self._superseded else self._roots.get(root_run_id)
 
     @property
     def known(self) -> bool:
         """True when the view holds a ready source's roots.
 
-        False before the first snapshot and whenever the source is recovering or unavailable: an
-        empty ``roots`` then means "unknown", never "idle".
+        False before the first snapshot, whenever the source is recovering or unavailable, and
+        while :attr:`superseded`: an empty ``roots`` then means "unknown", never "idle".
         """
-        return self._availability is Availability.READY
+        return self._availability is Availability.READY and not self._superseded
+
+    @property
+    def superseded(self) -> bool:
+        """True after a frame of a new epoch arrived without its snapshot, until a snapshot.
+
+        A new epoch means a new publisher replaced the one the view describes (SPEC P1), so the
+        roots it held are no longer anyone's: the view reports nothing until it is resynced.
+        """
+        return self._superseded
 
     @property
     def in_sync(self) -> bool:
@@ -159,7 +182,7 @@ class ActivityView:
         """
         if self._cursor is None or self._availability is None:
             return None
-        ready = self._availability is Availability.READY
+        ready = self._availability is Availability.READY  # superseded: roots are () below
         return SnapshotFrame(
             cursor=self._cursor,
             availability=self._availability,
@@ -188,6 +211,8 @@ class ActivityView:
         if isinstance(frame, ChangedFrame | RemovedFrame):
             rejection = self._check_sequence(frame.cursor)
             if rejection is not None:
+                if rejection is Rejection.FOREIGN_EPOCH:
+                    self._superseded = True
                 return self._reject(frame, rejection)
             self._cursor = frame.cursor
             if self._availability is not Availability.READY:
@@ -234,6 +259,7 @@ class ActivityView:
         self._roots = keyed
         self._ordered = roots if len(keyed) == len(roots) else None
         self._in_sync = True
+        self._superseded = False
         return ViewChange(kind=ChangeKind.RESET, frame=frame, root_ids=tuple(keyed))
 
     def _upsert(self, frame: ChangedFrame) -> ViewChange:
