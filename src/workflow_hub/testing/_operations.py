@@ -265,13 +265,18 @@ def check_playable(operations: Sequence[Operation]) -> None:
             observers += 1
 
 
+def _operation_tuple(operations: Iterable[Operation]) -> tuple[Operation, ...]:
+    # A named, typed converter: type checkers then accept any iterable of operations.
+    return tuple(operations)
+
+
 @final
 @attrs.frozen(kw_only=True)
 class Scenario:
     """A hub configuration and the operations to play on it. Its ``str`` is the readable script."""
 
     config: AdapterConfig = attrs.field(factory=AdapterConfig)
-    operations: tuple[Operation, ...] = attrs.field(converter=tuple)
+    operations: tuple[Operation, ...] = attrs.field(converter=_operation_tuple)
 
     def describe(self) -> str:
         """One numbered line per operation, the implicit final settle included."""
