@@ -16,6 +16,7 @@ from ._hub import open_hub as open_hub
 from ._observers import FrameCallback as FrameCallback
 from ._observers import FrameStream as FrameStream
 from ._observers import ObserverLease as ObserverLease
+from ._public import claim as _claim
 from ._publisher import WorkflowActivityPublisher as WorkflowActivityPublisher
 from ._threads import ThreadPublisher as ThreadPublisher
 from ._tracker import RunTracker as RunTracker
@@ -43,12 +44,4 @@ __all__ = [
 ]
 
 
-def _fix_module_names() -> None:
-    # Tracebacks, reprs and docs should say workflow_hub.X, not workflow_hub._contract.X.
-    for name in __all__:
-        value = globals()[name]
-        if isinstance(value, type) and value.__module__.startswith("workflow_hub._"):
-            value.__module__ = __name__
-
-
-_fix_module_names()
+_claim(__name__, globals(), __all__)

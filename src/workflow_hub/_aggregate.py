@@ -170,11 +170,3 @@ def aggregate(source: ActivityView | SnapshotFrame) -> AggregateStatus:
         awaiting_input=awaiting,
         message=_SEPARATOR.join(parts),
     )
-
-
-def _resolve_field_types() -> None:
-    # ``workflow_hub.reporting`` rewrites ``__module__``; resolve annotations while they resolve.
-    attrs.resolve_types(AggregateStatus)
-
-
-_resolve_field_types()

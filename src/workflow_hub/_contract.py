@@ -361,20 +361,6 @@ class Diagnostic:
     cursor: Cursor = instance_field(Cursor)
 
 
-def _resolve_field_types() -> None:
-    # ``workflow_hub/__init__`` rewrites every class's ``__module__`` to ``workflow_hub`` so reprs and
-    # tracebacks read well. After that, the string annotations (``from __future__ import annotations``)
-    # can no longer be evaluated in the class's module: ``ClassVar``, ``Literal`` and ``Timestamp``
-    # live here, not there. Resolve them now, while this module is still their home, so that the
-    # attrs field types are real types for cattrs (the wire format) and for anyone introspecting.
-    for value in list(globals().values()):
-        if isinstance(value, type) and attrs.has(value) and value.__module__ == __name__:
-            attrs.resolve_types(value)
-
-
-_resolve_field_types()
-
-
 _V = TypeVar("_V")
 
 

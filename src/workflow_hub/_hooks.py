@@ -87,11 +87,6 @@ class HandlerFailure:
     """What the handler raised."""
 
 
-# The package re-exports this class under ``workflow_hub`` (and rewrites its ``__module__``), after
-# which the string annotations could no longer be resolved: resolve them while this is their home.
-attrs.resolve_types(HandlerFailure)
-
-
 @final
 class ExtensionHooks:
     """Registers one extension's hook handlers. Get it from ``runner.extension(name)``.

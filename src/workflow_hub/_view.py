@@ -276,12 +276,3 @@ class ActivityView:
             return ViewChange(kind=ChangeKind.ADVANCED, frame=frame)
         self._ordered = None
         return ViewChange(kind=ChangeKind.REMOVED, frame=frame, root_ids=(root_id,))
-
-
-def _resolve_field_types() -> None:
-    # ``workflow_hub.reporting`` rewrites ``__module__`` of these classes; resolve the string
-    # annotations while this module is still their home (see ``_contract._resolve_field_types``).
-    attrs.resolve_types(ViewChange)
-
-
-_resolve_field_types()

@@ -13,6 +13,7 @@ See ``docs/reporters.md``.
 from ._aggregate import AggregateState as AggregateState
 from ._aggregate import AggregateStatus as AggregateStatus
 from ._aggregate import aggregate as aggregate
+from ._public import claim
 from ._reporter import RenderCallback as RenderCallback
 from ._reporter import run_reporter as run_reporter
 from ._view import ActivityView as ActivityView
@@ -33,13 +34,5 @@ __all__ = [
 ]
 
 
-def _fix_module_names() -> None:
-    # Reprs, tracebacks and docs should say workflow_hub.reporting.X. A name the package itself
-    # already re-exports (and renamed to workflow_hub.X) is left as the package set it.
-    for name in __all__:
-        value = globals()[name]
-        if isinstance(value, type) and value.__module__.startswith("workflow_hub._"):
-            value.__module__ = __name__
-
-
-_fix_module_names()
+# A name the package itself already re-exports (as workflow_hub.X) is left as the package set it.
+claim(__name__, globals(), __all__)

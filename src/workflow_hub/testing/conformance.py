@@ -15,6 +15,7 @@ implementations in other languages, through the JSON-lines protocol) build on th
 See ``docs/conformance.md``. This module needs hypothesis (the ``testing`` extra).
 """
 
+from .._public import claim
 from ._adapter import AdapterConfig as AdapterConfig
 from ._adapter import AdapterFactory as AdapterFactory
 from ._adapter import ConformanceAdapter as ConformanceAdapter
@@ -90,12 +91,4 @@ __all__ = [
 ]
 
 
-def _fix_module_names() -> None:
-    # Reprs and tracebacks should say workflow_hub.testing.conformance.X, where users import X.
-    for name in __all__:
-        value = globals()[name]
-        if isinstance(value, type) and value.__module__.startswith("workflow_hub.testing._"):
-            value.__module__ = __name__
-
-
-_fix_module_names()
+claim(__name__, globals(), __all__)
