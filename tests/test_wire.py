@@ -655,3 +655,100 @@ def test_strategy_parameters_steer_their_field() -> None:
     assert {root.root_run_id for root in frame.roots} == {"same"}
     completed = find(ws.stage_completed_events(), lambda e: True)
     assert completed.target.status == "completed"
+
+
+# --- issue 12 / 13: mixed streams, bad inputs, one list of classes --------------------------
+
+
+def test_every_contract_class_is_exported_and_wired() -> None:
+    """Issue 13: the wire table is the contract's own list. Every attrs class ``_contract``
+    defines is public (``workflow_hub`` and ``workflow_hub.contract``), drawn by this file's
+    round trips, and survives ``loads(cls, dumps(value))``."""
+    import workflow_hub
+    import workflow_hub.contract as contract
+    from workflow_hub import _contract
+
+    defined = {value for value in vars(_contract).values() if attrs.has(value)}
+    assert defined == set(_contract.VALUE_CLASSES)
+    tested = {t for t, _ in TYPES}
+    for cls in defined:
+        assert getattr(workflow_hub, cls.__name__) is cls
+        assert cls.__name__ in workflow_hub.__all__
+        assert cls.__name__ in contract.__all__
+        assert cls in tested, f"{cls.__name__} has no round trip in TYPES"
+        strategy = dict(TYPES)[cls]
+        value = find(strategy, lambda _: True)
+        assert exact(loads(cls, dumps(value))) == exact(value)
+
+
+def test_a_mixed_stream_of_frames_and_hook_events_decodes() -> None:
+    """Issue 12: ``Frame | WorkflowEvent`` decodes what ``workflow-hub demo --json`` prints."""
+    frame = find(ws.changed_frames(), lambda _: True)
+    event = find(ws.heartbeat_events(), lambda _: True)
+    lifecycle = find(ws.lifecycle_events(), lambda _: True)
+    stream = [dumps(value) for value in (frame, event, lifecycle)]
+    decoded = [loads(Frame | WorkflowEvent, line) for line in stream]
+    assert [exact(value) for value in decoded] == [exact(frame), exact(event), exact(lifecycle)]
+    assert exact(from_wire(Frame | WorkflowEvent, to_wire(event))) == exact(event)
+
+
+@pytest.mark.parametrize(
+    ("document", "path", "message"),
+    [
+        ({}, "", "missing discriminator kind or type; expected one of kind 'snapshot'"),
+        ({"kind": "stage"}, "kind", "unknown kind 'stage'; expected one of 'snapshot', 'changed'"),
+        ({"type": "nope"}, "type", "unknown type 'nope'; expected one of 'workflow_lifecycle'"),
+        ({"kind": "removed", "type": "workflow_heartbeat"}, "", "ambiguous discriminators"),
+    ],
+)
+def test_a_mixed_union_names_its_discriminators_when_it_cannot_decide(
+    document: dict[str, Any], path: str, message: str
+) -> None:
+    with pytest.raises(ContractError) as caught:
+        from_wire(Frame | WorkflowEvent, document)
+    assert caught.value.path == path
+    assert caught.value.problem.startswith(message)
+
+
+def test_a_union_with_a_tag_twice_is_not_decodable() -> None:
+    """Two members with the same ``(key, tag)`` cannot be told apart: refused as a type."""
+    with pytest.raises(TypeError, match="not a contract class or a union"):
+        from_wire(StageNode | StageTarget, {"kind": "stage"})
+
+
+@pytest.mark.parametrize("text", [None, 5, {"kind": "removed"}])
+def test_loads_of_something_that_is_not_text_says_what_it_expected(text: Any) -> None:
+    """Issue 12: ``loads(Frame, None)`` is a ContractError naming what it takes."""
+    with pytest.raises(ContractError, match=r"expected JSON text \(str, bytes or bytearray\)"):
+        loads(Frame, text)
+
+
+LONE_SURROGATE_FRAME = (
+    '{"kind":"removed","cursor":{"epoch":"e","revision":1},"rootRunId":"root-\\ud800"}'
+)
+
+
+def test_a_lone_surrogate_on_the_wire_is_refused_with_its_path() -> None:
+    """Issue 12: the wire format is UTF-8; ``\\ud800`` alone has no UTF-8 form."""
+    with pytest.raises(ContractError, match="lone surrogate") as caught:
+        loads(Frame, LONE_SURROGATE_FRAME)
+    assert caught.value.path == "rootRunId"
+
+
+@pytest.mark.parametrize("bad", ["\ud800", "root-\udfff", "a\ud83d"])
+def test_a_constructor_refuses_a_lone_surrogate(bad: str) -> None:
+    """Every value that exists can be sent: ``dumps(value).encode()`` never fails."""
+    with pytest.raises(ContractError, match="lone surrogate") as caught:
+        RemovedFrame(cursor=Cursor(epoch="e", revision=1), root_run_id=bad)
+    assert caught.value.path == "root_run_id"
+    with pytest.raises(ContractError):
+        Cursor(epoch=bad, revision=0)
+
+
+def test_paired_surrogates_and_other_non_ascii_text_are_kept() -> None:
+    text = "déjà-vu-\U0001f600-中"
+    frame = RemovedFrame(cursor=Cursor(epoch="e", revision=1), root_run_id=text)
+    assert loads(RemovedFrame, dumps(frame).encode()).root_run_id == text
+    # JSON's escaped surrogate pair is one character, not a lone surrogate.
+    escaped = LONE_SURROGATE_FRAME.replace("\\ud800", "\\ud83d\\ude00")
+    assert loads(RemovedFrame, escaped).root_run_id == "root-\U0001f600"

@@ -9,7 +9,7 @@ trust; building one from bad input raises :class:`ContractError` naming the fiel
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal, TypeAlias, TypeVar
+from typing import Any, ClassVar, Literal, TypeAlias, TypeVar
 
 import attrs
 
@@ -62,6 +62,7 @@ __all__ = [
     "StageCompletedEvent",
     "StageNode",
     "StageTarget",
+    "Timestamp",
     "ToolNode",
     "ToolTarget",
     "WorkflowEvent",
@@ -360,6 +361,12 @@ class Diagnostic:
     kind: DiagnosticKind = enum_field(DiagnosticKind)
     cursor: Cursor = instance_field(Cursor)
 
+
+VALUE_CLASSES: tuple[type[Any], ...] = tuple(
+    value for name in __all__ if attrs.has(value := globals()[name])
+)
+"""Every contract value class (in ``__all__`` order): the one list the wire format and the public
+modules derive theirs from (a new class is exported and wired by adding it to ``__all__``)."""
 
 _V = TypeVar("_V")
 

@@ -41,6 +41,17 @@ def _type_name(value: object) -> str:
 def check_str(value: object, path: str) -> str:
     if not isinstance(value, str):
         raise ContractError(path, f"expected a string, got {_type_name(value)}")
+    if not value.isascii():
+        # The wire format is UTF-8: a lone surrogate (from "\\ud800" in JSON, or a str built
+        # in Python) has no UTF-8 form, and would only fail later, when the frame is sent.
+        try:
+            value.encode()
+        except UnicodeEncodeError as error:
+            raise ContractError(
+                path,
+                f"not valid Unicode text: lone surrogate {value[error.start]!r} at index "
+                f"{error.start} has no UTF-8 form",
+            ) from None
     return value
 
 

@@ -31,28 +31,7 @@ import attrs
 import cattrs
 from cattrs.gen import make_dict_unstructure_fn, override
 
-from ._contract import (
-    ActivityChangedEvent,
-    ChangedFrame,
-    Cursor,
-    Diagnostic,
-    HeartbeatEvent,
-    LifecycleEvent,
-    LifecycleInput,
-    NodePrompt,
-    PromptTarget,
-    RemovedFrame,
-    RootActivity,
-    RootGraph,
-    RunPrompt,
-    RunTarget,
-    SnapshotFrame,
-    StageCompletedEvent,
-    StageNode,
-    StageTarget,
-    ToolNode,
-    ToolTarget,
-)
+from ._contract import VALUE_CLASSES
 from ._errors import ContractError
 
 __all__ = ["dumps", "from_wire", "loads", "to_wire"]
@@ -63,28 +42,8 @@ _T = TypeVar("_T")
 # to that value.
 _Decoder = Callable[[Any], Any]
 
-_CLASSES: tuple[type[Any], ...] = (
-    Cursor,
-    NodePrompt,
-    RunPrompt,
-    StageNode,
-    ToolNode,
-    RootGraph,
-    RootActivity,
-    SnapshotFrame,
-    ChangedFrame,
-    RemovedFrame,
-    RunTarget,
-    StageTarget,
-    ToolTarget,
-    PromptTarget,
-    LifecycleInput,
-    LifecycleEvent,
-    StageCompletedEvent,
-    ActivityChangedEvent,
-    HeartbeatEvent,
-    Diagnostic,
-)
+# Every contract class is wired: the table is the contract's own list.
+_CLASSES: tuple[type[Any], ...] = VALUE_CLASSES
 _CLASS_SET: frozenset[type[Any]] = frozenset(_CLASSES)
 
 
@@ -156,22 +115,27 @@ def _union_members(tp: object) -> tuple[object, ...] | None:
     return None
 
 
-def _discriminated_union(tp: object) -> tuple[str, dict[str, type[Any]]] | None:
-    """The shared key and tag table of a union of contract classes, or None if ``tp`` is not one."""
+# A union's decoding table: (discriminator key, tag) -> member class.
+_TagTable = dict[tuple[str, str], type[Any]]
+
+
+def _discriminated_union(tp: object) -> _TagTable | None:
+    """The tag table of a union of contract classes, or None if ``tp`` is not one.
+
+    Every member needs a discriminator, and no two members the same ``(key, tag)`` pair. The keys
+    may differ: ``Frame | WorkflowEvent`` (``kind`` and ``type``) is a union too, so a stream
+    that mixes frames and hook events decodes line by line.
+    """
     members = _union_members(tp)
     if members is None or not all(member in _CLASS_SET for member in members):
         return None
-    keys: set[str] = set()
-    by_tag: dict[str, type[Any]] = {}
+    table: _TagTable = {}
     for member in cast(tuple[type[Any], ...], members):
         discriminator = _discriminator(member)
-        if discriminator is None or discriminator[1] in by_tag:
+        if discriminator is None or discriminator in table:
             return None
-        keys.add(discriminator[0])
-        by_tag[discriminator[1]] = member
-    if len(keys) != 1:
-        return None
-    return keys.pop(), by_tag
+        table[discriminator] = member
+    return table
 
 
 def _check_object(data: object) -> Mapping[str, Any]:
@@ -180,8 +144,13 @@ def _check_object(data: object) -> Mapping[str, Any]:
     return data
 
 
-def _expected(tags: list[str]) -> str:
-    return ", ".join(repr(tag) for tag in tags)
+def _expected(table: _TagTable, key: str | None = None) -> str:
+    """``'snapshot', 'changed'`` for one key; ``kind 'snapshot', … or type 'workflow_heartbeat'``
+    when the union's members use more than one."""
+    keys = {k for k, _ in table}
+    if key is not None or len(keys) == 1:
+        return ", ".join(repr(tag) for k, tag in table if key is None or k == key)
+    return ", ".join(f"{k} {tag!r}" for k, tag in table)
 
 
 # --- decoding ----------------------------------------------------------------------------------
@@ -276,18 +245,33 @@ def _make_class_hook(cls: type[Any]) -> Callable[[Any, Any], Any]:
 def _make_union_hook(tp: object) -> Callable[[Any, Any], Any]:
     table = _discriminated_union(tp)
     assert table is not None  # the factory predicate checked it
-    key, by_tag = table
-    tags = list(by_tag)
+    keys = list(dict.fromkeys(key for key, _ in table))
 
     def structure(data: object, _: object) -> Any:
         document = _check_object(data)
-        if key not in document:
-            raise ContractError(key, f"missing discriminator; expected one of {_expected(tags)}")
-        tag = document[key]
-        member = by_tag.get(tag) if isinstance(tag, str) else None
-        if member is None:
-            raise ContractError(key, f"unknown {key} {tag!r}; expected one of {_expected(tags)}")
-        return _converter.structure(document, member)
+        present = [key for key in keys if key in document]
+        if not present:
+            names = " or ".join(keys)
+            raise ContractError(
+                keys[0] if len(keys) == 1 else "",
+                f"missing discriminator {names}; expected one of {_expected(table)}",
+            )
+        members = {
+            key: table.get((key, tag)) if isinstance(tag := document[key], str) else None
+            for key in present
+        }
+        found = [(key, member) for key, member in members.items() if member is not None]
+        if len(found) > 1:
+            claims = " and ".join(f"{key} {document[key]!r}" for key, _ in found)
+            raise ContractError("", f"ambiguous discriminators: {claims}")
+        if not found:
+            # Name the key the document most likely meant: the first one it carries.
+            key = present[0]
+            raise ContractError(
+                key,
+                f"unknown {key} {document[key]!r}; expected one of {_expected(table, key)}",
+            )
+        return _converter.structure(document, found[0][1])
 
     return structure
 
@@ -366,7 +350,8 @@ def from_wire(type_: object, data: object) -> Any:
     """Decode a JSON object (as :func:`json.loads` returns it) into a contract value.
 
     ``type_`` is a contract class or a union of them (``Frame``, ``WorkflowEvent``,
-    ``LifecycleTarget``, ``GraphNode``), resolved by the discriminator. Bad data raises
+    ``LifecycleTarget``, ``GraphNode``, or ``Frame | WorkflowEvent`` for a stream that mixes
+    both), resolved by the discriminator. Bad data raises
     :class:`~workflow_hub.ContractError` whose ``path`` is the JSON path in wire names, e.g.
     ``roots[2].activeExecutionCount``. Keys the format does not know are ignored (a newer host
     may add some); a missing or unknown discriminator, a missing required key, ``null`` and any
@@ -396,6 +381,10 @@ def loads(type_: object, text: str | bytes | bytearray) -> Any:
     :class:`~workflow_hub.ContractError` with an empty path.
     """
     _check_decodable(type_)
+    if not isinstance(text, str | bytes | bytearray):
+        raise ContractError(
+            "", f"expected JSON text (str, bytes or bytearray), got {type(text).__name__}"
+        )
     try:
         data = json.loads(text, parse_constant=_reject_constant)
     except ContractError:
