@@ -22,6 +22,7 @@ import attrs
 
 from ._contract import RootActivity, SnapshotFrame
 from ._enums import Availability, Reason, State
+from ._errors import ContractError
 from ._view import ActivityView
 
 __all__ = ["AggregateState", "AggregateStatus", "aggregate"]
@@ -98,6 +99,11 @@ def aggregate(source: ActivityView | SnapshotFrame) -> AggregateStatus:
 
     See the module docstring for the decision table.
     """
+    if not isinstance(source, ActivityView | SnapshotFrame):
+        raise ContractError(
+            "source",
+            f"expected an ActivityView or a SnapshotFrame, got {type(source).__name__}",
+        )
     if isinstance(source, SnapshotFrame):
         availability: Availability | None = source.availability
         roots: tuple[RootActivity, ...] = source.roots or ()

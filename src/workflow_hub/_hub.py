@@ -141,6 +141,8 @@ class WorkflowActivityHub:
             maxlen=_check_limit(diagnostics_limit, "diagnostics_limit")
         )
         self._hook_buffer_limit = _check_limit(hook_buffer_limit, "hook_buffer_limit")
+        if epoch_factory is not None and not callable(epoch_factory):
+            raise ContractError("epoch_factory", f"expected a callable, got {epoch_factory!r}")
         self._epoch_factory = epoch_factory or _random_epoch
         self._used_epochs: set[str] = set()
         self._epoch = self._new_epoch()
