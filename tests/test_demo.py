@@ -35,11 +35,9 @@ def test_json_output_is_wire_json_covering_every_frame_and_hook() -> None:
     assert result.returncode == 0, result.stderr
     kinds: set[str] = set()
     for line in result.stdout.splitlines():
-        data = json.loads(line)
-        if "kind" in data:
-            kinds.add(loads(Frame, line).kind)
-        else:
-            kinds.add(loads(WorkflowEvent, line).type)
+        # One call decodes the mixed stream (issue 12): the discriminator says which it is.
+        value = loads(Frame | WorkflowEvent, line)
+        kinds.add(value.kind if "kind" in json.loads(line) else value.type)
     assert kinds == {
         "snapshot",
         "changed",
@@ -164,3 +162,27 @@ def test_ctrl_c_ends_the_demo_cleanly() -> None:
     # It shut down like at the end of its time: the source went unavailable, and observers saw it.
     assert out.splitlines()[-1].startswith("frame snapshot")
     assert "unavailable" in out.splitlines()[-1]
+
+
+def test_a_metrics_port_out_of_range_is_one_line_and_status_2() -> None:
+    """Issue 12, item 6: no traceback, like the other bad arguments."""
+    for port in ("70000", "-1"):
+        result = run_demo("--metrics-port", port, "--duration", "1")
+        assert result.returncode == 2
+        assert result.stderr.strip().splitlines() == [
+            f"workflow-hub demo: --metrics-port must be between 0 and 65535, got {port}"
+        ]
+
+
+def test_a_metrics_port_in_use_is_one_line_and_status_2() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = run_demo("--json", "--metrics-port", str(port), "--duration", "1")
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith(f"workflow-hub demo: --metrics-port {port}: ")
+    assert "in use" in lines[0]
+    assert result.stdout == ""

@@ -54,6 +54,7 @@ __all__ = ["add_arguments", "run"]
 
 _DEFAULT_DURATION = 20.0
 _HOOK_PANE_LINES = 12
+_MAX_PORT = 65535
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -83,8 +84,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.duration <= 0:
-        print("workflow-hub demo: --duration must be > 0", file=sys.stderr)
-        return 2
+        return _usage_error("--duration must be > 0")
+    port = args.metrics_port
+    if port is not None and not 0 <= port <= _MAX_PORT:
+        return _usage_error(f"--metrics-port must be between 0 and {_MAX_PORT}, got {port}")
     output: Output
     if args.json:
         output = JsonOutput(sys.stdout)
@@ -92,8 +95,21 @@ def run(args: argparse.Namespace) -> int:
         output = _rich_output_or_plain()
     else:
         output = PlainOutput(sys.stdout)
-    trio.run(_main, args, output)
+    try:
+        trio.run(_main, args, output)
+    except _PortUnavailable as error:
+        return _usage_error(f"--metrics-port {port}: {error}")
     return 0
+
+
+def _usage_error(message: str) -> int:
+    """One line on stderr and exit status 2, as argparse does for the arguments it checks."""
+    print(f"workflow-hub demo: {message}", file=sys.stderr)
+    return 2
+
+
+class _PortUnavailable(Exception):
+    """The metrics port cannot be listened on (in use, or not ours to take)."""
 
 
 class Output(Protocol):
@@ -204,7 +220,10 @@ def _start_metrics(port: int | None) -> tuple[HubMetrics | None, Callable[[], No
     from prometheus_client import CollectorRegistry, start_http_server
 
     registry = CollectorRegistry()
-    server, thread = start_http_server(port, addr="127.0.0.1", registry=registry)
+    try:
+        server, thread = start_http_server(port, addr="127.0.0.1", registry=registry)
+    except OSError as error:
+        raise _PortUnavailable(error.strerror or str(error)) from None
     print(f"metrics at http://127.0.0.1:{server.server_port}/metrics", file=sys.stderr)
 
     def stop() -> None:

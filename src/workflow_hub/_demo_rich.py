@@ -1,11 +1,23 @@
-"""The demo's live terminal view, drawn with rich: a table of roots and a pane of hook events."""
+"""The demo's live terminal view, drawn with rich: a table of roots and a pane of hook events.
+
+Everything that comes from data (ids, names, prompt messages, hook lines) goes in as
+:class:`rich.text.Text`, never as a plain ``str``: rich reads a plain string as markup, so
+``[quit requested]`` would vanish as an unknown tag and ``nightly-build:package:`` would turn into
+an emoji.
+
+The screen lays itself out for the terminal it is drawn on (:meth:`Screen.__rich_console__`): the
+table takes what its rows need, and the hook pane gets the lines that are left. At 80x24 every
+column header is whole and the "now" column keeps a readable width.
+"""
 
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterable
 
 import trio
-from rich.console import Group
+from rich import box
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.live import Live
 from rich.panel import Panel
 from rich.table import Table
@@ -15,69 +27,112 @@ from ._contract import Frame, WorkflowEvent
 from ._demo import describe_event, describe_running
 from .reporting import ActivityView, aggregate
 
-__all__ = ["RichOutput"]
+__all__ = ["RichOutput", "Screen"]
 
 _STATE_STYLES = {"working": "green", "blocked": "bold red", "idle": "dim", "unknown": "yellow"}
+# Below this many columns the table drops its vertical rules and abbreviates the counts.
+_WIDE = 110
+# The "now" column never shrinks below this: it is the column that says what is happening.
+_NOW_MIN_WIDTH = 16
+_PANE_MIN_LINES = 3
+
+
+class Screen:
+    """What the live view shows, laid out for the console it is rendered on."""
+
+    def __init__(self, events: Iterable[str]) -> None:
+        self.view: ActivityView | None = None
+        self._events = events
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        width = options.max_width
+        height = options.height or console.height
+        top = Group(self._header(), self._table(wide=width >= _WIDE))
+        used = len(console.render_lines(top, options.update(height=None), pad=False))
+        yield top
+        yield self._pane(max(_PANE_MIN_LINES, height - used))
+
+    def _header(self) -> Text:
+        view = self.view
+        if view is None:
+            return Text("waiting for the first snapshot…", style="yellow")
+        status = aggregate(view)
+        cursor = view.cursor
+        where = f"epoch {cursor.epoch} · revision {cursor.revision}" if cursor else ""
+        return Text.assemble(
+            ("workflow-hub demo  ", "bold"),
+            (str(status.state), _STATE_STYLES.get(status.state, "")),
+            "  ",
+            status.message,  # a str in Text.assemble is plain text, not markup
+            ("  (needs attention)" if status.attention else "", "bold red"),
+            "  ",
+            (where, "dim"),
+        )
+
+    def _table(self, *, wide: bool) -> Table:
+        view = self.view
+        table = Table(
+            expand=True,
+            box=box.HEAVY_HEAD if wide else box.SIMPLE_HEAD,
+            pad_edge=wide,
+            show_edge=wide,
+            padding=(0, 1),
+        )
+        headers = (
+            ("root", "state", "reason", "active", "blocks", "attention")
+            if wide
+            else ("root", "state", "reason", "act", "blk", "!")
+        )
+        for header in headers:
+            table.add_column(header, no_wrap=True, overflow="ellipsis")
+        table.add_column("now", ratio=1, min_width=_NOW_MIN_WIDTH, overflow="fold")
+        if view is None:
+            return table
+        for root in view.roots:
+            attention = "yes" if wide else "!"
+            table.add_row(
+                Text(root.root_run_id),
+                Text(root.state, style=_STATE_STYLES.get(root.state, "")),
+                Text(root.reason),
+                Text(str(root.active_execution_count)),
+                Text(str(root.actionable_block_count)),
+                Text(attention, style="bold red") if root.needs_attention else Text(""),
+                Text(describe_running(root)),
+            )
+        if not view.known:
+            table.caption = Text(f"source {view.availability}: activity unknown (not idle)")
+        return table
+
+    def _pane(self, lines: int) -> Panel:
+        shown = list(self._events)[-(lines - 2) :] if lines > 2 else []
+        body = Text("\n".join(shown) or "(no hook events yet)", no_wrap=True, overflow="ellipsis")
+        return Panel(body, title="hook events", height=lines)
 
 
 class RichOutput:
     def __init__(self, *, pane_lines: int, events: deque[str]) -> None:
         self._pane_lines = pane_lines
         self._events = events
-        self._view: ActivityView | None = None
+        self._screen = Screen(events)
         self.closed = trio.Event()  # a terminal does not go away; Ctrl-C ends the demo
-        self._live = Live(self._render(), refresh_per_second=10, transient=False)
+        self._live = Live(self._screen, refresh_per_second=10, transient=False)
 
     def __enter__(self) -> RichOutput:
         self._live.__enter__()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._live.update(self._render(), refresh=True)
+        self._live.update(self._screen, refresh=True)
         self._live.__exit__(None, None, None)
 
     def frame(self, frame: Frame, view: ActivityView) -> None:
-        self._view = view
-        self._live.update(self._render())
+        self._screen.view = view
+        self._live.update(self._screen)
 
     def hook(self, event: WorkflowEvent) -> None:
         self._events.append(describe_event(event))
-        self._live.update(self._render())
+        self._live.update(self._screen)
 
-    def _render(self) -> Group:
-        view = self._view
-        if view is None:
-            header = Text("waiting for the first snapshot…", style="yellow")
-            table = Table()
-        else:
-            status = aggregate(view)
-            cursor = view.cursor
-            where = f"epoch {cursor.epoch} · revision {cursor.revision}" if cursor else ""
-            header = Text.assemble(
-                ("workflow-hub demo  ", "bold"),
-                (f"{status.state}", _STATE_STYLES.get(status.state, "")),
-                f"  {status.message}  ",
-                ("(needs attention)  " if status.attention else "", "bold red"),
-                (where, "dim"),
-            )
-            table = Table(expand=True)
-            for column in ("root", "state", "reason", "active", "blocks", "attention", "now"):
-                table.add_column(column, no_wrap=column != "now")
-            for root in view.roots:
-                table.add_row(
-                    root.root_run_id,
-                    Text(root.state, style=_STATE_STYLES.get(root.state, "")),
-                    root.reason,
-                    str(root.active_execution_count),
-                    str(root.actionable_block_count),
-                    Text("yes", style="bold red") if root.needs_attention else "",
-                    describe_running(root),
-                )
-            if not view.known:
-                table.caption = f"source {view.availability}: activity unknown (not idle)"
-        hooks = Panel(
-            "\n".join(self._events) or "(no hook events yet)",
-            title="hook events",
-            height=self._pane_lines + 2,
-        )
-        return Group(header, table, hooks)
+    def renderable(self) -> RenderableType:
+        """The screen, for tests that render it on a console of their own."""
+        return self._screen
