@@ -30,7 +30,9 @@ lint: $(STAMP)
 types: $(STAMP)
 	$(BIN)/mypy --strict src
 
+# node runs the conformance kit's JavaScript-numbers adapter (tests/js/reencode.mjs).
 pytest: $(STAMP)
+	command -v node >/dev/null || (apt-get update && apt-get install -y nodejs)
 	$(BIN)/pytest
 
 test: lint types pytest

@@ -8,7 +8,9 @@ keep this quick; ``WORKFLOW_HUB_CONFORMANCE_EXAMPLES`` raises them.
 from __future__ import annotations
 
 import os
+import re
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -156,3 +158,41 @@ def test_the_pytest_plugin_runs_the_suite_as_a_test(tmp_path: Path) -> None:
     assert "FAILED test_user_hub.py::test_broken_hub_conforms" in output
     assert "mismatch in the diagnostics (L3)" in output
     assert "register_publisher() -> publisher#1" in output
+
+
+REENCODE = Path(__file__).parent / "js" / "reencode.mjs"
+
+
+def test_the_kit_passes_a_host_that_writes_numbers_the_javascript_way(tmp_path: Path) -> None:
+    """Issue 12, item 11: our hub behind a real node process that re-encodes every JSON line
+    with ``JSON.parse``/``JSON.stringify`` conforms. Numbers compare as IEEE doubles: JavaScript
+    writes ``2.167957083685233e+16`` back as ``21679570836852330``, the same double."""
+    node = shutil.which("node")
+    assert node is not None, "node is needed for the cross-language test (see the Makefile)"
+    changed = tmp_path / "changed.jsonl"
+    inner = f"{PYTHON} -m workflow_hub.testing.jsonl_adapter"
+    adapter = f"{shlex.quote(node)} {shlex.quote(str(REENCODE))} {inner}"
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "workflow_hub._cli",
+            "conformance",
+            "--adapter",
+            adapter,
+            "--examples",
+            "200",
+            "--seed",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={**os.environ, "REENCODE_CHANGED": str(changed)},
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "agree with the reference model" in result.stdout
+    # Not vacuous: JavaScript wrote floats beyond 2^53 as long digit strings, which Python reads
+    # back as ints.
+    assert re.search(r"[:\[,]-?\d{17,}[,}\]]", changed.read_text())

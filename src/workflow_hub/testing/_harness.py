@@ -122,16 +122,49 @@ def _pair(expected: object, actual: object) -> list[str]:
     return [f"  expected: {shown_expected}", f"  actual:   {shown_actual}"]
 
 
+def _as_double(number: int | float) -> int | float:
+    try:
+        return float(number)
+    except OverflowError:  # an int beyond every double: only exact equality can match it
+        return number
+
+
+def same(expected: object, actual: object) -> bool:
+    """``expected == actual``, except that numbers compare by their value as IEEE doubles.
+
+    Every value an adapter reports crossed JSON, and most JSON implementations hold a number as
+    a double and write it back in its shortest form: JavaScript reads ``2.167957083685233e+16``
+    and writes ``21679570836852330``, an int here that is not ``==`` the float. Both denote the
+    same double, which is all JSON promises a host (RFC 8259, section 6), so the kit accepts it.
+    """
+    if isinstance(expected, int | float) and isinstance(actual, int | float):
+        if isinstance(expected, bool) or isinstance(actual, bool):
+            return expected is actual
+        return _as_double(expected) == _as_double(actual)
+    if type(expected) is not type(actual):
+        return expected == actual
+    cls: Any = type(expected)
+    if attrs.has(cls):
+        return all(
+            same(getattr(expected, field.name), getattr(actual, field.name))
+            for field in attrs.fields(cls)
+        )
+    if isinstance(expected, tuple | list):
+        assert isinstance(actual, tuple | list)
+        return len(expected) == len(actual) and all(map(same, expected, actual))
+    return expected == actual
+
+
 def _compare_sequences(
     what: str, expected: Sequence[object], actual: Sequence[object]
 ) -> _Mismatch | None:
-    if list(expected) == list(actual):
+    if same(list(expected), list(actual)):
         return None
     position = next(
         (
             index
             for index, (left, right) in enumerate(zip(expected, actual, strict=False))
-            if left != right
+            if not same(left, right)
         ),
         min(len(expected), len(actual)),
     )
@@ -147,7 +180,7 @@ def _compare_sequences(
 
 
 def _compare_values(what: str, expected: object, actual: object) -> _Mismatch | None:
-    if expected == actual:
+    if same(expected, actual):
         return None
     return _Mismatch(what, "\n".join([f"{what}:", *_pair(expected, actual)]))
 
@@ -333,7 +366,7 @@ class _Player:
 
     def check_cursor(self, expected: Cursor | None, actual: Cursor | None) -> None:
         translated = None if actual is None else self._cursor(actual)
-        if translated != expected:
+        if not same(expected, translated):
             shown_expected = "None (fenced)" if expected is None else render(expected)
             shown_actual = "None (fenced)" if translated is None else render(translated)
             raise self.error(
