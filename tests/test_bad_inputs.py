@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
 import pytest
 
 from workflow_hub import ChangedFrame, ContractError, Cursor, WorkflowActivityHub
@@ -34,3 +35,72 @@ def test_aggregate_refuses_what_is_not_a_view_or_a_snapshot(source: Any) -> None
 
 def test_aggregate_still_takes_a_view() -> None:
     assert aggregate(ActivityView()).state == "unknown"
+
+
+SNAPSHOT_MISTAKES: list[tuple[Any, Any]] = [
+    ("ready", None),
+    ("recovering", []),
+    ("unavailable", [root()]),
+    ("sunny", None),
+    (None, None),
+    ("ready", [root(), "root-2"]),
+    ("ready", "root-1"),
+]
+
+
+@pytest.mark.parametrize(("availability", "roots"), SNAPSHOT_MISTAKES)
+async def test_the_publisher_and_the_thread_portal_refuse_a_snapshot_alike(
+    availability: Any, roots: Any
+) -> None:
+    """Issue 13: one copy of the snapshot-argument rule, so both fronts say the same thing."""
+    from workflow_hub import ThreadPublisher
+
+    hub = WorkflowActivityHub()
+    publisher = hub.register_publisher()
+    portal = ThreadPublisher(publisher)
+    with pytest.raises(ContractError) as direct:
+        publisher.publish_snapshot(availability, roots)
+    with pytest.raises(ContractError) as threaded:
+        portal.publish_snapshot(availability, roots)
+    assert (threaded.value.path, threaded.value.problem) == (
+        direct.value.path,
+        direct.value.problem,
+    )
+    assert hub.cursor.revision == 0
+
+
+def test_the_conformance_defaults_are_one_copy() -> None:
+    """Issue 13: the Python API, the suite object, the strategies, the CLI and the pytest plugin
+    take their defaults from one module."""
+    import argparse
+    import inspect
+
+    from workflow_hub.testing import _conformance_cli, _defaults, _pytest_plugin
+    from workflow_hub.testing._operations import scenarios
+    from workflow_hub.testing.conformance import ConformanceSuite, check_conformance
+
+    expected = {
+        "max_examples": _defaults.EXAMPLES,
+        "max_steps": _defaults.MAX_STEPS,
+        "queue_limits": _defaults.QUEUE_LIMITS,
+        "diagnostics_limits": _defaults.DIAGNOSTICS_LIMITS,
+        "styles": _defaults.STYLES,
+        "timeout": _defaults.TIMEOUT,
+    }
+    api = inspect.signature(check_conformance).parameters
+    suite = {field.name: field.default for field in attrs.fields(ConformanceSuite)}
+    drawn = inspect.signature(scenarios).parameters
+    for name, value in expected.items():
+        assert api[name].default == value, name
+        assert suite[name] == value, name
+        if name in drawn:
+            assert drawn[name].default == value, name
+    parser = argparse.ArgumentParser()
+    _conformance_cli.add_arguments(parser)
+    args = parser.parse_args(["--adapter", "x"])
+    assert (args.examples, args.max_steps, tuple(args.styles)) == (
+        _defaults.EXAMPLES,
+        _defaults.MAX_STEPS,
+        _defaults.STYLES,
+    )
+    assert _pytest_plugin.DEFAULT_EXAMPLES == _defaults.EXAMPLES

@@ -32,11 +32,13 @@ from ._validate import (
     bool_field,
     check_str,
     count_field,
+    enum_check,
     enum_field,
     instance_check,
     instance_field,
     number_field,
     str_field,
+    tuple_check,
     tuple_field,
 )
 
@@ -206,6 +208,29 @@ class RemovedFrame:
 
 
 Frame: TypeAlias = SnapshotFrame | ChangedFrame | RemovedFrame
+
+_check_availability = enum_check(Availability)
+_check_roots = tuple_check(instance_check(RootActivity))
+
+
+def snapshot_arguments(
+    availability: object, roots: object
+) -> tuple[Availability, tuple[RootActivity, ...] | None]:
+    """Check ``publish_snapshot``'s arguments: the one copy for every publishing front.
+
+    ``ready`` needs roots (a sequence, possibly empty); the other states take none. ``roots`` is
+    read once, into a tuple, so an iterator or a list the caller goes on mutating cannot change
+    what is published.
+    """
+    state = _check_availability(availability, "availability")
+    if state is Availability.READY:
+        if roots is None:
+            raise ContractError("roots", "a ready snapshot needs roots (an empty list if none)")
+        return state, _check_roots(roots, "roots")
+    if roots is not None:
+        raise ContractError("roots", f"a {state} snapshot takes no roots")
+    return state, None
+
 
 # --- lifecycle targets -------------------------------------------------------------------------
 

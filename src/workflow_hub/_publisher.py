@@ -14,18 +14,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, final
 
-from ._contract import Cursor, HeartbeatEvent, LifecycleInput, RootActivity
+from ._contract import Cursor, HeartbeatEvent, LifecycleInput, RootActivity, snapshot_arguments
 from ._enums import Availability, DiagnosticKind
-from ._errors import ContractError
-from ._validate import check_str, enum_check, instance_check, tuple_check
+from ._validate import check_str, instance_check
 
 if TYPE_CHECKING:
     from ._hub import WorkflowActivityHub
 
 __all__ = ["WorkflowActivityPublisher"]
 
-_check_availability = enum_check(Availability)
-_check_roots = tuple_check(instance_check(RootActivity))
 _check_root = instance_check(RootActivity)
 _check_lifecycle = instance_check(LifecycleInput)
 _check_heartbeat = instance_check(HeartbeatEvent)
@@ -70,16 +67,8 @@ class WorkflowActivityPublisher:
 
         Roots are keyed by ``root_run_id``: a duplicate keeps the last value at the first position.
         """
-        state = _check_availability(availability, "availability")
-        keyed: dict[str, RootActivity] | None = None
-        if state is Availability.READY:
-            if roots is None:
-                raise ContractError("roots", "a ready snapshot needs roots (an empty list if none)")
-            keyed = {}
-            for root in _check_roots(roots, "roots"):
-                keyed[root.root_run_id] = root
-        elif roots is not None:
-            raise ContractError("roots", f"a {state} snapshot takes no roots")
+        state, checked = snapshot_arguments(availability, roots)
+        keyed = None if checked is None else {root.root_run_id: root for root in checked}
         if self._fenced():
             return None
         return self._hub._apply_snapshot(state, keyed)

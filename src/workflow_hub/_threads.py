@@ -21,11 +21,11 @@ from typing import Generic, ParamSpec, TypeVar, final
 
 import trio
 
-from ._contract import Cursor, HeartbeatEvent, LifecycleInput, RootActivity
+from ._contract import Cursor, HeartbeatEvent, LifecycleInput, RootActivity, snapshot_arguments
 from ._enums import Availability
 from ._errors import ContractError
 from ._publisher import WorkflowActivityPublisher
-from ._validate import check_str, enum_check, instance_check, tuple_check
+from ._validate import check_str, instance_check
 
 __all__ = ["ThreadPublisher"]
 
@@ -34,8 +34,6 @@ logger = logging.getLogger("workflow_hub")
 _P = ParamSpec("_P")
 _T = TypeVar("_T")
 
-_check_availability = enum_check(Availability)
-_check_roots = tuple_check(instance_check(RootActivity))
 _check_root = instance_check(RootActivity)
 _check_lifecycle = instance_check(LifecycleInput)
 _check_heartbeat = instance_check(HeartbeatEvent)
@@ -147,7 +145,7 @@ class ThreadPublisher:
         self, availability: Availability | str, roots: Iterable[RootActivity] | None = None
     ) -> None:
         """Queue :meth:`WorkflowActivityPublisher.publish_snapshot`."""
-        state, frozen = self._snapshot_arguments(availability, roots)
+        state, frozen = snapshot_arguments(availability, roots)
         self.call_soon(self._publisher.publish_snapshot, state, frozen)
 
     def publish_changed(self, root: RootActivity) -> None:
@@ -176,7 +174,7 @@ class ThreadPublisher:
         self, availability: Availability | str, roots: Iterable[RootActivity] | None = None
     ) -> Cursor | None:
         """:meth:`publish_snapshot`, then wait: the assigned cursor (None when fenced)."""
-        state, frozen = self._snapshot_arguments(availability, roots)
+        state, frozen = snapshot_arguments(availability, roots)
         return self.call_blocking(self._publisher.publish_snapshot, state, frozen)
 
     def publish_changed_blocking(self, root: RootActivity) -> Cursor | None:
@@ -194,21 +192,6 @@ class ThreadPublisher:
         return self.call_blocking(self._publisher.publish_lifecycle, checked)
 
     # --- internals -------------------------------------------------------------------------
-
-    @staticmethod
-    def _snapshot_arguments(
-        availability: Availability | str, roots: Iterable[RootActivity] | None
-    ) -> tuple[Availability, tuple[RootActivity, ...] | None]:
-        # The same checks the publisher makes, here in the caller's thread; ``roots`` is frozen
-        # now so that an iterator or a list the caller goes on mutating is read exactly once.
-        state = _check_availability(availability, "availability")
-        if state is Availability.READY:
-            if roots is None:
-                raise ContractError("roots", "a ready snapshot needs roots (an empty list if none)")
-            return state, _check_roots(roots, "roots")
-        if roots is not None:
-            raise ContractError("roots", f"a {state} snapshot takes no roots")
-        return state, None
 
     def _report(self, error: Exception) -> None:
         try:

@@ -15,7 +15,9 @@ import sys
 
 __all__ = ["add_arguments", "run"]
 
-_STYLES = ("callback", "stream")
+from . import _defaults as defaults
+
+_STYLES = defaults.STYLES
 
 
 def _styles(text: str) -> tuple[str, ...]:
@@ -52,9 +54,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--examples",
         type=_positive_int,
-        default=100,
+        default=defaults.EXAMPLES,
         metavar="N",
-        help="scenarios to generate (default: 100)",
+        help=f"scenarios to generate (default: {defaults.EXAMPLES})",
     )
     parser.add_argument(
         "--seed",
@@ -66,9 +68,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-steps",
         type=_positive_int,
-        default=40,
+        default=defaults.MAX_STEPS,
         metavar="N",
-        help="operations per scenario at most (default: 40)",
+        help=f"operations per scenario at most (default: {defaults.MAX_STEPS})",
     )
     parser.add_argument(
         "--styles",

@@ -28,6 +28,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
 
 from .._contract import Cursor
+from . import _defaults as defaults
 from ._adapter import AdapterFactory, ConformanceAdapter, ObserverStyle
 from ._operations import (
     BindDispatcher,
@@ -63,7 +64,6 @@ __all__ = [
 
 _T = TypeVar("_T")
 
-DEFAULT_TIMEOUT = 30.0
 _SHOWN = 40  # entries of a sequence shown in a diff
 
 
@@ -441,7 +441,7 @@ def run_scenario(
     adapter_factory: AdapterFactory,
     scenario: Scenario,
     *,
-    timeout: float = DEFAULT_TIMEOUT,
+    timeout: float = defaults.TIMEOUT,
 ) -> None:
     """Play one scenario on a fresh adapter and on the model; raise :class:`ConformanceFailure`.
 
@@ -455,13 +455,13 @@ def run_scenario(
 def check_conformance(
     adapter_factory: AdapterFactory,
     *,
-    max_examples: int = 100,
+    max_examples: int = defaults.EXAMPLES,
     seed: int | None = None,
-    max_steps: int = 40,
-    queue_limits: Sequence[int] = (256, 1, 2, 4),
-    diagnostics_limits: Sequence[int] = (256, 8),
-    styles: Sequence[ObserverStyle] = ("callback", "stream"),
-    timeout: float = DEFAULT_TIMEOUT,
+    max_steps: int = defaults.MAX_STEPS,
+    queue_limits: Sequence[int] = defaults.QUEUE_LIMITS,
+    diagnostics_limits: Sequence[int] = defaults.DIAGNOSTICS_LIMITS,
+    styles: Sequence[ObserverStyle] = defaults.STYLES,
+    timeout: float = defaults.TIMEOUT,
 ) -> ConformanceReport:
     """Check an implementation against the reference model with generated scenarios.
 
@@ -532,13 +532,13 @@ class ConformanceSuite:
     """
 
     adapter_factory: AdapterFactory
-    max_examples: int = 100
+    max_examples: int = defaults.EXAMPLES
     seed: int | None = None
-    max_steps: int = 40
-    queue_limits: Sequence[int] = (256, 1, 2, 4)
-    diagnostics_limits: Sequence[int] = (256, 8)
-    styles: Sequence[ObserverStyle] = ("callback", "stream")
-    timeout: float = DEFAULT_TIMEOUT
+    max_steps: int = defaults.MAX_STEPS
+    queue_limits: Sequence[int] = defaults.QUEUE_LIMITS
+    diagnostics_limits: Sequence[int] = defaults.DIAGNOSTICS_LIMITS
+    styles: Sequence[ObserverStyle] = defaults.STYLES
+    timeout: float = defaults.TIMEOUT
     report: ConformanceReport | None = None
     """Set once :meth:`run` has passed."""
 

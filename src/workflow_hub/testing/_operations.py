@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 from .._contract import HeartbeatEvent, LifecycleInput, RootActivity
 from .._enums import Availability, StageStatus
+from . import _defaults as defaults
 from ._adapter import AdapterConfig, ObserverStyle
 from ._render import render
 
@@ -348,7 +349,7 @@ def describe_operation(operation: Operation) -> str:
 
 # --- strategies -------------------------------------------------------------------------------
 
-_STYLES: tuple[ObserverStyle, ...] = ("callback", "stream")
+_STYLES = defaults.STYLES
 _NUMBERS = st.integers(min_value=0, max_value=7)
 
 
@@ -437,9 +438,9 @@ def operation_sequences(
 
 def scenarios(
     *,
-    max_steps: int = 40,
-    queue_limits: Sequence[int] = (256, 1, 2, 4),
-    diagnostics_limits: Sequence[int] = (256, 8),
+    max_steps: int = defaults.MAX_STEPS,
+    queue_limits: Sequence[int] = defaults.QUEUE_LIMITS,
+    diagnostics_limits: Sequence[int] = defaults.DIAGNOSTICS_LIMITS,
     styles: Sequence[ObserverStyle] = _STYLES,
     roots: st.SearchStrategy[RootActivity] | None = None,
 ) -> st.SearchStrategy[Scenario]:

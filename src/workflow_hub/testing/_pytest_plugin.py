@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from . import _defaults as defaults
+
 if TYPE_CHECKING:
     from ._adapter import AdapterFactory
     from ._harness import ConformanceSuite
@@ -33,7 +35,7 @@ if TYPE_CHECKING:
 __all__ = ["EXAMPLES_VARIABLE", "workflow_hub_conformance"]
 
 EXAMPLES_VARIABLE = "WORKFLOW_HUB_CONFORMANCE_EXAMPLES"
-DEFAULT_EXAMPLES = 100
+DEFAULT_EXAMPLES = defaults.EXAMPLES
 _FIXTURE = "workflow_hub_conformance"
 _MARKER_OPTIONS = frozenset(
     {"max_steps", "queue_limits", "diagnostics_limits", "styles", "timeout"}

@@ -1,0 +1,34 @@
+"""The conformance kit's defaults, written once for the Python API, the pytest plugin and the CLI.
+
+Imports nothing heavy: the command line reads these to build its help without loading hypothesis.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    from ._adapter import ObserverStyle
+
+__all__ = [
+    "DIAGNOSTICS_LIMITS",
+    "EXAMPLES",
+    "MAX_STEPS",
+    "QUEUE_LIMITS",
+    "STYLES",
+    "TIMEOUT",
+]
+
+EXAMPLES: Final = 100
+"""Scenarios per run."""
+MAX_STEPS: Final = 40
+"""Operations per scenario at most."""
+QUEUE_LIMITS: Final[tuple[int, ...]] = (256, 1, 2, 4)
+"""Observer queue limits tried. The first is the contract's default and the one shrinking moves
+towards; the small ones make overflow (O4) reachable in a few steps."""
+DIAGNOSTICS_LIMITS: Final[tuple[int, ...]] = (256, 8)
+"""Diagnostics ring sizes tried; the small one makes the ring (L3) wrap."""
+STYLES: Final[tuple[ObserverStyle, ...]] = ("callback", "stream")
+"""Observer styles attached: every style the contract defines."""
+TIMEOUT: Final = 30.0
+"""Seconds one scenario may take in the Python API."""
