@@ -666,8 +666,10 @@ def test_every_contract_class_is_exported_and_wired() -> None:
     round trips, and survives ``loads(cls, dumps(value))``."""
     import workflow_hub
     import workflow_hub.contract as contract
-    from workflow_hub import _contract
+    from workflow_hub import _contract, _enums
 
+    # Written out for type checkers, so checked here: exactly the private modules' exports.
+    assert set(contract.__all__) == {*_contract.__all__, *_enums.__all__, "ContractError"}
     defined = {value for value in vars(_contract).values() if attrs.has(value)}
     assert defined == set(_contract.VALUE_CLASSES)
     tested = {t for t, _ in TYPES}

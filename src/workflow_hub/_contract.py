@@ -9,7 +9,8 @@ trust; building one from bad input raises :class:`ContractError` naming the fiel
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal, TypeAlias, TypeVar
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias, TypeVar
 
 import attrs
 
@@ -73,20 +74,57 @@ __all__ = [
 Timestamp: TypeAlias = int | float
 """Epoch milliseconds, kept exactly as given (an int stays an int)."""
 
+_C = TypeVar("_C")
 
-@attrs.frozen(kw_only=True)
-class Cursor:
+# What type checkers see differs from what runs, on purpose. At run time every class is a frozen,
+# keyword-only attrs class whose converters accept more than the attribute types say (a wire
+# string for an enum member, any iterable for a tuple). Type checkers would build ``__init__``
+# from the annotations alone (and mypy's attrs plugin ignores converters it cannot read), so
+# each class declares the ``__init__`` it really has under ``TYPE_CHECKING``, and the decorator
+# they see is a ``dataclass_transform`` that keeps a declared ``__init__`` (frozen and keyword-only
+# all the same). tests/test_typing.py checks the declarations against the attrs fields and runs
+# mypy on a typed user program.
+if TYPE_CHECKING:
+    from typing import dataclass_transform
+
+    @dataclass_transform(frozen_default=True, kw_only_default=True)
+    def _value_class(cls: type[_C]) -> type[_C]:
+        return cls
+
+    class _Value:
+        """Makes every class an ``attrs.AttrsInstance`` for ``attrs.fields``, ``asdict``…"""
+
+        __attrs_attrs__: ClassVar[Any]
+
+else:
+    _value_class = attrs.frozen(kw_only=True)
+
+    class _Value:
+        __slots__ = ()
+
+
+@_value_class
+class Cursor(_Value):
     """Where a publication stands: revisions increase within an epoch; epochs never compare."""
 
     epoch: str = str_field()
     revision: int = count_field()
 
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            *,
+            epoch: str,
+            revision: int,
+        ) -> None: ...
+
 
 # --- roots and their graphs -------------------------------------------------------------------
 
 
-@attrs.frozen(kw_only=True)
-class NodePrompt:
+@_value_class
+class NodePrompt(_Value):
     """A question waiting for a human on a stage."""
 
     id: str = str_field()
@@ -95,9 +133,21 @@ class NodePrompt:
     choices: tuple[str, ...] | None = tuple_field(check_str, optional=True)
     created_at: Timestamp = number_field()
 
+    if TYPE_CHECKING:
 
-@attrs.frozen(kw_only=True)
-class RunPrompt:
+        def __init__(
+            self,
+            *,
+            id: str,
+            kind: PromptKind | str,
+            message: str,
+            choices: Iterable[str] | None = None,
+            created_at: Timestamp,
+        ) -> None: ...
+
+
+@_value_class
+class RunPrompt(_Value):
     """A question waiting for a human on a run (not tied to one stage)."""
 
     id: str = str_field()
@@ -107,9 +157,22 @@ class RunPrompt:
     created_at: Timestamp = number_field()
     run_id: str = str_field()
 
+    if TYPE_CHECKING:
 
-@attrs.frozen(kw_only=True)
-class StageNode:
+        def __init__(
+            self,
+            *,
+            id: str,
+            kind: PromptKind | str,
+            message: str,
+            choices: Iterable[str] | None = None,
+            created_at: Timestamp,
+            run_id: str,
+        ) -> None: ...
+
+
+@_value_class
+class StageNode(_Value):
     kind: ClassVar[Literal["stage"]] = "stage"
 
     id: str = str_field()
@@ -122,9 +185,25 @@ class StageNode:
     status: StageStatus = enum_field(StageStatus)
     pending_prompt: NodePrompt | None = instance_field(NodePrompt, optional=True)
 
+    if TYPE_CHECKING:
 
-@attrs.frozen(kw_only=True)
-class ToolNode:
+        def __init__(
+            self,
+            *,
+            id: str,
+            run_id: str,
+            node_id: str,
+            name: str,
+            parent_ids: Iterable[str],
+            execution_order: int | None = None,
+            depth: int,
+            status: StageStatus | str,
+            pending_prompt: NodePrompt | None = None,
+        ) -> None: ...
+
+
+@_value_class
+class ToolNode(_Value):
     kind: ClassVar[Literal["tool"]] = "tool"
 
     id: str = str_field()
@@ -137,20 +216,45 @@ class ToolNode:
     status: ToolNodeStatus = enum_field(ToolNodeStatus)
     ordinal: int = count_field()
 
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            *,
+            id: str,
+            run_id: str,
+            node_id: str,
+            name: str,
+            parent_ids: Iterable[str],
+            execution_order: int | None = None,
+            depth: int,
+            status: ToolNodeStatus | str,
+            ordinal: int,
+        ) -> None: ...
+
 
 GraphNode: TypeAlias = StageNode | ToolNode
 
 
-@attrs.frozen(kw_only=True)
-class RootGraph:
+@_value_class
+class RootGraph(_Value):
     nodes: tuple[GraphNode, ...] = tuple_field(instance_check((StageNode, ToolNode)))
     run_prompts: tuple[RunPrompt, ...] | None = tuple_field(
         instance_check(RunPrompt), optional=True
     )
 
+    if TYPE_CHECKING:
 
-@attrs.frozen(kw_only=True)
-class RootActivity:
+        def __init__(
+            self,
+            *,
+            nodes: Iterable[GraphNode],
+            run_prompts: Iterable[RunPrompt] | None = None,
+        ) -> None: ...
+
+
+@_value_class
+class RootActivity(_Value):
     """The summary of one workflow root. A change always replaces the whole root."""
 
     root_run_id: str = str_field()
@@ -162,12 +266,27 @@ class RootActivity:
     needs_attention: bool = bool_field()
     graph: RootGraph | None = instance_field(RootGraph, optional=True)
 
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            *,
+            root_run_id: str,
+            owner_session_id: str,
+            state: State | str,
+            reason: Reason | str,
+            active_execution_count: int,
+            actionable_block_count: int,
+            needs_attention: bool,
+            graph: RootGraph | None = None,
+        ) -> None: ...
+
 
 # --- frames ------------------------------------------------------------------------------------
 
 
-@attrs.frozen(kw_only=True)
-class SnapshotFrame:
+@_value_class
+class SnapshotFrame(_Value):
     """Everything known at ``cursor``; it replaces all prior knowledge.
 
     ``roots`` is a tuple (possibly empty) exactly when ``availability`` is ``ready``, and ``None``
@@ -188,9 +307,19 @@ class SnapshotFrame:
         if self.availability is not Availability.READY and self.roots is not None:
             raise ContractError("roots", f"a {self.availability} snapshot carries no roots")
 
+    if TYPE_CHECKING:
 
-@attrs.frozen(kw_only=True)
-class ChangedFrame:
+        def __init__(
+            self,
+            *,
+            cursor: Cursor,
+            availability: Availability | str,
+            roots: Iterable[RootActivity] | None = None,
+        ) -> None: ...
+
+
+@_value_class
+class ChangedFrame(_Value):
     """One root, replaced whole."""
 
     kind: ClassVar[Literal["changed"]] = "changed"
@@ -198,13 +327,31 @@ class ChangedFrame:
     cursor: Cursor = instance_field(Cursor)
     root: RootActivity = instance_field(RootActivity)
 
+    if TYPE_CHECKING:
 
-@attrs.frozen(kw_only=True)
-class RemovedFrame:
+        def __init__(
+            self,
+            *,
+            cursor: Cursor,
+            root: RootActivity,
+        ) -> None: ...
+
+
+@_value_class
+class RemovedFrame(_Value):
     kind: ClassVar[Literal["removed"]] = "removed"
 
     cursor: Cursor = instance_field(Cursor)
     root_run_id: str = str_field()
+
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            *,
+            cursor: Cursor,
+            root_run_id: str,
+        ) -> None: ...
 
 
 Frame: TypeAlias = SnapshotFrame | ChangedFrame | RemovedFrame
@@ -235,8 +382,8 @@ def snapshot_arguments(
 # --- lifecycle targets -------------------------------------------------------------------------
 
 
-@attrs.frozen(kw_only=True)
-class RunTarget:
+@_value_class
+class RunTarget(_Value):
     """A run's status, and the control request (``action``) behind it if any."""
 
     kind: ClassVar[Literal["run"]] = "run"
@@ -246,9 +393,20 @@ class RunTarget:
     status: RunStatus = enum_field(RunStatus)
     action: ControlAction | None = enum_field(ControlAction, optional=True)
 
+    if TYPE_CHECKING:
 
-@attrs.frozen(kw_only=True)
-class StageTarget:
+        def __init__(
+            self,
+            *,
+            run_id: str,
+            previous_status: RunStatus | str | None = None,
+            status: RunStatus | str,
+            action: ControlAction | str | None = None,
+        ) -> None: ...
+
+
+@_value_class
+class StageTarget(_Value):
     kind: ClassVar[Literal["stage"]] = "stage"
 
     run_id: str = str_field()
@@ -257,9 +415,21 @@ class StageTarget:
     previous_status: StageStatus | None = enum_field(StageStatus, optional=True)
     status: StageStatus = enum_field(StageStatus)
 
+    if TYPE_CHECKING:
 
-@attrs.frozen(kw_only=True)
-class ToolTarget:
+        def __init__(
+            self,
+            *,
+            run_id: str,
+            stage_id: str,
+            stage_name: str,
+            previous_status: StageStatus | str | None = None,
+            status: StageStatus | str,
+        ) -> None: ...
+
+
+@_value_class
+class ToolTarget(_Value):
     kind: ClassVar[Literal["tool"]] = "tool"
 
     run_id: str = str_field()
@@ -268,15 +438,38 @@ class ToolTarget:
     previous_status: ToolNodeStatus | None = enum_field(ToolNodeStatus, optional=True)
     status: ToolNodeStatus = enum_field(ToolNodeStatus)
 
+    if TYPE_CHECKING:
 
-@attrs.frozen(kw_only=True)
-class PromptTarget:
+        def __init__(
+            self,
+            *,
+            run_id: str,
+            tool_node_id: str,
+            tool_name: str,
+            previous_status: ToolNodeStatus | str | None = None,
+            status: ToolNodeStatus | str,
+        ) -> None: ...
+
+
+@_value_class
+class PromptTarget(_Value):
     kind: ClassVar[Literal["prompt"]] = "prompt"
 
     run_id: str = str_field()
     stage_id: str | None = str_field(optional=True)
     prompt_id: str = str_field()
     status: PromptStatus = enum_field(PromptStatus)
+
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            *,
+            run_id: str,
+            stage_id: str | None = None,
+            prompt_id: str,
+            status: PromptStatus | str,
+        ) -> None: ...
 
 
 LifecycleTarget: TypeAlias = RunTarget | StageTarget | ToolTarget | PromptTarget
@@ -285,8 +478,8 @@ _TARGET_CLASSES = (RunTarget, StageTarget, ToolTarget, PromptTarget)
 # --- events ------------------------------------------------------------------------------------
 
 
-@attrs.frozen(kw_only=True)
-class LifecycleInput:
+@_value_class
+class LifecycleInput(_Value):
     """What a publisher passes to ``publish_lifecycle``: the envelope without a cursor.
 
     The hub assigns the cursor. ``event_id`` and ``delivery`` are kept exactly as given.
@@ -304,9 +497,25 @@ class LifecycleInput:
     target: LifecycleTarget = instance_field(_TARGET_CLASSES)
     attribution: Attribution | None = enum_field(Attribution, optional=True)
 
+    if TYPE_CHECKING:
 
-@attrs.frozen(kw_only=True)
-class LifecycleEvent:
+        def __init__(
+            self,
+            *,
+            event_id: str,
+            run_id: str,
+            root_run_id: str,
+            owner_session_id: str,
+            occurred_at: Timestamp,
+            observed_at: Timestamp,
+            delivery: Delivery | str,
+            target: LifecycleTarget,
+            attribution: Attribution | str | None = None,
+        ) -> None: ...
+
+
+@_value_class
+class LifecycleEvent(_Value):
     """A run, stage, tool or prompt status change, as handlers receive it."""
 
     type: ClassVar[Literal["workflow_lifecycle"]] = "workflow_lifecycle"
@@ -322,9 +531,26 @@ class LifecycleEvent:
     target: LifecycleTarget = instance_field(_TARGET_CLASSES)
     attribution: Attribution | None = enum_field(Attribution, optional=True)
 
+    if TYPE_CHECKING:
 
-@attrs.frozen(kw_only=True)
-class StageCompletedEvent:
+        def __init__(
+            self,
+            *,
+            event_id: str,
+            cursor: Cursor,
+            run_id: str,
+            root_run_id: str,
+            owner_session_id: str,
+            occurred_at: Timestamp,
+            observed_at: Timestamp,
+            delivery: Delivery | str,
+            target: LifecycleTarget,
+            attribution: Attribution | str | None = None,
+        ) -> None: ...
+
+
+@_value_class
+class StageCompletedEvent(_Value):
     """The lifecycle envelope of a stage that completed; shares the lifecycle event's id and cursor.
 
     Failed, skipped, cancelled and killed outcomes never produce one.
@@ -350,9 +576,26 @@ class StageCompletedEvent:
                 f"a stage-completed event needs completed, got {self.target.status}",
             )
 
+    if TYPE_CHECKING:
 
-@attrs.frozen(kw_only=True)
-class ActivityChangedEvent:
+        def __init__(
+            self,
+            *,
+            event_id: str,
+            cursor: Cursor,
+            run_id: str,
+            root_run_id: str,
+            owner_session_id: str,
+            occurred_at: Timestamp,
+            observed_at: Timestamp,
+            delivery: Delivery | str,
+            target: StageTarget,
+            attribution: Attribution | str | None = None,
+        ) -> None: ...
+
+
+@_value_class
+class ActivityChangedEvent(_Value):
     """Hook twin of a :class:`ChangedFrame`: the same root and the same cursor."""
 
     type: ClassVar[Literal["workflow_activity_changed"]] = "workflow_activity_changed"
@@ -360,9 +603,18 @@ class ActivityChangedEvent:
     cursor: Cursor = instance_field(Cursor)
     root: RootActivity = instance_field(RootActivity)
 
+    if TYPE_CHECKING:
 
-@attrs.frozen(kw_only=True)
-class HeartbeatEvent:
+        def __init__(
+            self,
+            *,
+            cursor: Cursor,
+            root: RootActivity,
+        ) -> None: ...
+
+
+@_value_class
+class HeartbeatEvent(_Value):
     """A running top-level run reached ``scheduled_at``. Observation only: it starts no work."""
 
     type: ClassVar[Literal["workflow_heartbeat"]] = "workflow_heartbeat"
@@ -373,18 +625,39 @@ class HeartbeatEvent:
     scheduled_at: Timestamp = number_field()
     interval_minutes: int | float = number_field(positive=True)
 
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            *,
+            run_id: str,
+            root_run_id: str,
+            owner_session_id: str,
+            scheduled_at: Timestamp,
+            interval_minutes: int | float,
+        ) -> None: ...
+
 
 WorkflowEvent: TypeAlias = (
     LifecycleEvent | StageCompletedEvent | ActivityChangedEvent | HeartbeatEvent
 )
 
 
-@attrs.frozen(kw_only=True)
-class Diagnostic:
+@_value_class
+class Diagnostic(_Value):
     """A record of something a consumer or publisher did wrong or should know; never raised."""
 
     kind: DiagnosticKind = enum_field(DiagnosticKind)
     cursor: Cursor = instance_field(Cursor)
+
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            *,
+            kind: DiagnosticKind | str,
+            cursor: Cursor,
+        ) -> None: ...
 
 
 VALUE_CLASSES: tuple[type[Any], ...] = tuple(

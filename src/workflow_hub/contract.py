@@ -1,13 +1,86 @@
 """The contract's value types, enumerations and error (SPEC §2); all re-exported by ``workflow_hub``.
 
-The lists are derived, not repeated: whatever ``_contract`` and ``_enums`` export is exported here.
+The names are written out, not derived: type checkers (mypy, pyright) read ``__all__`` and the
+imports statically and would see nothing in a computed list. tests/test_wire.py checks that this
+list is exactly what ``_contract`` and ``_enums`` export.
 """
 
-from . import _contract, _enums
-from ._contract import *  # noqa: F403
-from ._enums import *  # noqa: F403
+from ._contract import ActivityChangedEvent as ActivityChangedEvent
+from ._contract import ChangedFrame as ChangedFrame
+from ._contract import Cursor as Cursor
+from ._contract import Diagnostic as Diagnostic
+from ._contract import Frame as Frame
+from ._contract import GraphNode as GraphNode
+from ._contract import HeartbeatEvent as HeartbeatEvent
+from ._contract import LifecycleEvent as LifecycleEvent
+from ._contract import LifecycleInput as LifecycleInput
+from ._contract import LifecycleTarget as LifecycleTarget
+from ._contract import NodePrompt as NodePrompt
+from ._contract import PromptTarget as PromptTarget
+from ._contract import RemovedFrame as RemovedFrame
+from ._contract import RootActivity as RootActivity
+from ._contract import RootGraph as RootGraph
+from ._contract import RunPrompt as RunPrompt
+from ._contract import RunTarget as RunTarget
+from ._contract import SnapshotFrame as SnapshotFrame
+from ._contract import StageCompletedEvent as StageCompletedEvent
+from ._contract import StageNode as StageNode
+from ._contract import StageTarget as StageTarget
+from ._contract import Timestamp as Timestamp
+from ._contract import ToolNode as ToolNode
+from ._contract import ToolTarget as ToolTarget
+from ._contract import WorkflowEvent as WorkflowEvent
+from ._enums import Attribution as Attribution
+from ._enums import Availability as Availability
+from ._enums import ControlAction as ControlAction
+from ._enums import Delivery as Delivery
+from ._enums import DiagnosticKind as DiagnosticKind
+from ._enums import PromptKind as PromptKind
+from ._enums import PromptStatus as PromptStatus
+from ._enums import Reason as Reason
+from ._enums import RunStatus as RunStatus
+from ._enums import StageStatus as StageStatus
+from ._enums import State as State
+from ._enums import ToolNodeStatus as ToolNodeStatus
 from ._errors import ContractError as ContractError
 
-__all__ = ["ContractError"]
-__all__ += _contract.__all__
-__all__ += _enums.__all__
+__all__ = [
+    "ActivityChangedEvent",
+    "Attribution",
+    "Availability",
+    "ChangedFrame",
+    "ContractError",
+    "ControlAction",
+    "Cursor",
+    "Delivery",
+    "Diagnostic",
+    "DiagnosticKind",
+    "Frame",
+    "GraphNode",
+    "HeartbeatEvent",
+    "LifecycleEvent",
+    "LifecycleInput",
+    "LifecycleTarget",
+    "NodePrompt",
+    "PromptKind",
+    "PromptStatus",
+    "PromptTarget",
+    "Reason",
+    "RemovedFrame",
+    "RootActivity",
+    "RootGraph",
+    "RunPrompt",
+    "RunStatus",
+    "RunTarget",
+    "SnapshotFrame",
+    "StageCompletedEvent",
+    "StageNode",
+    "StageStatus",
+    "StageTarget",
+    "State",
+    "Timestamp",
+    "ToolNode",
+    "ToolNodeStatus",
+    "ToolTarget",
+    "WorkflowEvent",
+]
