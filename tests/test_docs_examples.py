@@ -63,3 +63,21 @@ def test_quickstart_output_is_what_the_page_says() -> None:
     assert lines[-1].split()[-1] == "idle"
     assert any("needs attention" in line for line in lines)
     assert "hook: build:compile completed" in result.stdout
+
+
+def test_the_quickstart_says_why_it_prints_unknown_twice() -> None:
+    """Issue 12: two "activity unknown" lines in a row, each explained on the page."""
+    (program,) = python_blocks(ROOT / "docs/quickstart.md")
+    result = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, timeout=30, check=True
+    )
+    first, second = result.stdout.splitlines()[:2]
+    assert "activity unknown" in first
+    assert "activity unknown" in second
+    page = (ROOT / "docs/quickstart.md").read_text(encoding="utf-8")
+    printed = re.search(r"It prints.*?```\n(.*?)```", page, flags=re.S)
+    assert printed is not None
+    shown = printed.group(1).splitlines()
+    assert "no publisher yet" in shown[0]
+    assert "register_publisher()" in shown[1]
+    assert "register_publisher()" in page.split("What to notice")[1]
