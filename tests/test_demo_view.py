@@ -118,11 +118,11 @@ class _Recorder:
 
     def frame(self, frame: Frame, view: ActivityView) -> None:
         self.view = view
-        self.rich._screen.view = view
+        self.rich.frame(frame, view)  # not entered: it updates what the live view would draw
         self._maybe_shoot()
 
     def hook(self, event: WorkflowEvent) -> None:
-        self.rich._events.append(describe_event(event))
+        self.rich.hook(event)
         self._maybe_shoot()
 
     def _maybe_shoot(self) -> None:
