@@ -40,6 +40,7 @@ from ._enums import Availability, DiagnosticKind, StageStatus
 from ._errors import ContractError
 from ._metrics import HubMetrics
 from ._observers import (
+    YIELD_EVERY,
     FrameCallback,
     FrameStream,
     ObserverLease,
@@ -444,11 +445,21 @@ class WorkflowActivityHub:
         return self._hook_events.popleft()
 
     async def _run_hooks(self) -> None:
-        """The hub's one hook task: events strictly one after another (K6)."""
+        """The hub's one hook task: events strictly one after another (K6).
+
+        Like an observer's task it checkpoints once every ``YIELD_EVERY`` events: a dispatcher
+        that never awaits (a sync handler, or one that publishes into this hub and so keeps the
+        queue full) must not keep every other task, and cancellation, waiting.
+        """
+        streak = 0
         while True:
+            if streak >= YIELD_EVERY:
+                streak = 0
+                await trio.lowlevel.checkpoint()
             item = await self._next_hook_event()
             if item is None:
                 return
+            streak += 1
             event, publisher = item
             if not publisher.current:
                 continue  # K2: retirement fences buffered and queued events.
