@@ -28,6 +28,7 @@ from ._contract import (
 )
 from ._errors import ContractError
 from ._hub import WorkflowActivityHub
+from ._public import NoPublicConstructor
 
 __all__ = ["HOOK_EVENT_TYPES", "ExtensionHooks", "HandlerFailure", "HookEventType", "HookRunner"]
 
@@ -97,7 +98,7 @@ class HandlerFailure:
 
 
 @final
-class ExtensionHooks:
+class ExtensionHooks(metaclass=NoPublicConstructor):
     """Registers one extension's hook handlers. Get it from ``runner.extension(name)``.
 
     ``on(event_type, handler)`` registers ``handler`` and returns it; ``@hooks.on(event_type)``
@@ -259,7 +260,7 @@ class HookRunner:
         self._check_open()
         hooks = self._extensions.get(name)
         if hooks is None:
-            hooks = self._extensions[name] = ExtensionHooks(self, name)
+            hooks = self._extensions[name] = ExtensionHooks._create(self, name)
         return hooks
 
     def bind(self) -> None:

@@ -271,7 +271,7 @@ class WorkflowActivityHub:
         after the frames already queued for them. On a disposed hub, the publisher is inert.
         """
         if self._disposed:
-            return WorkflowActivityPublisher(self, None)
+            return WorkflowActivityPublisher._create(self, None)
         epoch = self._new_epoch()
         self._epoch = epoch
         self._revision = 0
@@ -281,7 +281,7 @@ class WorkflowActivityHub:
         self._snapshot = None
         self._record(DiagnosticKind.SOURCE_UNAVAILABLE)
         self._broadcast(self.snapshot_frame())
-        return WorkflowActivityPublisher(self, epoch)
+        return WorkflowActivityPublisher._create(self, epoch)
 
     def _new_epoch(self) -> str:
         epoch = self._epoch_factory()
@@ -374,7 +374,7 @@ class WorkflowActivityHub:
         """``async with hub.subscribe() as stream: async for frame in stream:`` (O9)."""
         queue, lease = self._attach()
         try:
-            yield FrameStream(lease, queue)
+            yield FrameStream._create(lease, queue)
         finally:
             lease.dispose()
 
@@ -384,7 +384,7 @@ class WorkflowActivityHub:
             queue = ObserverQueue(self, self.snapshot_frame(), self._queue_limit)
             queue.dispose()
             self._record(DiagnosticKind.OBSERVER_DISPOSED)
-            return queue, ObserverLease(self, queue)
+            return queue, ObserverLease._create(self, queue)
         if self._nursery is None:
             raise RuntimeError(_NOT_RUNNING)
         if self._availability is Availability.RECOVERING:
@@ -395,7 +395,7 @@ class WorkflowActivityHub:
         self._observers[queue] = None
         if self._metrics is not None:
             self._metrics.frames_queued(1)
-        return queue, ObserverLease(self, queue)
+        return queue, ObserverLease._create(self, queue)
 
     def _dispose_observer(self, queue: ObserverQueue) -> None:
         if queue.dispose():

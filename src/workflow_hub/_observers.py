@@ -23,6 +23,7 @@ import trio
 from ._contract import Frame
 from ._enums import DiagnosticKind
 from ._metrics import LAG_SAMPLE_EVERY
+from ._public import NoPublicConstructor
 
 if TYPE_CHECKING:
     from ._hub import WorkflowActivityHub
@@ -131,7 +132,7 @@ class ObserverQueue:
 
 
 @final
-class ObserverLease:
+class ObserverLease(metaclass=NoPublicConstructor):
     """Returned by ``hub.observe()``: dispose it to stop observing.
 
     Disposal is idempotent and records ``ObserverDisposed`` once. Pending frames are dropped; a
@@ -185,7 +186,7 @@ async def deliver_to_callback(
 
 
 @final
-class FrameStream:
+class FrameStream(metaclass=NoPublicConstructor):
     """Frames for one subscriber, pulled with ``async for`` (O9).
 
     The same guarantees as a callback observer: a snapshot first, then FIFO, bounded, with an

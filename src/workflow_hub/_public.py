@@ -10,10 +10,31 @@ an attrs class has its field types resolved first, while its own module is still
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Any, NoReturn, TypeVar
 
 import attrs
 
-__all__ = ["claim"]
+__all__ = ["NoPublicConstructor", "claim"]
+
+_T = TypeVar("_T")
+
+
+class NoPublicConstructor(type):
+    """A metaclass for handles the library hands out: ``Cls(...)`` raises ``TypeError``.
+
+    A publisher, lease or stream built by hand would bypass what makes it safe (a publisher that
+    skipped ``register_publisher()`` and its fencing, a lease on a queue the hub does not know).
+    The library builds them with ``Cls._create(...)`` (trio's pattern for its own handles).
+    """
+
+    def __call__(cls, *args: object, **kwargs: object) -> NoReturn:
+        raise TypeError(
+            f"{cls.__module__}.{cls.__qualname__} has no public constructor: "
+            "the hub (or runner) hands them out"
+        )
+
+    def _create(cls: type[_T], *args: Any, **kwargs: Any) -> _T:
+        return super().__call__(*args, **kwargs)  # type: ignore[misc,no-any-return]
 
 
 def claim(module: str, namespace: Mapping[str, object], names: Iterable[str]) -> None:

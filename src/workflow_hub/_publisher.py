@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, final
 from ._contract import Cursor, HeartbeatEvent, LifecycleInput, RootActivity
 from ._enums import Availability, DiagnosticKind
 from ._errors import ContractError
+from ._public import NoPublicConstructor
 from ._validate import check_str, enum_check, instance_check, tuple_check
 
 if TYPE_CHECKING:
@@ -32,7 +33,7 @@ _check_heartbeat = instance_check(HeartbeatEvent)
 
 
 @final
-class WorkflowActivityPublisher:
+class WorkflowActivityPublisher(metaclass=NoPublicConstructor):
     """Publishes one source's workflow activity into a hub. Get one from ``hub.register_publisher()``.
 
     Every method is synchronous, never blocks and never waits for a consumer (P9). The methods
