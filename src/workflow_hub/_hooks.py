@@ -325,9 +325,7 @@ class HookRunner:
                 )
 
     def _report(self, failure: HandlerFailure) -> None:
-        metrics = self._hub._metrics
-        if metrics is not None:
-            metrics.handler_failed()
+        self._hub._handler_failed()
         logger.error(
             "workflow hook handler failed: extension %r, hook %s",
             failure.extension,

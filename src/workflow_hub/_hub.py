@@ -38,7 +38,7 @@ from ._contract import (
 )
 from ._enums import Availability, DiagnosticKind, StageStatus
 from ._errors import ContractError
-from ._metrics import HubMetrics
+from ._instruments import HubInstruments, Instrumentation
 from ._observers import (
     YIELD_EVERY,
     FrameCallback,
@@ -122,7 +122,8 @@ class WorkflowActivityHub:
     retained diagnostics (L3); ``hook_buffer_limit`` bounds hook events waiting for a dispatcher
     (the oldest are dropped past it, and counted). ``epoch_factory`` makes epoch strings; each must
     be new to this hub. ``metrics`` (a :class:`~workflow_hub.metrics.HubMetrics`) turns on
-    Prometheus metrics; without it the hub does no metric work at all.
+    Prometheus metrics; without it the hub does no metric work at all. (The hub takes any
+    ``Instrumentation``; it never imports prometheus-client itself.)
     """
 
     def __init__(
@@ -132,18 +133,22 @@ class WorkflowActivityHub:
         diagnostics_limit: int = DEFAULT_DIAGNOSTICS_LIMIT,
         hook_buffer_limit: int = DEFAULT_HOOK_BUFFER_LIMIT,
         epoch_factory: Callable[[], str] | None = None,
-        metrics: HubMetrics | None = None,
+        metrics: Instrumentation | None = None,
     ) -> None:
-        if metrics is not None and not isinstance(metrics, HubMetrics):
+        if metrics is not None and not isinstance(metrics, Instrumentation):
             raise ContractError("metrics", f"expected HubMetrics, got {type(metrics).__name__}")
-        self._metrics = metrics
         self._queue_limit = _check_limit(queue_limit, "queue_limit")
+        self._metrics: HubInstruments | None = None
         self._diagnostics: deque[Diagnostic] = deque(
             maxlen=_check_limit(diagnostics_limit, "diagnostics_limit")
         )
         self._hook_buffer_limit = _check_limit(hook_buffer_limit, "hook_buffer_limit")
         self._epoch_factory = epoch_factory or _random_epoch
         self._used_epochs: set[str] = set()
+        if metrics is not None:
+            # Before the first epoch, which it counts; the hub is not complete yet (the
+            # instrumentation only keeps a reference to it).
+            self._metrics = metrics.instrument(self, queue_limit=self._queue_limit)
         self._epoch = self._new_epoch()
         self._revision = 0
         self._cursor = Cursor(epoch=self._epoch, revision=0)
@@ -160,8 +165,6 @@ class WorkflowActivityHub:
         self._exit_stack: AsyncExitStack | None = None
         self._entered = False
         self._disposed = False
-        if metrics is not None:
-            metrics.bind(self)
 
     # --- lifetime --------------------------------------------------------------------------
 
@@ -290,6 +293,8 @@ class WorkflowActivityHub:
         if epoch in self._used_epochs:
             raise ContractError("epoch_factory", f"returned epoch {epoch!r} a second time")
         self._used_epochs.add(epoch)
+        if self._metrics is not None:
+            self._metrics.epoch_started()
         return epoch
 
     def _advance(self) -> Cursor:
@@ -343,10 +348,17 @@ class WorkflowActivityHub:
         self._broadcast(self.snapshot_frame())
 
     def _broadcast(self, frame: Frame) -> None:
-        if self._metrics is not None:
-            self._metrics.frame_published(frame, len(self._observers))
+        metrics = self._metrics
+        if metrics is None:
+            for queue in self._observers:
+                queue.push(frame)
+            return
+        metrics.frame_built(frame)
         for queue in self._observers:
             queue.push(frame)
+        # Counted once the queues hold it: a scrape from another thread then never counts a
+        # frame as queued that no queue holds yet (frames_delivered_total is derived).
+        metrics.frame_published(frame, len(self._observers))
 
     def _record(self, kind: DiagnosticKind) -> None:
         self._diagnostics.append(trusted(Diagnostic, kind=kind, cursor=self._cursor))
@@ -422,6 +434,8 @@ class WorkflowActivityHub:
         if len(events) >= self._hook_buffer_limit:
             events.popleft()
             self._hook_events_dropped += 1
+            if self._metrics is not None:
+                self._metrics.hook_events_dropped(1)
         events.append((event, publisher))
         self._wake_hooks()
 
@@ -443,6 +457,11 @@ class WorkflowActivityHub:
 
             await trio.lowlevel.wait_task_rescheduled(abort)
         return self._hook_events.popleft()
+
+    def _handler_failed(self) -> None:
+        """A hook handler raised: ``HookRunner`` reports it here, for the hub's metrics."""
+        if self._metrics is not None:
+            self._metrics.handler_failed()
 
     async def _run_hooks(self) -> None:
         """The hub's one hook task: events strictly one after another (K6).
@@ -483,7 +502,7 @@ async def open_hub(
     diagnostics_limit: int = DEFAULT_DIAGNOSTICS_LIMIT,
     hook_buffer_limit: int = DEFAULT_HOOK_BUFFER_LIMIT,
     epoch_factory: Callable[[], str] | None = None,
-    metrics: HubMetrics | None = None,
+    metrics: Instrumentation | None = None,
 ) -> AsyncIterator[WorkflowActivityHub]:
     """Run a :class:`WorkflowActivityHub` for the duration of the block, then dispose it."""
     async with WorkflowActivityHub(

@@ -22,12 +22,12 @@ import trio
 
 from ._contract import Frame
 from ._enums import DiagnosticKind
-from ._metrics import LAG_SAMPLE_EVERY
+from ._instruments import LAG_SAMPLE_EVERY
 from ._public import NoPublicConstructor
 
 if TYPE_CHECKING:
     from ._hub import WorkflowActivityHub
-    from ._metrics import HubMetrics
+    from ._instruments import HubInstruments
 
 __all__ = ["FrameCallback", "FrameStream", "ObserverLease"]
 
@@ -51,7 +51,7 @@ class ObserverQueue:
         hub: WorkflowActivityHub,
         first: Frame,
         limit: int,
-        metrics: HubMetrics | None = None,
+        metrics: HubInstruments | None = None,
     ) -> None:
         self._hub = hub
         self._limit = limit
