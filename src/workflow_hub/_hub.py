@@ -145,10 +145,6 @@ class WorkflowActivityHub:
         self._hook_buffer_limit = _check_limit(hook_buffer_limit, "hook_buffer_limit")
         self._epoch_factory = epoch_factory or _random_epoch
         self._used_epochs: set[str] = set()
-        if metrics is not None:
-            # Before the first epoch, which it counts; the hub is not complete yet (the
-            # instrumentation only keeps a reference to it).
-            self._metrics = metrics.instrument(self, queue_limit=self._queue_limit)
         self._epoch = self._new_epoch()
         self._revision = 0
         self._cursor = Cursor(epoch=self._epoch, revision=0)
@@ -165,6 +161,10 @@ class WorkflowActivityHub:
         self._exit_stack: AsyncExitStack | None = None
         self._entered = False
         self._disposed = False
+        if metrics is not None:
+            # Last: a scrape on another thread may read the hub as soon as metrics follow it.
+            self._metrics = metrics.instrument(self, queue_limit=self._queue_limit)
+            self._metrics.epoch_started()  # the first one, started above
 
     # --- lifetime --------------------------------------------------------------------------
 

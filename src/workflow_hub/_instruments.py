@@ -70,7 +70,7 @@ class Instrumentation(Protocol):
     def instrument(self, hub: WorkflowActivityHub, *, queue_limit: int) -> HubInstruments:
         """The instruments ``hub`` reports to from now on; called once, by its constructor.
 
-        ``queue_limit`` bounds how many frames one observer can have pending. The hub is not
-        fully built yet: keep a reference, read it later.
+        ``queue_limit`` bounds how many frames one observer can have pending. The hub is built
+        by then; its first epoch is reported right after.
         """
         ...
