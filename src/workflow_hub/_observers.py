@@ -97,8 +97,11 @@ class ObserverQueue:
             self._waiter = None
             trio.lowlevel.reschedule(waiter)
 
-    def pop(self) -> Frame:
-        """The oldest pending frame (there must be one); its delivery starts now."""
+    def start_delivery(self) -> Frame:
+        """Take the oldest pending frame (there must be one): its delivery starts now.
+
+        With metrics, one delivery in ``LAG_SAMPLE_EVERY`` also reports the frame's lag.
+        """
         frame = self._frames.popleft()
         metrics = self._metrics
         if metrics is not None:
@@ -177,7 +180,7 @@ async def deliver_to_callback(
             continue
         streak += 1
         try:
-            result: Any = callback(queue.pop())
+            result: Any = callback(queue.start_delivery())
             if inspect.isawaitable(result):
                 await result
         except Exception:
@@ -215,14 +218,14 @@ class FrameStream(metaclass=NoPublicConstructor):
         if queue._frames:
             self._streak += 1
             if self._streak < YIELD_EVERY:
-                return queue.pop()
+                return queue.start_delivery()
             self._streak = 0
             await trio.lowlevel.checkpoint()
         else:
             self._streak = 0
         if not queue._frames and not await queue.wait():
             raise StopAsyncIteration
-        return queue.pop()
+        return queue.start_delivery()
 
     async def receive(self) -> Frame:
         """The next frame; raises ``trio.EndOfChannel`` once the subscription is disposed."""
