@@ -470,15 +470,15 @@ class WorkflowActivityHub:
         that never awaits (a sync handler, or one that publishes into this hub and so keeps the
         queue full) must not keep every other task, and cancellation, waiting.
         """
-        streak = 0
+        until_checkpoint = YIELD_EVERY
         while True:
-            if streak >= YIELD_EVERY:
-                streak = 0
-                await trio.lowlevel.checkpoint()
             item = await self._next_hook_event()
             if item is None:
                 return
-            streak += 1
+            until_checkpoint -= 1
+            if not until_checkpoint:
+                until_checkpoint = YIELD_EVERY
+                await trio.lowlevel.checkpoint()
             event, publisher = item
             if not publisher.current:
                 continue  # K2: retirement fences buffered and queued events.
