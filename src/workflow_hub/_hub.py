@@ -472,13 +472,13 @@ class WorkflowActivityHub:
         """
         until_checkpoint = YIELD_EVERY
         while True:
+            if not until_checkpoint:
+                until_checkpoint = YIELD_EVERY
+                await trio.lowlevel.checkpoint()
             item = await self._next_hook_event()
             if item is None:
                 return
             until_checkpoint -= 1
-            if not until_checkpoint:
-                until_checkpoint = YIELD_EVERY
-                await trio.lowlevel.checkpoint()
             event, publisher = item
             if not publisher.current:
                 continue  # K2: retirement fences buffered and queued events.
