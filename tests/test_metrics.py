@@ -439,3 +439,33 @@ def test_a_second_hub_metrics_on_one_registry_says_what_to_do(registry: Collecto
     second = HubMetrics(registry)
     WorkflowActivityHub(metrics=second)
     assert value(registry, "workflow_hub_epochs_started_total") == 1
+
+
+async def test_the_hub_reports_to_any_instrumentation() -> None:
+    """The core's interface (13.3): a hub reports to whatever ``instrument()`` returned."""
+    from workflow_hub._instruments import LAG_SAMPLE_EVERY, HubInstruments
+
+    calls: list[tuple[str, object]] = []
+
+    class Recorder:
+        def __getattr__(self, name: str) -> object:
+            return lambda *args: calls.append((name, args))
+
+    class Instrumentation:
+        def instrument(self, hub: WorkflowActivityHub, *, queue_limit: int) -> HubInstruments:
+            calls.append(("instrument", queue_limit))
+            return Recorder()  # type: ignore[return-value]
+
+    limit = 2 * LAG_SAMPLE_EVERY  # no overflow
+    async with open_hub(queue_limit=limit, metrics=Instrumentation()) as hub:  # type: ignore[arg-type]
+        hub.observe(lambda frame: None)
+        publisher = hub.register_publisher()
+        for index in range(LAG_SAMPLE_EVERY):
+            publisher.publish_changed(root(str(index)))
+        await trio.testing.wait_all_tasks_blocked()
+    names = [name for name, _ in calls]
+    assert calls[0] == ("instrument", limit)
+    assert names.count("epoch_started") == 2
+    assert names.count("frame_published") == 1 + LAG_SAMPLE_EVERY
+    # LAG_SAMPLE_EVERY + 2 deliveries (two snapshots, the changes): the 1st and the 33rd sampled.
+    assert names.count("sample_lag") == 2
