@@ -16,7 +16,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from workflow_hub import ContractError, Frame, WorkflowActivityHub, open_hub
-from workflow_hub.metrics import HubMetrics
+from workflow_hub.metrics import LAG_SAMPLE_EVERY, HubMetrics
 
 from .builders import heartbeat, root, stage_lifecycle
 
@@ -33,6 +33,11 @@ def scrape(registry: CollectorRegistry) -> dict[tuple[str, tuple[tuple[str, str]
 
 def value(registry: CollectorRegistry, name: str, **labels: str) -> float:
     return scrape(registry)[(name, tuple(sorted(labels.items())))]
+
+
+def sampled(deliveries: int) -> int:
+    """Lag samples of one observer after ``deliveries`` deliveries: its 1st, then one in N."""
+    return 0 if deliveries == 0 else 1 + (deliveries - 1) // LAG_SAMPLE_EVERY
 
 
 @pytest.fixture
@@ -193,12 +198,14 @@ async def test_failing_hook_handler_is_counted(registry: CollectorRegistry) -> N
 async def test_delivery_lag_histogram_is_cumulative_and_sampled(
     registry: CollectorRegistry,
 ) -> None:
-    """The lag histogram: cumulative buckets, one sample per 32 deliveries of each observer."""
+    """The lag histogram: cumulative buckets, one sample per LAG_SAMPLE_EVERY deliveries of each
+    observer, its first included."""
+    changes = 2 * LAG_SAMPLE_EVERY + 4
     async with open_hub(metrics=HubMetrics(registry)) as hub:
         hub.observe(lambda frame: None)
         hub.observe(lambda frame: None)
         publisher = hub.register_publisher()
-        for index in range(68):
+        for index in range(changes):
             publisher.publish_changed(root(str(index)))
         await trio.testing.wait_all_tasks_blocked()
         samples = scrape(registry)
@@ -209,11 +216,11 @@ async def test_delivery_lag_histogram_is_cumulative_and_sampled(
         )
         counts = [count for _, count in buckets]
         assert counts == sorted(counts)
-        # Each observer: 70 deliveries (attach snapshot, register snapshot, 68 changes),
-        # sampled at its 1st, 33rd and 65th.
-        assert value(registry, "workflow_hub_frames_delivered_total") == 140
-        assert buckets[-1] == (float("inf"), 6)
-        assert value(registry, "workflow_hub_delivery_lag_seconds_count") == 6
+        # Each observer: the attach snapshot, the register snapshot and the changes.
+        deliveries = 2 + changes
+        assert value(registry, "workflow_hub_frames_delivered_total") == 2 * deliveries
+        assert buckets[-1] == (float("inf"), 2 * sampled(deliveries))
+        assert value(registry, "workflow_hub_delivery_lag_seconds_count") == 2 * sampled(deliveries)
         assert value(registry, "workflow_hub_delivery_lag_seconds_sum") >= 0
 
 
@@ -236,14 +243,15 @@ async def test_lag_samples_survive_long_runs(registry: CollectorRegistry) -> Non
     async with open_hub(queue_limit=2, metrics=HubMetrics(registry)) as hub:
         hub.observe(lambda frame: None)
         publisher = hub.register_publisher()
-        for index in range(200):
+        changes = 6 * LAG_SAMPLE_EVERY + 8
+        for index in range(changes):
             await trio.testing.wait_all_tasks_blocked()
             publisher.publish_changed(root(str(index % 7)))
         await trio.testing.wait_all_tasks_blocked()
         assert "ObserverOverflow" not in [d.kind for d in hub.diagnostics()]
-        # 202 deliveries (attach snapshot, register snapshot, 200 changes), sampled 1 in 32.
-        assert value(registry, "workflow_hub_frames_delivered_total") == 202
-        assert value(registry, "workflow_hub_delivery_lag_seconds_count") == 7
+        deliveries = 2 + changes  # the attach snapshot, the register snapshot, the changes
+        assert value(registry, "workflow_hub_frames_delivered_total") == deliveries
+        assert value(registry, "workflow_hub_delivery_lag_seconds_count") == sampled(deliveries)
 
 
 def test_publication_times_cover_two_generations(registry: CollectorRegistry) -> None:
@@ -252,7 +260,7 @@ def test_publication_times_cover_two_generations(registry: CollectorRegistry) ->
 
     metrics = HubMetrics(registry)
     probe = metrics.instrument(WorkflowActivityHub(), queue_limit=1)
-    generation = 2 * 1 + 32  # twice the queue limit, plus slack
+    generation = 2 * 1 + 32  # twice the queue limit, plus slack (the probe's own rule)
     frames = [
         ChangedFrame(cursor=Cursor(epoch="e", revision=index), root=root())
         for index in range(2 * generation + generation // 2)
@@ -443,7 +451,7 @@ def test_a_second_hub_metrics_on_one_registry_says_what_to_do(registry: Collecto
 
 async def test_the_hub_reports_to_any_instrumentation() -> None:
     """The core's interface (13.3): a hub reports to whatever ``instrument()`` returned."""
-    from workflow_hub._instruments import LAG_SAMPLE_EVERY, HubInstruments
+    from workflow_hub._instruments import HubInstruments
 
     calls: list[tuple[str, object]] = []
 
