@@ -34,7 +34,7 @@ from ._contract import (
     StageCompletedEvent,
     StageTarget,
     WorkflowEvent,
-    trusted,
+    unchecked,
 )
 from ._enums import Availability, DiagnosticKind, StageStatus
 from ._errors import ContractError
@@ -234,7 +234,7 @@ class WorkflowActivityHub:
         snapshot = self._snapshot
         if snapshot is None:
             ready = self._availability is Availability.READY
-            snapshot = self._snapshot = trusted(
+            snapshot = self._snapshot = unchecked(
                 SnapshotFrame,
                 cursor=self._cursor,
                 availability=self._availability,
@@ -301,7 +301,7 @@ class WorkflowActivityHub:
 
     def _advance(self) -> Cursor:
         self._revision += 1
-        cursor = self._cursor = trusted(Cursor, epoch=self._epoch, revision=self._revision)
+        cursor = self._cursor = unchecked(Cursor, epoch=self._epoch, revision=self._revision)
         self._snapshot = None
         return cursor
 
@@ -321,14 +321,14 @@ class WorkflowActivityHub:
     def _apply_changed(self, root: RootActivity, publisher: WorkflowActivityPublisher) -> Cursor:
         cursor = self._advance()
         self._roots[root.root_run_id] = root
-        self._broadcast(trusted(ChangedFrame, cursor=cursor, root=root))
-        self._emit_hook(trusted(ActivityChangedEvent, cursor=cursor, root=root), publisher)
+        self._broadcast(unchecked(ChangedFrame, cursor=cursor, root=root))
+        self._emit_hook(unchecked(ActivityChangedEvent, cursor=cursor, root=root), publisher)
         return cursor
 
     def _apply_removed(self, root_run_id: str) -> Cursor:
         cursor = self._advance()
         self._roots.pop(root_run_id, None)
-        self._broadcast(trusted(RemovedFrame, cursor=cursor, root_run_id=root_run_id))
+        self._broadcast(unchecked(RemovedFrame, cursor=cursor, root_run_id=root_run_id))
         return cursor
 
     def _apply_lifecycle(
@@ -363,7 +363,7 @@ class WorkflowActivityHub:
         metrics.frame_published(frame, len(self._observers))
 
     def _record(self, kind: DiagnosticKind) -> None:
-        self._diagnostics.append(trusted(Diagnostic, kind=kind, cursor=self._cursor))
+        self._diagnostics.append(unchecked(Diagnostic, kind=kind, cursor=self._cursor))
         if self._metrics is not None:
             self._metrics.record_diagnostic(kind)
 
