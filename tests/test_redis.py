@@ -10,6 +10,8 @@ from __future__ import annotations
 import contextlib
 import functools
 import random
+import subprocess
+import sys
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
@@ -553,3 +555,48 @@ async def test_bad_arguments_are_contract_errors_naming_the_field(
         with pytest.raises(ContractError, match="stale_after"):
             async with follow_fleet(redis, stale_after=-1):
                 pass
+
+
+def test_serve_mirrors_the_demo_and_watch_shows_the_fleet(
+    redis_server: RedisServer, prefix: str
+) -> None:
+    """``workflow-hub serve --redis`` mirrors the demo scheduler; ``workflow-hub watch redis://``
+    shows it (plain lines when stdout is not a terminal)."""
+    command = [sys.executable, "-m", "workflow_hub._cli"]
+    serve = subprocess.Popen(
+        [
+            *command,
+            *("serve", "--redis", redis_server.url, "--source", "cli-demo"),
+            *("--prefix", prefix, "--duration", "4", "--seed", "1"),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        watch = subprocess.run(
+            [*command, "watch", redis_server.url, "--prefix", prefix, "--duration", "3"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+    finally:
+        serve_out, _ = serve.communicate(timeout=30)
+    assert serve.returncode == 0
+    assert "cli-demo" in serve_out
+    assert watch.returncode == 0, watch.stderr
+    assert "cli-demo: " in watch.stdout
+    assert "fleet: 1 source" in watch.stdout
+    assert "working" in watch.stdout
+
+
+def test_watch_refuses_what_is_not_a_redis_url() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "workflow_hub._cli", "watch", "http://127.0.0.1:1/"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert "redis://" in result.stderr

@@ -21,6 +21,9 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "workflow_hub.testing._conformance_cli",
         "check an implementation of the contract against the reference model",
     ),
+    # The Redis transport's commands (HTTP URLs and the network server come with the server).
+    "watch": ("workflow_hub._redis_cli_watch", "show a fleet of mirrored schedulers live"),
+    "serve": ("workflow_hub._redis_cli_serve", "run the demo scheduler and mirror it into Redis"),
 }
 
 
