@@ -19,6 +19,7 @@ from contextlib import asynccontextmanager
 import coredis
 import pytest
 import trio
+from prometheus_client import CollectorRegistry
 
 from tests.builders import root
 from tests.redis_support import CuttableProxy, RedisServer
@@ -36,6 +37,7 @@ from workflow_hub import (
 )
 from workflow_hub.redis import (
     FleetView,
+    MirrorMetrics,
     RedisSource,
     SourceStream,
     follow_fleet,
@@ -302,10 +304,13 @@ async def test_stream_entries_carry_consecutive_sequence_numbers_and_wire_frames
 
 
 async def test_only_the_newest_mirror_appends_after_it_claimed(
-    redis_server: RedisServer, prefix: str
+    redis_server: RedisServer, prefix: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     """N3: two mirrors of one source with interleaved publishing: after the second claims the
-    source, only its frames reach the stream, and the first stops, fenced, for good."""
+    source, only its frames reach the stream, and the first stops, fenced, for good (with a log
+    line and a metric)."""
+    registry = CollectorRegistry()
+    metrics = MirrorMetrics(registry)
     with trio.fail_after(20):
         async with (
             open_hub() as old_hub,
@@ -324,6 +329,7 @@ async def test_only_the_newest_mirror_appends_after_it_claimed(
                     source="twin",
                     prefix=prefix,
                     refresh_interval=0.02,
+                    metrics=metrics,
                 )
             )
             await old_mirror.wait_claimed()
@@ -361,6 +367,11 @@ async def test_only_the_newest_mirror_appends_after_it_claimed(
             assert epochs == {new_hub.cursor.epoch}
             assert old_mirror.statistics().fenced
             assert not old_mirror.statistics().claimed
+            fenced = registry.get_sample_value(
+                "workflow_hub_mirror_fenced_total", {"source": "twin"}
+            )
+            assert fenced == 1
+            assert any("fenced" in record.getMessage() for record in caplog.records)
             # The fenced mirror never claims again: more publishing appends nothing of its own.
             old_publisher.publish_changed(root("old-after-fence"))
             await trio.sleep(0.1)

@@ -12,11 +12,14 @@ from __future__ import annotations
 import logging
 import math
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, final
 
 import attrs
 import trio
+from prometheus_client import REGISTRY, CollectorRegistry
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
 
 from ._contract import Frame, SnapshotFrame
 from ._errors import ContractError
@@ -38,7 +41,7 @@ if TYPE_CHECKING:
     from ._hub import WorkflowActivityHub
     from ._observers import FrameStream
 
-__all__ = ["Mirror", "MirrorStatistics", "mirror_hub"]
+__all__ = ["Mirror", "MirrorMetrics", "MirrorStatistics", "mirror_hub"]
 
 logger = logging.getLogger("workflow_hub.redis")
 
@@ -313,6 +316,54 @@ class Mirror:
         )
 
 
+@final
+class MirrorMetrics(Collector):
+    """Prometheus metrics of the mirrors given it: ``mirror_hub(..., metrics=MirrorMetrics())``.
+
+    Read from each mirror's statistics when the registry is scraped (nothing is counted on the
+    append path). The label is the source name, whose number the operator chooses.
+    """
+
+    _COUNTERS = (
+        ("frames", "Frames appended to the source's stream"),
+        ("batches", "Append round trips that succeeded"),
+        ("checkpoints", "Checkpoints written"),
+        ("reclaims", "Claims again after the owner key was lost (a Redis restart)"),
+        ("connection_errors", "Round trips that failed on the connection and were retried"),
+    )
+
+    def __init__(self, registry: CollectorRegistry | None = REGISTRY) -> None:
+        self._mirrors: list[Mirror] = []
+        if registry is not None:
+            registry.register(self)
+
+    def bind(self, mirror: Mirror) -> None:
+        self._mirrors.append(mirror)
+
+    def collect(self) -> Iterator[Metric]:
+        statistics = [mirror.statistics() for mirror in list(self._mirrors)]
+        for name, documentation in self._COUNTERS:
+            family = CounterMetricFamily(
+                f"workflow_hub_mirror_{name}", documentation, labels=["source"]
+            )
+            for stats in statistics:
+                family.add_metric([stats.source], getattr(stats, name))
+            yield family
+        fenced = CounterMetricFamily(
+            "workflow_hub_mirror_fenced",
+            "Mirrors stopped because a newer instance claimed their source",
+            labels=["source"],
+        )
+        owned = GaugeMetricFamily(
+            "workflow_hub_mirror_claimed", "1 while the mirror owns its source", labels=["source"]
+        )
+        for stats in statistics:
+            fenced.add_metric([stats.source], int(stats.fenced))
+            owned.add_metric([stats.source], int(stats.claimed))
+        yield fenced
+        yield owned
+
+
 def _as_list(reply: object) -> list[object]:
     if not isinstance(reply, list | tuple):
         raise TypeError(f"unexpected reply from the mirror script: {reply!r}")
@@ -335,6 +386,7 @@ async def mirror_hub(
     checkpoint_every: int = DEFAULT_CHECKPOINT_EVERY,
     refresh_interval: float = DEFAULT_REFRESH_INTERVAL,
     batch_limit: int = DEFAULT_BATCH_LIMIT,
+    metrics: MirrorMetrics | None = None,
     task_status: trio.TaskStatus[Mirror] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Mirror ``hub`` into ``{prefix}:{source}:frames`` until the hub is disposed or fenced.
@@ -345,7 +397,8 @@ async def mirror_hub(
     the caller opened. ``maxlen`` is the stream's approximate length (``MAXLEN ~``); a checkpoint
     is written at every snapshot frame and every ``checkpoint_every`` entries (at most half of
     ``maxlen``, so that one is always inside the retained stream); ``refresh_interval`` is how
-    often an idle mirror refreshes its last-seen time in ``{prefix}:sources``.
+    often an idle mirror refreshes its last-seen time in ``{prefix}:sources``. ``metrics`` (a
+    :class:`MirrorMetrics`) exposes its statistics to Prometheus.
 
     Redis unreachable: the mirror retries with a backoff while the hub's bounded queue absorbs
     the frames (an overflow becomes one snapshot). Fenced by a newer instance: it logs an
@@ -377,6 +430,10 @@ async def mirror_hub(
         refresh_interval=float(refresh_interval),
         batch_limit=batch_limit,
     )
+    if metrics is not None:
+        if not isinstance(metrics, MirrorMetrics):
+            raise ContractError("metrics", f"expected MirrorMetrics, got {type(metrics).__name__}")
+        metrics.bind(mirror)
     async with hub.subscribe() as stream:
         task_status.started(mirror)
         await mirror._run(stream)
