@@ -611,3 +611,36 @@ def test_watch_refuses_what_is_not_a_redis_url() -> None:
     )
     assert result.returncode == 2
     assert "redis://" in result.stderr
+
+
+async def test_a_follower_shows_unknown_when_redis_lost_a_quiet_source_until_it_returns(
+    own_redis_server: RedisServer, prefix: str
+) -> None:
+    """N2: a restart loses the stream of a source whose mirror is gone; no entry will reveal
+    it, so the follower notices by itself, says unavailable, and resyncs when a mirror returns."""
+    server = own_redis_server
+    view = ActivityView()
+    checker = ContinuityChecker()
+    with trio.fail_after(20):
+        async with (
+            open_hub() as hub,
+            trio.open_nursery() as nursery,
+            client(server.url) as redis,
+            client(server.url) as reader,
+        ):
+            publisher = hub.register_publisher()
+            publisher.publish_snapshot(Availability.READY, [root("a"), root("b")])
+            first = trio.CancelScope()
+            await nursery.start(run_mirror, first, hub, redis, "quiet", prefix)
+            await nursery.start(follow_into, reader, "quiet", prefix, view, checker)
+            await wait_until_folded(view, hub, 5)
+            first.cancel()
+            server.restart()
+            with trio.fail_after(5):
+                await eventually(lambda: view.availability is Availability.UNAVAILABLE)
+            assert view.roots == ()
+            publisher.publish_changed(root("c"))
+            await nursery.start(run_mirror, trio.CancelScope(), hub, redis, "quiet", prefix)
+            await wait_until_folded(view, hub, 5)
+            assert view.roots == hub.snapshot_frame().roots
+            nursery.cancel_scope.cancel()

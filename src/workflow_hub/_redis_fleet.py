@@ -209,6 +209,10 @@ async def follow_fleet(
                 continue
             now = int(text(reply[0]))
             flat = list(reply[1])
+            listed = {text(flat[index]) for index in range(0, len(flat), 2)}
+            for known, follower in streams.items():
+                if known not in listed:
+                    follower.mark_stale()  # the registry itself was lost (a Redis restart)
             for index in range(0, len(flat), 2):
                 source, seen = text(flat[index]), float(text(flat[index + 1]))
                 stream = streams.get(source)

@@ -196,6 +196,7 @@ class SourceStream:
             {self._keys.frames: self._last_id}, count=self._count, block=self._block_ms
         )
         if not reply:
+            await self._check_quiet_source()
             return
         entries = next(iter(reply.values()))
         if entries and self._stale:
@@ -228,6 +229,18 @@ class SourceStream:
             self._last_seq = seq
             self._last_id = text(entry.identifier)
             self._deliver(frame)
+
+    async def _check_quiet_source(self) -> None:
+        """Nothing new for a whole blocking read: make sure the stream was not lost meanwhile.
+
+        A Redis restart without persistence loses the stream silently; if no mirror appends
+        afterwards, no entry would ever reveal it. The owner's sequence number would: it is gone,
+        or it no longer reaches the last entry delivered.
+        """
+        seq = await self._redis.hget(self._keys.owner, "seq")
+        if seq is None or int(text(seq)) < self._last_seq:
+            logger.info("follower of %r: the stream was lost (Redis restarted?)", self._source)
+            self._lose_continuity()
 
     def _lose_continuity(self) -> None:
         self._resyncs += 1
