@@ -19,6 +19,8 @@ from contextlib import asynccontextmanager
 import coredis
 import pytest
 import trio
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 
 from tests.builders import root
@@ -642,5 +644,63 @@ async def test_a_follower_shows_unknown_when_redis_lost_a_quiet_source_until_it_
             publisher.publish_changed(root("c"))
             await nursery.start(run_mirror, trio.CancelScope(), hub, redis, "quiet", prefix)
             await wait_until_folded(view, hub, 5)
+            assert view.roots == hub.snapshot_frame().roots
+            nursery.cancel_scope.cancel()
+
+
+_OPERATIONS = st.lists(
+    st.one_of(
+        st.tuples(st.just("publish"), st.integers(1, 60)),
+        st.tuples(st.just("trim"), st.integers(0, 30)),
+        st.tuples(st.just("pause"), st.just(0)),
+    ),
+    max_size=12,
+)
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(operations=_OPERATIONS, seed=st.integers(0, 2**16))
+async def test_any_sequence_of_publishing_and_trimming_folds_to_the_hub_without_a_gap(
+    redis_server: RedisServer, operations: list[tuple[str, int]], seed: int
+) -> None:
+    """N2 as a property: whatever is published and however the stream is trimmed (even below
+    the checkpoint), the follower ends with the hub's roots and never saw a gap."""
+    rng = random.Random(seed)
+    prefix = f"prop-{uuid.uuid4().hex[:8]}"
+    view = ActivityView()
+    checker = ContinuityChecker()
+    with trio.fail_after(30):
+        async with (
+            open_hub() as hub,
+            trio.open_nursery() as nursery,
+            client(redis_server.url) as redis,
+            client(redis_server.url) as reader,
+        ):
+            publisher = hub.register_publisher()
+            publisher.publish_snapshot(Availability.READY, [])
+            await nursery.start(
+                functools.partial(
+                    mirror_hub,
+                    hub,
+                    redis,
+                    source="p",
+                    prefix=prefix,
+                    maxlen=100,
+                    checkpoint_every=20,
+                    refresh_interval=0.02,
+                )
+            )
+            await nursery.start(follow_into, reader, "p", prefix, view, checker)
+            for name, amount in operations:
+                if name == "publish":
+                    for _ in range(amount):
+                        publish_random(publisher, rng)
+                elif name == "trim":
+                    await redis.xtrim(
+                        f"{prefix}:p:frames", threshold=amount, trim_strategy="maxlen"
+                    )
+                else:
+                    await trio.sleep(0.01)
+            await wait_until_folded(view, hub, 20)
             assert view.roots == hub.snapshot_frame().roots
             nursery.cancel_scope.cancel()
