@@ -603,18 +603,6 @@ def test_serve_mirrors_the_demo_and_watch_shows_the_fleet(
     assert "working" in watch.stdout
 
 
-def test_watch_refuses_what_is_not_a_redis_url() -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "workflow_hub._cli", "watch", "http://127.0.0.1:1/"],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
-    assert result.returncode == 2
-    assert "redis://" in result.stderr
-
-
 async def test_a_follower_shows_unknown_when_redis_lost_a_quiet_source_until_it_returns(
     own_redis_server: RedisServer, prefix: str
 ) -> None:

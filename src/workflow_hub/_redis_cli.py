@@ -23,7 +23,13 @@ from ._redis_fleet import FleetView, follow_fleet
 from ._redis_keys import DEFAULT_PREFIX
 from ._redis_mirror import mirror_hub
 
-__all__ = ["add_serve_arguments", "add_watch_arguments", "run_serve", "run_watch"]
+__all__ = [
+    "add_serve_arguments",
+    "add_watch_arguments",
+    "is_redis_url",
+    "run_serve",
+    "run_watch",
+]
 
 _MISSING = "the redis commands need the 'redis' extra: pip install 'workflow-hub[redis]' (coredis)"
 
@@ -46,29 +52,38 @@ def _coredis_available(command: str) -> bool:
 # --- watch -------------------------------------------------------------------------------------
 
 
-def add_watch_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("url", metavar="URL", help="a Redis URL: redis://HOST:PORT/DB")
+def add_watch_arguments(parser: argparse.ArgumentParser, *, shared: bool = True) -> None:
+    """The ``watch`` options for Redis. ``shared=False``: the URL and ``--duration`` are already
+    there (the network server's ``watch`` defines them, and hands redis:// URLs over here)."""
+    if shared:
+        parser.add_argument("url", metavar="URL", help="a Redis URL: redis://HOST:PORT/DB")
+        parser.add_argument(
+            "--duration",
+            type=float,
+            default=None,
+            metavar="SECONDS",
+            help="stop after this long (default: until Ctrl-C)",
+        )
     parser.add_argument(
-        "--prefix", default=DEFAULT_PREFIX, help=f"the key prefix (default {DEFAULT_PREFIX})"
-    )
-    parser.add_argument(
-        "--duration",
-        type=float,
-        default=None,
-        metavar="SECONDS",
-        help="stop after this long (default: until Ctrl-C)",
+        "--prefix",
+        default=DEFAULT_PREFIX,
+        help=f"redis:// only: the key prefix (default {DEFAULT_PREFIX})",
     )
     parser.add_argument(
         "--stale-after",
         type=float,
         default=5.0,
         metavar="SECONDS",
-        help="mark a source unavailable when it has not refreshed for this long (default 5)",
+        help="redis:// only: a source that has not refreshed for this long is unavailable (default 5)",
     )
 
 
+def is_redis_url(url: str) -> bool:
+    return url.startswith(("redis://", "rediss://", "unix://"))
+
+
 def run_watch(args: argparse.Namespace) -> int:
-    if not args.url.startswith(("redis://", "rediss://", "unix://")):
+    if not is_redis_url(args.url):
         print(
             "workflow-hub watch: expected a redis:// URL "
             "(watching a hub over HTTP belongs to the network server)",
@@ -145,25 +160,40 @@ def _fleet_table(fleet: FleetView) -> Any:
 # --- serve -------------------------------------------------------------------------------------
 
 
-def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
+def add_serve_arguments(parser: argparse.ArgumentParser, *, shared: bool = True) -> None:
+    """The ``serve`` options for Redis. ``shared=False``: ``--duration`` and ``--seed`` are
+    already there (the network server's ``serve`` defines them)."""
+    redis_required = shared  # alone, serve only mirrors; beside the server, --redis is optional
     parser.add_argument(
-        "--redis", required=True, metavar="URL", help="mirror into this Redis: redis://HOST:PORT/DB"
-    )
-    parser.add_argument("--source", required=True, metavar="NAME", help="this scheduler's name")
-    parser.add_argument(
-        "--prefix", default=DEFAULT_PREFIX, help=f"the key prefix (default {DEFAULT_PREFIX})"
-    )
-    parser.add_argument(
-        "--duration",
-        type=float,
+        "--redis",
+        required=redis_required,
         default=None,
-        metavar="SECONDS",
-        help="stop after this long (default: until Ctrl-C)",
+        metavar="URL",
+        help="mirror the demo scheduler into this Redis: redis://HOST:PORT/DB",
     )
-    parser.add_argument("--seed", type=int, default=None, help="make the scenario reproducible")
+    parser.add_argument(
+        "--source", default=None, metavar="NAME", help="with --redis: this scheduler's name"
+    )
+    parser.add_argument(
+        "--prefix",
+        default=DEFAULT_PREFIX,
+        help=f"with --redis: the key prefix (default {DEFAULT_PREFIX})",
+    )
+    if shared:
+        parser.add_argument(
+            "--duration",
+            type=float,
+            default=None,
+            metavar="SECONDS",
+            help="stop after this long (default: until Ctrl-C)",
+        )
+        parser.add_argument("--seed", type=int, default=None, help="make the scenario reproducible")
 
 
 def run_serve(args: argparse.Namespace) -> int:
+    if not args.source:
+        print("workflow-hub serve: --redis needs --source NAME", file=sys.stderr)
+        return 2
     if not _coredis_available("serve"):
         return 2
     with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how it stops
