@@ -485,13 +485,21 @@ async def test_a_fleet_of_twenty_hubs_is_followed_by_one_follow_fleet(
                     lambda: fleet_view.views["sched-07"].availability is Availability.UNAVAILABLE
                 )
             assert fleet_view.statuses()["sched-07"].state is AggregateState.UNKNOWN
-            other = fleet_view.views["sched-03"]
-            assert other.known
-            if not any(s.state is AggregateState.WORKING for s in fleet_view.statuses().values()):
-                assert fleet_view.aggregate().state in (
-                    AggregateState.BLOCKED,
-                    AggregateState.UNKNOWN,
+            assert fleet_view.views["sched-03"].known
+            assert fleet_view.aggregate().state is not AggregateState.IDLE  # unknown is not idle
+            # The scheduler comes back (a new mirror of the same hub): its state does too.
+            publish_random(publishers["sched-07"], rng)
+            await nursery.start(
+                run_mirror, trio.CancelScope(), hubs["sched-07"], redis, "sched-07", prefix
+            )
+            with trio.fail_after(10):
+                await eventually(
+                    lambda: (
+                        fleet_view.views["sched-07"].known
+                        and fleet_view.views["sched-07"].cursor == hubs["sched-07"].cursor
+                    )
                 )
+            assert fleet_view.views["sched-07"].roots == hubs["sched-07"].snapshot_frame().roots
             nursery.cancel_scope.cancel()
 
 
@@ -691,4 +699,39 @@ async def test_any_sequence_of_publishing_and_trimming_folds_to_the_hub_without_
                     await trio.sleep(0.01)
             await wait_until_folded(view, hub, 20)
             assert view.roots == hub.snapshot_frame().roots
+            nursery.cancel_scope.cancel()
+
+
+async def test_a_stale_source_that_appends_again_is_known_again_without_a_gap(
+    redis_server: RedisServer, prefix: str
+) -> None:
+    """A source marked stale (as ``follow_fleet`` does when it stops refreshing) is shown
+    unavailable; when its mirror appends again with nothing lost, its state comes back from the
+    follower's own fold and the change applies on top, in sequence."""
+    view = ActivityView()
+    checker = ContinuityChecker()
+    with trio.fail_after(15):
+        async with (
+            open_hub() as hub,
+            trio.open_nursery() as nursery,
+            client(redis_server.url) as redis,
+            client(redis_server.url) as reader,
+        ):
+            publisher = hub.register_publisher()
+            publisher.publish_snapshot(Availability.READY, [root("a")])
+            await nursery.start(
+                functools.partial(mirror_hub, hub, redis, source="nap", prefix=prefix)
+            )
+            await nursery.start(follow_into, reader, "nap", prefix, view, checker)
+            await wait_until_folded(view, hub, 5)
+            assert checker.stream is not None
+            checker.stream.mark_stale()
+            with trio.fail_after(5):
+                await eventually(lambda: view.availability is Availability.UNAVAILABLE)
+            snapshots = checker.snapshots
+            publisher.publish_changed(root("b"))
+            await wait_until_folded(view, hub, 5)
+            assert [r.root_run_id for r in view.roots] == ["a", "b"]
+            # One snapshot (the follower's own fold, ready again), then the change in sequence.
+            assert checker.snapshots == snapshots + 1
             nursery.cancel_scope.cancel()

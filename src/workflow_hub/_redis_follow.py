@@ -199,10 +199,10 @@ class SourceStream:
             await self._check_quiet_source()
             return
         entries = next(iter(reply.values()))
-        if entries and self._stale:
-            # A stale source appended again: it is alive after all.
-            self._stale = False
-            self._restore()
+        # A stale source appended again: it is alive after all. Unless it starts over with a
+        # snapshot anyway, its state as of the last entry holds again.
+        restore = bool(entries) and self._stale
+        self._stale = self._stale and not restore
         for entry in entries:
             fields = {text(key): value for key, value in entry.field_values.items()}
             try:
@@ -225,6 +225,10 @@ class SourceStream:
                 )
                 self._lose_continuity()
                 return
+            if restore:
+                restore = False
+                if not isinstance(frame, SnapshotFrame):
+                    self._restore()
             self._resynced_from = self._failed_checkpoint = None
             self._last_seq = seq
             self._last_id = text(entry.identifier)
