@@ -28,6 +28,7 @@ from ._aggregate import (
 from ._contract import Frame
 from ._enums import Reason
 from ._errors import ContractError
+from ._public import NoPublicConstructor
 from ._redis_follow import DEFAULT_BLOCK, DEFAULT_READ_COUNT, SourceStream
 from ._redis_keys import DEFAULT_PREFIX, ServerScript, check_name, source_keys, sources_key
 from ._redis_mirror import text, transient_errors
@@ -132,7 +133,7 @@ class FleetView:
 
 
 @final
-class FleetStream:
+class FleetStream(metaclass=NoPublicConstructor):
     """``(source, frame)`` pairs from every source of a fleet; made by :func:`follow_fleet`."""
 
     def __init__(
@@ -217,7 +218,7 @@ async def follow_fleet(
                 source, seen = text(flat[index]), float(text(flat[index + 1]))
                 stream = streams.get(source)
                 if stream is None:
-                    stream = streams[source] = SourceStream(
+                    stream = streams[source] = SourceStream._create(
                         redis,
                         source=source,
                         keys=source_keys(prefix, source),
@@ -234,6 +235,6 @@ async def follow_fleet(
     async with trio.open_nursery() as nursery:
         nursery.start_soon(run_discovery, nursery)
         try:
-            yield FleetStream(receive, streams)
+            yield FleetStream._create(receive, streams)
         finally:
             nursery.cancel_scope.cancel()

@@ -21,6 +21,7 @@ import trio
 from ._contract import ChangedFrame, Cursor, Frame, RemovedFrame, SnapshotFrame
 from ._enums import Availability
 from ._errors import ContractError
+from ._public import NoPublicConstructor
 from ._redis_keys import DEFAULT_PREFIX, SourceKeys, check_name, source_keys
 from ._redis_mirror import text, transient_errors
 from ._view import ActivityView
@@ -59,7 +60,7 @@ class FollowerStatistics:
 
 
 @final
-class SourceStream:
+class SourceStream(metaclass=NoPublicConstructor):
     """Frames of one mirrored source, pulled with ``async for`` like a local ``FrameStream``.
 
     A snapshot first (the checkpoint), then every entry after it in order; whenever entries were
@@ -310,7 +311,7 @@ async def follow_source(
         raise ContractError("count", f"expected an int >= 1, got {count!r}")
     if not isinstance(block, int | float) or isinstance(block, bool) or not 0 < block < 3600:
         raise ContractError("block", f"expected seconds in (0, 3600), got {block!r}")
-    stream = SourceStream(
+    stream = SourceStream._create(
         redis, source=source, keys=source_keys(prefix, source), block=block, count=count
     )
     try:

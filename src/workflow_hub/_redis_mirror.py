@@ -23,6 +23,7 @@ from prometheus_client.registry import Collector
 
 from ._contract import Frame, SnapshotFrame
 from ._errors import ContractError
+from ._public import NoPublicConstructor
 from ._redis_keys import (
     APPEND_SCRIPT,
     CLAIM_SCRIPT,
@@ -97,7 +98,7 @@ class MirrorStatistics:
 
 
 @final
-class Mirror:
+class Mirror(metaclass=NoPublicConstructor):
     """The handle ``nursery.start(mirror_hub, ...)`` returns: statistics and the claim.
 
     Not constructed directly: :func:`mirror_hub` makes one.
@@ -421,7 +422,7 @@ async def mirror_hub(
         or refresh_interval <= 0
     ):
         raise ContractError("refresh_interval", f"expected seconds > 0, got {refresh_interval!r}")
-    mirror = Mirror(
+    mirror = Mirror._create(
         redis,
         source=source,
         keys=source_keys(prefix, source),

@@ -12,7 +12,7 @@ Needs the ``redis`` extra (``pip install 'workflow-hub[redis]'``, the coredis cl
 See ``docs/fleet.md`` for the keys and entry format, fencing and failure behaviour.
 """
 
-from ._public import claim
+from ._public import fixup_module_metadata
 from ._redis_fleet import FleetStream as FleetStream
 from ._redis_fleet import FleetView as FleetView
 from ._redis_fleet import follow_fleet as follow_fleet
@@ -41,4 +41,5 @@ __all__ = [
     "mirror_hub",
 ]
 
-claim(__name__, globals(), __all__)
+fixup_module_metadata(__name__, globals())
+del fixup_module_metadata
