@@ -12,14 +12,11 @@ from __future__ import annotations
 import logging
 import math
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, final
 
 import attrs
 import trio
-from prometheus_client import REGISTRY, CollectorRegistry
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
-from prometheus_client.registry import Collector
 
 from ._contract import Frame, SnapshotFrame
 from ._errors import ContractError
@@ -41,8 +38,9 @@ if TYPE_CHECKING:
 
     from ._hub import WorkflowActivityHub
     from ._observers import FrameStream
+    from ._redis_metrics import MirrorMetrics
 
-__all__ = ["Mirror", "MirrorMetrics", "MirrorStatistics", "mirror_hub"]
+__all__ = ["Mirror", "MirrorStatistics", "mirror_hub"]
 
 logger = logging.getLogger("workflow_hub.redis")
 
@@ -317,54 +315,6 @@ class Mirror(metaclass=NoPublicConstructor):
         )
 
 
-@final
-class MirrorMetrics(Collector):
-    """Prometheus metrics of the mirrors given it: ``mirror_hub(..., metrics=MirrorMetrics())``.
-
-    Read from each mirror's statistics when the registry is scraped (nothing is counted on the
-    append path). The label is the source name, whose number the operator chooses.
-    """
-
-    _COUNTERS = (
-        ("frames", "Frames appended to the source's stream"),
-        ("batches", "Append round trips that succeeded"),
-        ("checkpoints", "Checkpoints written"),
-        ("reclaims", "Claims again after the owner key was lost (a Redis restart)"),
-        ("connection_errors", "Round trips that failed on the connection and were retried"),
-    )
-
-    def __init__(self, registry: CollectorRegistry | None = REGISTRY) -> None:
-        self._mirrors: list[Mirror] = []
-        if registry is not None:
-            registry.register(self)
-
-    def bind(self, mirror: Mirror) -> None:
-        self._mirrors.append(mirror)
-
-    def collect(self) -> Iterator[Metric]:
-        statistics = [mirror.statistics() for mirror in list(self._mirrors)]
-        for name, documentation in self._COUNTERS:
-            family = CounterMetricFamily(
-                f"workflow_hub_mirror_{name}", documentation, labels=["source"]
-            )
-            for stats in statistics:
-                family.add_metric([stats.source], getattr(stats, name))
-            yield family
-        fenced = CounterMetricFamily(
-            "workflow_hub_mirror_fenced",
-            "Mirrors stopped because a newer instance claimed their source",
-            labels=["source"],
-        )
-        owned = GaugeMetricFamily(
-            "workflow_hub_mirror_claimed", "1 while the mirror owns its source", labels=["source"]
-        )
-        for stats in statistics:
-            fenced.add_metric([stats.source], int(stats.fenced))
-            owned.add_metric([stats.source], int(stats.claimed))
-        yield fenced
-        yield owned
-
-
 def _as_list(reply: object) -> list[object]:
     if not isinstance(reply, list | tuple):
         raise TypeError(f"unexpected reply from the mirror script: {reply!r}")
@@ -432,6 +382,8 @@ async def mirror_hub(
         batch_limit=batch_limit,
     )
     if metrics is not None:
+        from ._redis_metrics import MirrorMetrics  # prometheus_client only for those who use it
+
         if not isinstance(metrics, MirrorMetrics):
             raise ContractError("metrics", f"expected MirrorMetrics, got {type(metrics).__name__}")
         metrics.bind(mirror)

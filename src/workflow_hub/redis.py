@@ -21,8 +21,8 @@ from ._redis_follow import RedisSource as RedisSource
 from ._redis_follow import SourceStream as SourceStream
 from ._redis_follow import follow_source as follow_source
 from ._redis_keys import DEFAULT_PREFIX as DEFAULT_PREFIX
+from ._redis_metrics import MirrorMetrics as MirrorMetrics
 from ._redis_mirror import Mirror as Mirror
-from ._redis_mirror import MirrorMetrics as MirrorMetrics
 from ._redis_mirror import MirrorStatistics as MirrorStatistics
 from ._redis_mirror import mirror_hub as mirror_hub
 
