@@ -262,8 +262,13 @@ class SourceStream(metaclass=NoPublicConstructor):
         identity = text(checkpoint["id"]) if "id" in checkpoint else None
         snapshot = None
         if identity is not None and identity != self._failed_checkpoint:
-            snapshot = loads(SnapshotFrame, checkpoint["frame"])
-            if self._older_than_delivered(snapshot.cursor):
+            try:
+                snapshot = loads(SnapshotFrame, checkpoint["frame"])
+                int(text(checkpoint["seq"]))
+            except (KeyError, ValueError, ContractError):
+                logger.error("follower of %r: malformed checkpoint; waiting", self._source)
+                snapshot = None
+            if snapshot is not None and self._older_than_delivered(snapshot.cursor):
                 snapshot = None
         if snapshot is None:
             # Nothing to start over from yet (Redis restarted, or the mirror has not yet replaced
