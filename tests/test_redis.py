@@ -735,3 +735,39 @@ async def test_a_stale_source_that_appends_again_is_known_again_without_a_gap(
             # One snapshot (the follower's own fold, ready again), then the change in sequence.
             assert checker.snapshots == snapshots + 1
             nursery.cancel_scope.cancel()
+
+
+async def test_a_foreign_or_malformed_entry_never_crashes_a_follower(
+    redis_server: RedisServer, prefix: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Something else writes into the stream: the follower logs it and starts over from a
+    checkpoint; the mirror sees the sequence broken, claims again and resnapshots."""
+    view = ActivityView()
+    checker = ContinuityChecker()
+    with trio.fail_after(15):
+        async with (
+            open_hub() as hub,
+            trio.open_nursery() as nursery,
+            client(redis_server.url) as redis,
+            client(redis_server.url) as reader,
+        ):
+            publisher = hub.register_publisher()
+            publisher.publish_snapshot(Availability.READY, [root("a")])
+            mirror = await nursery.start(
+                functools.partial(
+                    mirror_hub, hub, redis, source="odd", prefix=prefix, refresh_interval=0.05
+                )
+            )
+            await nursery.start(follow_into, reader, "odd", prefix, view, checker)
+            await wait_until_folded(view, hub, 5)
+            owner = await redis.hgetall(f"{prefix}:odd:owner")
+            await redis.xadd(
+                f"{prefix}:odd:frames", {"seq": str(int(owner[b"seq"]) + 1), "frame": "{oops"}
+            )
+            await redis.hset(f"{prefix}:odd:owner", {"seq": str(int(owner[b"seq"]) + 1)})
+            publisher.publish_changed(root("b"))
+            await wait_until_folded(view, hub, 10)
+            assert view.roots == hub.snapshot_frame().roots
+            assert mirror.statistics().reclaims == 1
+            assert any("malformed" in record.getMessage() for record in caplog.records)
+            nursery.cancel_scope.cancel()

@@ -8,7 +8,7 @@ Everything another language needs to follow a source is here and in ``docs/fleet
   stream entry the snapshot corresponds to: it already includes that entry and every one before).
 - ``{prefix}:{source}:owner`` — a hash: ``epoch`` (the owning mirror's fencing token),
   ``claimed`` (its claim order: server microseconds, strictly increasing), ``seq`` and ``last``
-  (the last entry's sequence number and id).
+  (the last entry's sequence number and id), ``batch`` (the id of the batch that appended it).
 - ``{prefix}:sources`` — a sorted set: each source, scored by the server time (milliseconds) its
   mirror last refreshed it.
 
@@ -105,10 +105,12 @@ return {'ok', string.format('%.0f', claimed), string.format('%.0f', seq), last}
 
 APPEND_SCRIPT = """
 -- KEYS: owner, frames, checkpoint, sources.
--- ARGV: epoch, claimed, base seq, maxlen, source, checkpoint frame ('' for none), payloads...
+-- ARGV: epoch, claimed, base seq, maxlen, source, checkpoint frame ('' for none), batch id,
+--       payloads...
 -- Appends only while this mirror owns the source (the fencing check) and only on top of the
--- entry it appended last (so a retried batch is never appended twice).
-local owner = redis.call('HMGET', KEYS[1], 'epoch', 'claimed', 'seq', 'last')
+-- entry it appended last; a retried batch that the server had already applied (same batch id)
+-- is not appended twice.
+local owner = redis.call('HMGET', KEYS[1], 'epoch', 'claimed', 'seq', 'last', 'batch')
 if not owner[1] then return {'lost'} end
 if owner[1] ~= ARGV[1] then
   if tonumber(owner[2]) >= tonumber(ARGV[2]) then return {'fenced', owner[1]} end
@@ -117,9 +119,11 @@ end
 local seq = tonumber(owner[3])
 local last = owner[4]
 local base = tonumber(ARGV[3])
-local count = #ARGV - 6
+local count = #ARGV - 7
 if seq ~= base then
-  if count > 0 and seq == base + count then return {'ok', last, '0', 'duplicate'} end
+  if count > 0 and seq == base + count and owner[5] == ARGV[7] then
+    return {'ok', last, '0', 'duplicate'}
+  end
   return {'lost'}
 end
 local id = '*'
@@ -128,13 +132,13 @@ if count > 0 and last ~= '' and redis.call('EXISTS', KEYS[2]) == 0 then
   local ms, n = string.match(last, '^(%d+)-(%d+)$')
   id = ms .. '-' .. string.format('%.0f', tonumber(n) + 1)
 end
-for i = 7, #ARGV do
+for i = 8, #ARGV do
   seq = seq + 1
   last = redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[4], id,
     'seq', string.format('%.0f', seq), 'frame', ARGV[i])
   id = '*'
 end
-redis.call('HSET', KEYS[1], 'seq', string.format('%.0f', seq), 'last', last)
+redis.call('HSET', KEYS[1], 'seq', string.format('%.0f', seq), 'last', last, 'batch', ARGV[7])
 local now = redis.call('TIME')
 redis.call('ZADD', KEYS[4],
   string.format('%.0f', tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)), ARGV[5])

@@ -176,6 +176,7 @@ class Mirror(metaclass=NoPublicConstructor):
     async def _run(self, stream: FrameStream) -> None:
         backoff = _BACKOFF_FIRST
         batch: list[tuple[Frame, str]] = []
+        batch_id = ""
         ended = False
         while not self._fenced:
             try:
@@ -187,7 +188,8 @@ class Mirror(metaclass=NoPublicConstructor):
                         break
                 if not batch and not ended:
                     ended = await self._take(stream, batch)
-                await self._send(batch)
+                    batch_id = uuid.uuid4().hex[:16]  # kept while this batch is retried
+                await self._send(batch, batch_id)
                 batch = []
                 backoff = _BACKOFF_FIRST
                 if ended:
@@ -240,7 +242,7 @@ class Mirror(metaclass=NoPublicConstructor):
             # follower to start over from it. Owned only once it is there (a failure claims again).
             snapshot = self._view.snapshot_frame()
             if snapshot is not None and not await self._send(
-                [(snapshot, dumps(snapshot))], force_checkpoint=True
+                [(snapshot, dumps(snapshot))], uuid.uuid4().hex[:16], force_checkpoint=True
             ):
                 return False
             self._owned = True
@@ -253,7 +255,11 @@ class Mirror(metaclass=NoPublicConstructor):
         return False
 
     async def _send(
-        self, batch: Sequence[tuple[Frame, str]], *, force_checkpoint: bool = False
+        self,
+        batch: Sequence[tuple[Frame, str]],
+        batch_id: str,
+        *,
+        force_checkpoint: bool = False,
     ) -> bool:
         """Append ``batch`` (and a checkpoint when due); False when fenced or the owner is lost."""
         if any(isinstance(frame, SnapshotFrame) for frame, _ in batch):
@@ -279,6 +285,7 @@ class Mirror(metaclass=NoPublicConstructor):
                 str(self._maxlen),
                 self._source,
                 checkpoint,
+                batch_id,
                 *[payload for _, payload in batch],
             ],
         )
