@@ -477,6 +477,15 @@ async def test_a_fleet_of_twenty_hubs_is_followed_by_one_follow_fleet(
                 )
             for source, hub in hubs.items():
                 assert fleet_view.views[source].roots == hub.snapshot_frame().roots, source
+            # A scheduler that starts later is discovered too.
+            late = await nursery.start(run_hub)
+            late.register_publisher().publish_snapshot(Availability.READY, [root("late")])
+            await nursery.start(run_mirror, trio.CancelScope(), late, redis, "sched-late", prefix)
+            with trio.fail_after(10):
+                await eventually(
+                    lambda: (view := fleet_view.views.get("sched-late")) is not None and view.known
+                )
+            assert fleet_view.views["sched-late"].roots == late.snapshot_frame().roots
             assert fleet_view.aggregate().state is not AggregateState.UNKNOWN
             # One scheduler goes away: its source stops refreshing and becomes unknown.
             mirror_scopes["sched-07"].cancel()
