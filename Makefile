@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint types pytest conformance bench venv clean
+.PHONY: demo test lint types pytest conformance bench venv clean browsers screenshot
 
 venv: $(STAMP)
 
@@ -30,7 +30,13 @@ lint: $(STAMP)
 types: $(STAMP)
 	$(BIN)/mypy --strict src
 
-pytest: $(STAMP)
+# The dashboard's tests run its JavaScript under node and its page in Debian's chromium (driven by
+# the Python playwright package; never `playwright install`, which downloads a browser).
+browsers:
+	@command -v node >/dev/null || flock /tmp/apt.lock sh -c 'apt-get update && apt-get install -y nodejs'
+	@command -v chromium >/dev/null || flock /tmp/apt.lock sh -c 'apt-get update && apt-get install -y chromium'
+
+pytest: $(STAMP) browsers
 	$(BIN)/pytest
 
 test: lint types pytest
