@@ -27,7 +27,7 @@
   // Text symbols beside every label: colour is never the only signal.
   var SYMBOLS = {
     working: "▶", blocked: "■", idle: "○", unknown: "?",
-    live: "●", reconnecting: "↻", resynced: "⟳", connecting: "○", "needs-token": "!",
+    attention: "⚠", live: "●", reconnecting: "↻", resynced: "⟳", connecting: "○", "needs-token": "!",
     running: "▶", completed: "✓", cached: "✓", failed: "✗", cancelled: "✗", killed: "✗",
     pending: "·", awaiting_input: "?", paused: "‖", blocked_node: "■", skipped: "↷",
   };
@@ -301,6 +301,10 @@
     return String(value).replace(/_/g, " ");
   }
 
+  function plural(count, noun) {
+    return count + " " + noun + (count === 1 ? "" : "s");
+  }
+
   function shownId(id) {
     // Ids are kept raw; an empty or space-padded one is shown quoted so that it stays visible.
     return id === "" || id.trim() !== id ? JSON.stringify(id) : id;
@@ -457,10 +461,14 @@
       else openRoots.delete(root.rootRunId);
     });
     var running = nodes.filter(function (node) { return node.status === "running"; });
-    var summary = element("summary", "", nodes.length + " stage" + (nodes.length === 1 ? "" : "s") +
-      " and tools" + (running.length ? " · running: " + running.map(function (node) {
-        return node.name;
-      }).join(", ") : ""));
+    var stages = nodes.filter(function (node) { return node.kind === "stage"; }).length;
+    var tools = nodes.length - stages;
+    var parts = [plural(stages, "stage")];
+    if (tools) parts.push(plural(tools, "tool"));
+    if (running.length) {
+      parts.push("running: " + running.map(function (node) { return node.name; }).join(", "));
+    }
+    var summary = element("summary", "", parts.join(" · "));
     details.appendChild(summary);
     var list = element("ol", "nodes");
     nodes.forEach(function (node) {

@@ -201,6 +201,16 @@
     };
   }
 
+  function pad(number) {
+    return (number < 10 ? "0" : "") + number;
+  }
+
+  /* HH:MM:SS of an epoch-milliseconds timestamp, in local time (as the demo prints it). */
+  function clockTime(milliseconds) {
+    var date = new Date(milliseconds);
+    return pad(date.getHours()) + ":" + pad(date.getMinutes()) + ":" + pad(date.getSeconds());
+  }
+
   /* One line for a hook event, the same words as the demo's plain output. */
   function describeEvent(event) {
     var target = event.target;
@@ -220,7 +230,7 @@
           event.root.state + "/" + event.root.reason
         );
       case "workflow_heartbeat":
-        return "heartbeat " + event.runId + " every " + event.intervalMinutes + " min";
+        return "heartbeat " + event.runId + " at " + clockTime(event.scheduledAt);
       default:
         return String(event.type);
     }
