@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-LINTED := $(wildcard src tests benchmarks)
+LINTED := $(wildcard src tests benchmarks tools)
 
 # The main job on its embedded default: a simulated scheduler, a live status view, hook events.
 demo: $(STAMP)
@@ -38,6 +38,10 @@ browsers:
 
 pytest: $(STAMP) browsers
 	$(BIN)/pytest
+
+# docs/dashboard.png: the dashboard of the demo's scheduler, taken by Debian's chromium.
+screenshot: $(STAMP) browsers
+	$(BIN)/python tools/dashboard_screenshot.py --chromium "$$(command -v chromium)"
 
 test: lint types pytest
 

@@ -18,7 +18,7 @@ import pytest
 
 import workflow_hub
 
-DASHBOARD = Path(str(files(workflow_hub) / "_dashboard"))
+DASHBOARD = Path(str(files(workflow_hub) / "server" / "static"))
 
 
 def require_program(name: str, variable: str) -> str:

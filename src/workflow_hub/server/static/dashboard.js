@@ -241,7 +241,28 @@
       }
       if (model.afterReconnect) connection = "resynced";
     }
-    render();
+    scheduleRender();
+  }
+
+  // A burst of frames (a resume, a busy scheduler) is drawn once, at most every 20 ms.
+  var renderTimer = null;
+
+  var feedTimer = null;
+
+  function scheduleFeed() {
+    if (feedTimer !== null) return;
+    feedTimer = window.setTimeout(function () {
+      feedTimer = null;
+      renderFeed();
+    }, 20);
+  }
+
+  function scheduleRender() {
+    if (renderTimer !== null) return;
+    renderTimer = window.setTimeout(function () {
+      renderTimer = null;
+      render();
+    }, 20);
   }
 
   function setConnection(state) {
@@ -264,13 +285,13 @@
       source.addEventListener(type, function (message) {
         if (events !== source) return;
         model.feed.push(type, JSON.parse(message.data));
-        renderFeed();
+        scheduleFeed();
       });
     });
     source.addEventListener("dropped", function (message) {
       if (events !== source) return;
       model.feed.drop(JSON.parse(message.data).count);
-      renderFeed();
+      scheduleFeed();
     });
     source.onerror = function () {
       if (events !== source) return;
@@ -394,12 +415,12 @@
     var focused = document.activeElement;
     var refocus = null;
     roots.forEach(function (root, index) {
-      var signature = JSON.stringify(root);
       var item = existing.get(root.rootRunId);
       existing.delete(root.rootRunId);
-      if (!item || item.__signature !== signature) {
+      // Every frame parses into new objects, so an unchanged root is the very same object.
+      if (!item || item.__root !== root) {
         var fresh = rootItem(root);
-        fresh.__signature = signature;
+        fresh.__root = root;
         if (item) {
           if (item.contains(focused)) refocus = fresh.querySelector("summary");
           item.replaceWith(fresh);
