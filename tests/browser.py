@@ -53,19 +53,21 @@ class Browser:
         future = self._executor.submit(function, *args)
         return await trio.to_thread.run_sync(future.result, abandon_on_cancel=True)
 
-    async def new_page(self, **options: Any) -> tuple[Any, list[str]]:
-        """A page in a fresh context (its own storage), with bounded default timeouts, and the
-        list that collects the page's uncaught JavaScript errors."""
+    async def new_page(self, **options: Any) -> tuple[Any, list[str], list[str]]:
+        """A page in a fresh context (its own storage), with bounded default timeouts; and two
+        lists that collect the page's uncaught JavaScript errors and every URL it requests."""
         errors: list[str] = []
+        requests: list[str] = []
 
         def open_page() -> Any:
             context = self.chromium.new_context(**options)
             context.set_default_timeout(BROWSER_TIMEOUT_MS)
             page = context.new_page()
             page.on("pageerror", lambda error: errors.append(str(error)))
+            page.on("request", lambda request: requests.append(request.url))
             return page
 
-        return await self.run(open_page), errors
+        return await self.run(open_page), errors, requests
 
     def close(self) -> None:
         def stop() -> None:

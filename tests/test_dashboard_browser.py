@@ -157,13 +157,16 @@ async def dashboard(
     async with trio.open_nursery() as nursery:
         server = Server(nursery, hub, **options)
         await server.start()
-        page, errors = await browser.new_page(viewport={"width": 1280, "height": 900})
+        page, errors, requests = await browser.new_page(viewport={"width": 1280, "height": 900})
         try:
             yield Tab(browser, page), server
         finally:
             await browser.run(page.context.close)
             nursery.cancel_scope.cancel()
         assert errors == [], "the page raised"
+        # Offline by construction: nothing but the hub's own server, no CDN, no fonts.
+        outside = [url for url in requests if not url.startswith(server.url.rstrip("/") + "/")]
+        assert outside == []
 
 
 def expected_aggregate(view: ActivityView) -> dict[str, str]:
@@ -221,6 +224,11 @@ async def test_the_page_shows_a_live_hub(browser: Browser) -> None:
                 assert "working" in state["roots"][0]["text"]
                 assert "needs attention" in state["roots"][1]["text"]
 
+                # The keyboard: the first Tab reaches the skip link, which leads to the roots.
+                await browser.run(tab.page.keyboard.press, "Tab")
+                await browser.run(tab.page.keyboard.press, "Enter")
+                focused = await browser.run(tab.page.evaluate, "() => document.activeElement.id")
+                assert focused == "roots-heading"
                 # The stages expand from the keyboard.
                 summary = tab.page.locator('[data-root-id="build"] summary')
                 await browser.run(summary.focus)
