@@ -204,9 +204,11 @@
     var params = {};
     if (model.lastEventId) params.since = model.lastEventId;
     var source = new window.EventSource(streamUrl("v1/activity", params));
+    var opened = false;
     activity = source;
     source.onopen = function () {
       if (activity !== source) return;
+      opened = true;
       retryDelay = MIN_RETRY_MS;
       setConnection("live");
     };
@@ -221,6 +223,9 @@
       // the same path then handles a dropped stream, a stopped server and a refused token.
       source.close();
       activity = null;
+      // The server answered the probe but refused the stream (a cursor it cannot parse, an
+      // error): ask for a fresh snapshot next time rather than repeat the same request.
+      if (!opened) model.lastEventId = null;
       model.afterReconnect = true;
       model.reconnects += 1;
       setConnection("reconnecting");
