@@ -173,9 +173,14 @@ class _ActivityStream(Response):
     async def _send_frames(self, stream: FrameStream, send: Send) -> None:
         app = self._hub_app
         encode = app.encoder.sse
-        lease = stream.lease
+        # The stream's own queue, drained directly once a frame has arrived: what is pending is
+        # taken without a coroutine call per frame (the hub's bound keeps it at most 256).
+        queue = stream._queue
+        pending = queue._frames
+        pop = queue.pop
+        keepalive = app.keepalive
         while True:
-            with trio.move_on_after(app.keepalive) as idle:
+            with trio.move_on_after(keepalive) as idle:
                 frame = await stream.receive()
             if idle.cancelled_caught:
                 await send(
@@ -184,10 +189,10 @@ class _ActivityStream(Response):
                 continue
             # A client that is behind gets everything pending in one write. The hub's queue
             # bounds this: past its limit the hub replaced the backlog with one snapshot.
-            if lease.pending:
+            if pending:
                 chunks = [encode(frame)]
-                while lease.pending:
-                    chunks.append(encode(await stream.receive()))
+                while pending:
+                    chunks.append(encode(pop()))
                 body = b"".join(chunks)
             else:
                 body = encode(frame)

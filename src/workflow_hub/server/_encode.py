@@ -82,6 +82,10 @@ class FrameEncoder:
 
     def sse(self, frame: Frame) -> bytes:
         """The frame as one SSE event: ``id``, ``event`` (its kind) and one ``data`` line."""
+        # The hot path (every client after the first): one lookup, no further call.
+        entry = self._current.get(id(frame))
+        if entry is not None and entry.frame is frame:
+            return entry.sse
         return self._entry(frame).sse
 
     def message(self, frame: Frame) -> str:
