@@ -19,9 +19,10 @@ $(STAMP): pyproject.toml | $(BIN)/python
 
 LINTED := $(wildcard src tests benchmarks tools)
 
-# The main job on its embedded default: a simulated scheduler, a live status view, hook events.
+# The main job on its embedded default: a simulated scheduler, a live status view, hook events,
+# and the hub served over HTTP (the URL is printed beside the view; `workflow-hub watch URL`).
 demo: $(STAMP)
-	$(BIN)/workflow-hub demo
+	$(BIN)/workflow-hub demo --serve 127.0.0.1:0
 
 lint: $(STAMP)
 	$(BIN)/ruff check $(LINTED)

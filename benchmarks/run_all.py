@@ -18,6 +18,7 @@ import bench_fanout
 import bench_hooks
 import bench_memory
 import bench_metrics
+import bench_network
 import bench_publish
 import bench_snapshot
 from _harness import (
@@ -41,6 +42,7 @@ BENCHMARKS: dict[str, Benchmark] = {
     "snapshot": bench_snapshot.run,
     "hooks": bench_hooks.run,
     "metrics": bench_metrics.run,
+    "network": bench_network.run,
 }
 
 

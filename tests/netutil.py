@@ -7,6 +7,7 @@ format is checked as a client in another language would see it.
 from __future__ import annotations
 
 import functools
+import random
 from collections.abc import AsyncIterator
 from contextlib import aclosing, asynccontextmanager
 from typing import Any
@@ -157,3 +158,56 @@ async def websocket(url: str, path: str) -> AsyncIterator[WsClient]:
         client = WsClient(stream)
         await client.handshake(path)
         yield client
+
+
+class CuttingProxy:
+    """A TCP proxy that cuts each connection after a random number of bytes from the server.
+
+    The cut closes both sides at once, wherever it falls: between events, mid-event, inside a
+    chunk header. ``cuts`` counts them.
+    """
+
+    def __init__(self, upstream_port: int, *, seed: int, max_bytes: int) -> None:
+        self._upstream_port = upstream_port
+        self._rng = random.Random(seed)
+        self._max_bytes = max_bytes
+        self.cuts = 0
+        self.connections = 0
+
+    async def run(self, *, task_status: trio.TaskStatus[int]) -> None:
+        listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+        port = listeners[0].socket.getsockname()[1]
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(functools.partial(trio.serve_listeners, self._handle, listeners))
+            task_status.started(port)
+
+    async def _handle(self, downstream: trio.SocketStream) -> None:
+        self.connections += 1
+        budget = self._rng.randint(1, self._max_bytes)
+        try:
+            await self._pipe(downstream, budget)
+        except* (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            pass  # either side went away first: the connection is over all the same
+
+    async def _pipe(self, downstream: trio.SocketStream, budget: int) -> None:
+        up = await trio.open_tcp_stream("127.0.0.1", self._upstream_port)
+        async with downstream, up, trio.open_nursery() as nursery:
+
+            async def to_server() -> None:
+                async for data in downstream:
+                    await up.send_all(data)
+                nursery.cancel_scope.cancel()
+
+            async def to_client() -> None:
+                nonlocal budget
+                async for data in up:
+                    if len(data) >= budget:
+                        await downstream.send_all(data[:budget])
+                        self.cuts += 1
+                        break
+                    budget -= len(data)
+                    await downstream.send_all(data)
+                nursery.cancel_scope.cancel()
+
+            nursery.start_soon(to_server)
+            nursery.start_soon(to_client)

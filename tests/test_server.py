@@ -409,3 +409,78 @@ async def test_a_thousand_dropped_connections_leave_nothing_behind() -> None:
         assert hub.statistics().observers == 0
         assert _open_fds() <= fds
         assert _task_count() <= tasks
+
+
+# --- resuming (R2, N2) ---------------------------------------------------------------------
+
+
+async def test_last_event_id_resumes_without_a_snapshot() -> None:
+    async with open_hub() as hub, served(hub) as url, httpx.AsyncClient() as client:
+        publisher = hub.register_publisher()
+        publisher.publish_snapshot("ready", [root("a")])
+        seen = publisher.publish_changed(root("b"))
+        later = publisher.publish_changed(root("c"))
+        assert seen is not None
+        assert later is not None
+        with trio.fail_after(WAIT):
+            async with sse(
+                client,
+                f"{url}/v1/activity",
+                headers={"Last-Event-ID": f"{seen.epoch}:{seen.revision}"},
+            ) as reader:
+                first = await reader.next()
+    assert reader.response.headers["x-workflow-hub-resumed"] == "true"
+    assert first.get("event") == "changed"
+    assert first.get("id") == f"{later.epoch}:{later.revision}"
+
+
+async def test_the_since_parameter_wins_over_last_event_id() -> None:
+    async with open_hub() as hub, served(hub) as url, httpx.AsyncClient() as client:
+        publisher = hub.register_publisher()
+        publisher.publish_snapshot("ready", [])
+        first_change = publisher.publish_changed(root("a"))
+        publisher.publish_changed(root("b"))
+        assert first_change is not None
+        epoch = first_change.epoch
+        with trio.fail_after(WAIT):
+            async with sse(
+                client,
+                f"{url}/v1/activity?since={epoch}:1",
+                headers={"Last-Event-ID": f"{epoch}:{first_change.revision}"},
+            ) as reader:
+                events = await reader.events(2)
+    assert [e.get("id") for e in events] == [f"{epoch}:2", f"{epoch}:3"]
+
+
+async def test_a_cursor_of_another_epoch_starts_with_a_snapshot() -> None:
+    async with open_hub() as hub, served(hub) as url, httpx.AsyncClient() as client:
+        hub.register_publisher().publish_snapshot("ready", [root("a")])
+        with trio.fail_after(WAIT):
+            async with sse(client, f"{url}/v1/activity?since=gone:7") as reader:
+                first = await reader.next()
+    assert reader.response.headers["x-workflow-hub-resumed"] == "false"
+    assert first.get("event") == "snapshot"
+    assert first.get("id") == f"{hub.cursor.epoch}:{hub.cursor.revision}"
+
+
+async def test_websocket_resumes_from_since() -> None:
+    async with open_hub() as hub, served(hub) as url:
+        publisher = hub.register_publisher()
+        publisher.publish_snapshot("ready", [])
+        seen = publisher.publish_changed(root("a"))
+        later = publisher.publish_removed("a")
+        assert seen is not None
+        assert later is not None
+        with trio.fail_after(WAIT):
+            async with websocket(url, f"/v1/ws?since={seen.epoch}:{seen.revision}") as ws:
+                first = json.loads(await ws.get_message())
+    assert first["id"] == f"{later.epoch}:{later.revision}"
+    assert first["frame"]["kind"] == "removed"
+
+
+async def test_a_websocket_with_a_malformed_since_is_refused_with_400() -> None:
+    async with open_hub() as hub, served(hub) as url:
+        with trio.fail_after(WAIT), pytest.raises(WsClosed) as refused:
+            async with websocket(url, "/v1/ws?since=nonsense"):
+                pass  # pragma: no cover
+    assert refused.value.code == 400

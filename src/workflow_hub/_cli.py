@@ -17,6 +17,9 @@ __all__ = ["main"]
 # subcommand -> (module, help). Each module has ``add_arguments(parser)`` and ``run(args) -> int``.
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("workflow_hub._demo", "run a simulated scheduler and show its activity live"),
+    "serve": ("workflow_hub._serve_cli", "run the demo scheduler with the HTTP server on"),
+    "watch": ("workflow_hub._watch_cli", "show a served hub live: roots, status, connection"),
+    "snapshot": ("workflow_hub._snapshot_cli", "print a served hub's snapshot as JSON"),
     "conformance": (
         "workflow_hub.testing._conformance_cli",
         "check an implementation of the contract against the reference model",

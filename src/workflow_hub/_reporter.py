@@ -17,6 +17,7 @@ from ._view import ActivityView, ViewChange
 
 if TYPE_CHECKING:
     from ._hub import WorkflowActivityHub
+    from ._remote import RemoteHub
 
 __all__ = ["RenderCallback", "run_reporter"]
 
@@ -25,14 +26,15 @@ RenderCallback = Callable[[ActivityView, ViewChange], Awaitable[object] | object
 
 
 async def run_reporter(
-    hub: WorkflowActivityHub,
+    hub: WorkflowActivityHub | RemoteHub,
     render: RenderCallback,
     *,
     task_status: trio.TaskStatus[ActivityView] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Keep an :class:`ActivityView` of ``hub`` up to date and call ``render(view, change)``.
 
-    Start it with ``view = await nursery.start(run_reporter, hub, render)``: by the time ``start``
+    ``hub`` may also be a :class:`~workflow_hub.remote.RemoteHub`: the same view of a hub served
+    over the network. Start it with ``view = await nursery.start(run_reporter, hub, render)``: by the time ``start``
     returns, the subscription is attached, so nothing published afterwards is missed (O1). The
     render callback runs after every frame, in order, one call at a time; an async one is awaited
     before the next frame is folded. It also runs for a rejected frame (``change.applied`` is

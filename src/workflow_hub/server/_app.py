@@ -30,6 +30,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from .._contract import Cursor
+from .._cursor_text import parse_cursor
 from .._errors import ContractError
 from .._hooks import HookRunner
 from .._hub import WorkflowActivityHub
@@ -64,15 +65,12 @@ _SSE_HEADERS: Final = [
 ]
 
 
-def parse_cursor(text: str, field: str) -> Cursor:
-    """``<epoch>:<revision>``, split at the last colon (epochs may contain colons)."""
-    epoch, colon, revision = text.rpartition(":")
-    if not colon or not epoch or not revision.isascii() or not revision.isdigit():
-        raise ContractError(field, f"expected a cursor '<epoch>:<revision>', got {text!r}")
+def _parse_cursor(text: str, field: str) -> Cursor:
+    """A cursor's text form (R4), its errors naming the request's ``field``."""
     try:
-        return Cursor(epoch=epoch, revision=int(revision))
+        return parse_cursor(text)
     except ContractError as error:
-        raise ContractError(field, error.problem) from None
+        raise ContractError(field, f"{error.problem} (expected '<epoch>:<revision>')") from None
 
 
 def _error(status: int, message: str, field: str | None = None, **headers: str) -> JSONResponse:
@@ -90,10 +88,10 @@ def _since(query: QueryParams, headers: Headers) -> Cursor | None:
     """
     text = query.get("since")
     if text is not None:
-        return parse_cursor(text, "since") if text else None
+        return _parse_cursor(text, "since") if text else None
     text = headers.get("last-event-id")
     if text:
-        return parse_cursor(text, "Last-Event-ID")
+        return _parse_cursor(text, "Last-Event-ID")
     return None
 
 
@@ -159,7 +157,11 @@ class _ActivityStream(Response):
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         app = self._hub_app
         async with app.subscribe(self._since) as stream:
-            await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
+            # Whether the stream goes on from the client's cursor (no snapshot first): for
+            # clients and people debugging; the frames themselves say it too.
+            resumed = b"true" if stream.lease.resumed else b"false"
+            headers = [*self.raw_headers, (b"x-workflow-hub-resumed", resumed)]
+            await send({"type": "http.response.start", "status": 200, "headers": headers})
             await app.stream_until_done(receive, send, partial(self._frames, stream, send))
 
     async def _frames(self, stream: FrameStream, send: Send) -> None:
@@ -171,9 +173,14 @@ class _ActivityStream(Response):
     async def _send_frames(self, stream: FrameStream, send: Send) -> None:
         app = self._hub_app
         encode = app.encoder.sse
-        lease = stream.lease
+        # The stream's own queue, drained directly once a frame has arrived: what is pending is
+        # taken without a coroutine call per frame (the hub's bound keeps it at most 256).
+        queue = stream._queue
+        pending = queue._frames
+        pop = queue.pop
+        keepalive = app.keepalive
         while True:
-            with trio.move_on_after(app.keepalive) as idle:
+            with trio.move_on_after(keepalive) as idle:
                 frame = await stream.receive()
             if idle.cancelled_caught:
                 await send(
@@ -182,10 +189,10 @@ class _ActivityStream(Response):
                 continue
             # A client that is behind gets everything pending in one write. The hub's queue
             # bounds this: past its limit the hub replaced the backlog with one snapshot.
-            if lease.pending:
+            if pending:
                 chunks = [encode(frame)]
-                while lease.pending:
-                    chunks.append(encode(await stream.receive()))
+                while pending:
+                    chunks.append(encode(pop()))
                 body = b"".join(chunks)
             else:
                 body = encode(frame)
@@ -308,7 +315,7 @@ class HubApp:
 
     @asynccontextmanager
     async def subscribe(self, since: Cursor | None) -> AsyncIterator[FrameStream]:
-        async with self.hub.subscribe() as stream:
+        async with self.hub.subscribe(since=since) as stream:
             yield stream
 
     @contextmanager

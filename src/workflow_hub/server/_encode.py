@@ -15,6 +15,7 @@ import json
 from typing import Final, final
 
 from .._contract import Cursor, Frame, WorkflowEvent
+from .._cursor_text import format_cursor
 from .._wire import dumps
 
 __all__ = ["FrameEncoder", "cursor_text", "encode_hook_event", "sse_comment", "sse_event"]
@@ -24,8 +25,8 @@ GENERATION_SIZE: Final = 4096
 
 
 def cursor_text(cursor: Cursor) -> str:
-    """The cursor's text form, ``<epoch>:<revision>``: an SSE id and an ETag."""
-    return f"{cursor.epoch}:{cursor.revision}"
+    """The cursor's text form, ``<epoch>:<revision>`` (R4): an SSE id and an ETag."""
+    return format_cursor(cursor)
 
 
 def sse_event(event: str, data: str, id: str | None = None) -> bytes:
@@ -81,6 +82,10 @@ class FrameEncoder:
 
     def sse(self, frame: Frame) -> bytes:
         """The frame as one SSE event: ``id``, ``event`` (its kind) and one ``data`` line."""
+        # The hot path (every client after the first): one lookup, no further call.
+        entry = self._current.get(id(frame))
+        if entry is not None and entry.frame is frame:
+            return entry.sse
         return self._entry(frame).sse
 
     def message(self, frame: Frame) -> str:

@@ -1,0 +1,114 @@
+"""``workflow-hub watch URL`` and ``workflow-hub snapshot URL``: a remote hub from a terminal.
+
+``watch`` draws the demo's live view of a hub served by ``workflow_hub.server`` (or, on a pipe,
+one line per frame), with the connection's state: live, reconnecting, or resynced from a
+snapshot. ``snapshot`` prints the current snapshot as wire JSON. Both need the ``server`` extra,
+imported only when they run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING
+
+import trio
+
+if TYPE_CHECKING:
+    from ._demo import Output
+    from ._remote import RemoteStream
+
+__all__ = ["add_arguments", "add_snapshot_arguments", "run", "run_snapshot"]
+
+_REDRAW_EVERY = 0.25
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("url", help="the server's base URL, e.g. http://127.0.0.1:8765")
+    parser.add_argument("--token", default=None, help="the token the server wants")
+    parser.add_argument(
+        "--duration",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="stop after this long (default: until Ctrl-C)",
+    )
+
+
+def connection_state(stream: RemoteStream) -> str:
+    """What a person watching needs to know about the connection, in three words at most."""
+    if not stream.connected:
+        return "reconnecting"
+    if stream.resynced:
+        return "resynced from a snapshot"
+    return "live"
+
+
+def run(args: argparse.Namespace) -> int:
+    from ._demo import PlainOutput, _rich_output_or_plain
+    from ._remote import RemoteError
+
+    output: Output = _rich_output_or_plain() if sys.stdout.isatty() else PlainOutput(sys.stdout)
+    try:
+        trio.run(_watch, args, output)
+    except KeyboardInterrupt:
+        return 0
+    except RemoteError as error:
+        print(f"workflow-hub watch: {args.url}: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+async def _watch(args: argparse.Namespace, output: Output) -> None:
+    from ._remote import open_remote
+    from .reporting import ActivityView
+
+    if hasattr(output, "title"):
+        output.title = "workflow-hub watch"
+    view = ActivityView()
+    with output, trio.move_on_after(args.duration if args.duration else float("inf")):
+        async with (
+            open_remote(args.url, token=args.token) as stream,
+            trio.open_nursery() as nursery,
+        ):
+            nursery.start_soon(_show_connection, stream, output)
+            async for frame in stream:
+                view.apply(frame)
+                output.frame(frame, view)
+            nursery.cancel_scope.cancel()
+
+
+async def _show_connection(stream: RemoteStream, output: Output) -> None:
+    """Redraw when the connection's state changes, even when no frame arrives."""
+    shown: str | None = None
+    while True:
+        state = connection_state(stream)
+        if state != shown:
+            shown = state
+            refresh = getattr(output, "refresh", None)
+            if refresh is not None:
+                output.connection = state  # type: ignore[attr-defined]
+                refresh()
+            else:
+                print(f"connection {state}", flush=True)
+        await trio.sleep(_REDRAW_EVERY)
+
+
+def add_snapshot_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("url", help="the server's base URL, e.g. http://127.0.0.1:8765")
+    parser.add_argument("--token", default=None, help="the token the server wants")
+
+
+def run_snapshot(args: argparse.Namespace) -> int:
+    import httpx
+
+    from ._remote import RemoteError, RemoteHub
+    from .wire import dumps
+
+    try:
+        snapshot = trio.run(RemoteHub(args.url, token=args.token).snapshot)
+    except (RemoteError, httpx.HTTPError) as error:
+        print(f"workflow-hub snapshot: {args.url}: {error}", file=sys.stderr)
+        return 1
+    print(dumps(snapshot))
+    return 0
