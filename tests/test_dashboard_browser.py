@@ -323,10 +323,6 @@ async def test_the_aggregate_follows_aggregate_on_a_random_scenario(browser: Bro
                 assert {"working", "unknown"} <= seen_states
 
 
-# Strict: remove the mark as soon as the server passes `since` on to hub.subscribe (issue 15).
-@pytest.mark.xfail(
-    reason="the server skeleton does not resume from since/Last-Event-ID yet", strict=True
-)
 async def test_a_stopped_server_shows_reconnecting_then_resumes(browser: Browser) -> None:
     """Stopping the server shows `reconnecting`; the same hub served again on the same port is
     resumed from the page's cursor, without a snapshot."""

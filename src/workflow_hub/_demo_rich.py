@@ -13,6 +13,7 @@ from rich.text import Text
 
 from ._contract import Frame, WorkflowEvent
 from ._demo import describe_event, describe_running
+from ._serve_cli import dashboard_url
 from .reporting import ActivityView, aggregate
 
 __all__ = ["RichOutput"]
@@ -84,7 +85,7 @@ class RichOutput:
             if not view.known:
                 table.caption = f"source {view.availability}: activity unknown (not idle)"
         if self.url is not None:
-            header.append(f"\nserving at {self.url}", style="cyan")
+            header.append(f"\ndashboard at {dashboard_url(self.url)}", style="cyan")
         if self.connection is not None:
             header.append(
                 f"\nconnection: {self.connection}",

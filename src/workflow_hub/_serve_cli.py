@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from ._hooks import HookRunner
     from ._hub import WorkflowActivityHub
 
-__all__ = ["add_arguments", "run", "start_serving"]
+__all__ = ["add_arguments", "dashboard_url", "run", "start_serving"]
 
 _DEFAULT_PORT = 8765
 _DEFAULT_DURATION = 3600.0
@@ -51,8 +51,17 @@ async def start_serving(
         partial(serve_hub, hub, host=host, port=port, token=token, runner=runner)
     )
     output.url = url
-    print(f"workflow-hub: serving at {url}", file=sys.stderr, flush=True)
+    print(
+        f"workflow-hub: serving at {url} (dashboard: {dashboard_url(url)})",
+        file=sys.stderr,
+        flush=True,
+    )
     return url
+
+
+def dashboard_url(url: str) -> str:
+    """Where a browser opens the live dashboard of a hub served at ``url``: its root page."""
+    return url.rstrip("/") + "/"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
