@@ -345,6 +345,29 @@ async def test_a_stopped_server_shows_reconnecting_then_resumes(browser: Browser
                 assert [r["state"] for r in state["roots"]] == ["working", "working"]
 
 
+async def test_a_server_restarted_with_another_hub_resyncs(browser: Browser) -> None:
+    """A scheduler restarted in a new process: its hub cannot resume the page's cursor, so the
+    page starts again from a snapshot, reads `resynced`, and shows only the new hub's roots."""
+    with trio.fail_after(40):
+        async with open_hub() as first, open_hub() as second:
+            first.register_publisher().publish_snapshot("ready", roots=[root("before")])
+            second.register_publisher().publish_snapshot("ready", roots=[root("after")])
+            async with dashboard(browser, first) as (tab, server):
+                await tab.goto(server.url)
+                await tab.at_cursor(first.snapshot_frame().cursor)
+                await server.stop()
+                await tab.until("(_, s) => s.connection.state === 'reconnecting'")
+                async with trio.open_nursery() as nursery:
+                    again = Server(nursery, second)
+                    again.port = server.port
+                    await again.start()
+                    state = await tab.at_cursor(second.snapshot_frame().cursor)
+                    assert state["connection"]["state"] == "resynced"
+                    assert state["connection"]["snapshots"] == "2"
+                    assert [r["id"] for r in state["roots"]] == ["after"]
+                    await again.stop()
+
+
 async def test_a_new_publisher_supersedes_the_view(browser: Browser) -> None:
     """A new epoch: the page shows the old view superseded (no roots, status unknown), then the
     new publisher's state."""

@@ -221,11 +221,13 @@
       if (activity !== source) return;
       // Reconnect ourselves (with `since`) rather than let EventSource retry at its own pace:
       // the same path then handles a dropped stream, a stopped server and a refused token.
+      // EventSource closes for good on an HTTP error (a cursor the server cannot parse, a 5xx)
+      // and keeps CONNECTING on a network error (the server went away). A stream refused
+      // before it opened is asked for a fresh snapshot next time rather than the same request.
+      var refused = !opened && source.readyState === window.EventSource.CLOSED;
       source.close();
       activity = null;
-      // The server answered the probe but refused the stream (a cursor it cannot parse, an
-      // error): ask for a fresh snapshot next time rather than repeat the same request.
-      if (!opened) model.lastEventId = null;
+      if (refused) model.lastEventId = null;
       model.afterReconnect = true;
       model.reconnects += 1;
       setConnection("reconnecting");
