@@ -22,6 +22,7 @@ from tests.browser import BROWSER_TIMEOUT_MS, Browser, Server, open_browser
 from tests.builders import stage_lifecycle
 from workflow_hub import (
     Cursor,
+    HeartbeatEvent,
     HookRunner,
     RootActivity,
     RootGraph,
@@ -400,12 +401,27 @@ async def test_a_wrong_token_shows_the_prompt_never_data(browser: Browser) -> No
         async with open_hub() as hub:
             publisher = hub.register_publisher()
             publisher.publish_snapshot("ready", roots=[root("secret-root")])
-            async with dashboard(browser, hub, token="s3cret") as (tab, server):
+            runner = HookRunner(hub)
+            async with dashboard(browser, hub, token="s3cret", runner=runner) as (tab, server):
+                runner.bind()
                 for address in (server.url, server.url + "?token=wrong"):
                     await tab.goto(address)
                     await tab.until("(_, s) => s.prompt")
+                    # Hook events published now reach every stream the server let in.
+                    publisher.publish_heartbeat(
+                        HeartbeatEvent(
+                            run_id="secret-root",
+                            root_run_id="secret-root",
+                            owner_session_id="session",
+                            scheduled_at=1_700_000_000_000,
+                            interval_minutes=5,
+                        )
+                    )
+                    publisher.publish_changed(root("secret-root", "idle", "quiescent"))
+                    await trio.testing.wait_all_tasks_blocked()
                     state = await tab.state()
                     assert state["roots"] == []
+                    assert state["feed"] == []
                     assert state["connection"]["cursor"] == ""
                     assert "secret-root" not in await browser.run(tab.page.content)
                     assert "token=" not in tab.page.url

@@ -50,12 +50,21 @@ class NodeFold:
             encoding="utf-8",
         )
 
-    def run(self, frames: Sequence[Frame], events: Sequence[WorkflowEvent] = ()) -> dict[str, Any]:
+    def run(
+        self,
+        frames: Sequence[Frame],
+        events: Sequence[WorkflowEvent] = (),
+        *,
+        feed: Sequence[dict[str, Any]] = (),
+        feed_limit: int = 50,
+    ) -> dict[str, Any]:
         assert self._process.stdin is not None
         assert self._process.stdout is not None
         request = {
             "frames": [to_wire(frame) for frame in frames],
             "events": [to_wire(event) for event in events],
+            "feed": list(feed),
+            "feedLimit": feed_limit,
         }
         self._process.stdin.write(json.dumps(request, ensure_ascii=False) + "\n")
         self._process.stdin.flush()
@@ -223,3 +232,21 @@ def test_a_foreign_epoch_supersedes_in_both(node_fold: NodeFold) -> None:
     assert results[1]["aggregate"]["message"] == "activity unknown: source replaced"
     assert results[2]["aggregate"]["state"] == "idle"
     assert_same_fold(node_fold, frames)
+
+
+def test_the_feed_keeps_the_latest_events_newest_first(
+    node_fold: NodeFold, demo_stream: list[str]
+) -> None:
+    """A bounded feed: the newest event first, at most ``limit``, and a dropped-events line
+    where the server said it skipped some."""
+    events = [json.loads(line) for line in demo_stream if line.startswith('{"type"')][:12]
+    feed = [{"type": event["type"], "data": event} for event in events[:8]]
+    feed.append({"type": "dropped", "data": {"count": 3}})
+    feed += [{"type": event["type"], "data": event} for event in events[8:]]
+    entries = node_fold.run([], feed=feed, feed_limit=5)["feed"]
+    assert len(entries) == 5
+    assert [entry["seq"] for entry in entries] == [13, 12, 11, 10, 9]
+    newest = loads(WorkflowEvent, json.dumps(events[-1]))  # type: ignore[arg-type]
+    assert entries[0]["text"] == " ".join(describe_event(newest).split())
+    assert entries[4]["type"] == "dropped"
+    assert entries[4]["text"].startswith("3 events dropped")

@@ -1,6 +1,7 @@
 // Folds frame sequences with the dashboard's fold module and prints what it holds after each
 // frame, and its one-line description of each hook event. Input: one JSON object per line,
-// {"frames": [...], "events": [...]}; output: one JSON object per line, {"results", "descriptions"}.
+// {"frames": [...], "events": [...], "feed": [...], "feedLimit": n}; output: one JSON object per
+// line, {"results", "descriptions", "feed"}.
 // tests/test_dashboard_fold.py runs the same frames through the Python ActivityView.
 "use strict";
 const path = require("path");
@@ -27,5 +28,11 @@ lines.on("line", (line) => {
     };
   });
   const descriptions = input.events.map((event) => fold.describeEvent(event));
-  process.stdout.write(JSON.stringify({ results, descriptions }) + "\n");
+  // The feed: hook events in arrival order ({"type", "data"}; type "dropped" as the server's).
+  const feed = new fold.EventFeed(input.feedLimit || 50);
+  (input.feed || []).forEach((item) => {
+    if (item.type === "dropped") feed.drop(item.data.count);
+    else feed.push(item.type, item.data);
+  });
+  process.stdout.write(JSON.stringify({ results, descriptions, feed: feed.entries }) + "\n");
 });
