@@ -484,3 +484,46 @@ async def test_a_websocket_with_a_malformed_since_is_refused_with_400() -> None:
             async with websocket(url, "/v1/ws?since=nonsense"):
                 pass  # pragma: no cover
     assert refused.value.code == 400
+
+
+# --- a stalled client (N1) -----------------------------------------------------------------
+
+
+async def test_a_stalled_client_overflows_alone_and_never_slows_another() -> None:
+    """N1, O4: a client that never reads gets overflow resnapshots; another gets every frame."""
+    from workflow_hub import DiagnosticKind, RootActivity
+
+    big = "s" * 2000  # about 2 kB a frame: 4 000 frames are far more than socket buffers hold
+    async with open_hub(queue_limit=64) as hub, served(hub) as url, httpx.AsyncClient() as client:
+        publisher = hub.register_publisher()
+        publisher.publish_snapshot("ready", [])
+        port = int(url.rpartition(":")[2])
+        stalled = trio.socket.socket()
+        stalled.setsockopt(trio.socket.SOL_SOCKET, trio.socket.SO_RCVBUF, 4096)
+        with stalled, trio.fail_after(60):
+            await stalled.connect(("127.0.0.1", port))
+            await stalled.send(b"GET /v1/activity HTTP/1.1\r\nHost: x\r\n\r\n")
+            async with sse(client, f"{url}/v1/activity") as reader:
+                await reader.next()
+                received = 0
+                for burst in range(80):
+                    for index in range(50):
+                        revision = publisher.publish_changed(
+                            RootActivity(
+                                root_run_id=f"r{index}",
+                                owner_session_id=big,
+                                state="working",
+                                reason="executing",
+                                active_execution_count=burst,
+                                actionable_block_count=0,
+                                needs_attention=False,
+                            )
+                        )
+                    events = await reader.events(50)
+                    received += len(events)
+                    assert all(e.get("event") == "changed" for e in events)
+                    assert revision is not None
+                    assert events[-1].get("id") == f"{revision.epoch}:{revision.revision}"
+    assert received == 4000
+    overflows = [d for d in hub.diagnostics() if d.kind is DiagnosticKind.OBSERVER_OVERFLOW]
+    assert overflows
