@@ -527,3 +527,14 @@ async def test_a_stalled_client_overflows_alone_and_never_slows_another() -> Non
     assert received == 4000
     overflows = [d for d in hub.diagnostics() if d.kind is DiagnosticKind.OBSERVER_OVERFLOW]
     assert overflows
+
+
+def test_the_network_modules_export_what_they_document() -> None:
+    from workflow_hub import remote, server
+
+    for module in (server, remote):
+        assert len(module.__all__) == len(set(module.__all__))
+        for name in module.__all__:
+            value = getattr(module, name)
+            if isinstance(value, type):
+                assert value.__module__ == module.__name__, name

@@ -173,6 +173,7 @@ class _ActivityStream(Response):
     async def _send_frames(self, stream: FrameStream, send: Send) -> None:
         app = self._hub_app
         encode = app.encoder.sse
+        backlog = app.encoder.backlog
         # The stream's own queue, drained directly once a frame has arrived: what is pending is
         # taken without a coroutine call per frame (the hub's bound keeps it at most 256).
         queue = stream._queue
@@ -190,10 +191,14 @@ class _ActivityStream(Response):
             # A client that is behind gets everything pending in one write. The hub's queue
             # bounds this: past its limit the hub replaced the backlog with one snapshot.
             if pending:
-                chunks = [encode(frame)]
-                while pending:
-                    chunks.append(encode(pop()))
-                body = b"".join(chunks)
+                if queue._metrics is None:
+                    body = backlog(frame, pending)
+                else:
+                    # With metrics, each delivery goes through pop(), which samples the lag.
+                    chunks = [encode(frame)]
+                    while pending:
+                        chunks.append(encode(pop()))
+                    body = b"".join(chunks)
             else:
                 body = encode(frame)
             await send({"type": "http.response.body", "body": body, "more_body": True})
@@ -221,10 +226,14 @@ class _HookStream(Response):
 
     async def _events(self, client: HookEventClient, send: Send) -> None:
         app = self._hub_app
-        while True:
+        hub = app.hub
+        # A disposed hub dispatches no more hooks; the stream ends at the next keep-alive.
+        while not hub.disposed:
             with trio.move_on_after(app.keepalive) as idle:
                 body = await client.take()
             if idle.cancelled_caught:
+                if hub.disposed:
+                    return
                 body = app.keepalive_bytes
             await send({"type": "http.response.body", "body": body, "more_body": True})
 
