@@ -414,8 +414,9 @@ async def test_a_thousand_dropped_connections_leave_nothing_behind() -> None:
         assert _open_fds() <= fds
         assert _task_count() <= tasks
         gc.collect()
-        # Memory: no object per connection survives (a little slack for caches that settle).
-        assert len(gc.get_objects()) - objects < 200
+        # Memory: nothing per connection survives. A leak of even one object per connection
+        # would be 1 000 more; caches that settle (logging, interned strings) stay far below.
+        assert len(gc.get_objects()) - objects < 500
 
 
 # --- resuming (R2, N2) ---------------------------------------------------------------------
@@ -545,3 +546,31 @@ def test_the_network_modules_export_what_they_document() -> None:
             value = getattr(module, name)
             if isinstance(value, type):
                 assert value.__module__ == module.__name__, name
+
+
+async def test_a_cors_preflight_needs_no_token_but_the_request_does() -> None:
+    origin = {"Origin": "https://dash.example"}
+    async with (
+        open_hub() as hub,
+        served(hub, token="s3cret", cors_origins=["https://dash.example"]) as url,
+        httpx.AsyncClient() as client,
+    ):
+        with trio.fail_after(WAIT):
+            preflight = await client.options(
+                f"{url}/v1/snapshot",
+                headers={
+                    **origin,
+                    "Access-Control-Request-Method": "GET",
+                    "Access-Control-Request-Headers": "Authorization",
+                },
+            )
+            without = await client.get(f"{url}/v1/snapshot", headers=origin)
+            with_token = await client.get(
+                f"{url}/v1/snapshot", headers={**origin, "Authorization": "Bearer s3cret"}
+            )
+    assert preflight.status_code == 200
+    assert "authorization" in preflight.headers["access-control-allow-headers"].lower()
+    assert without.status_code == 401
+    assert without.headers["access-control-allow-origin"] == "https://dash.example"
+    assert with_token.status_code == 200
+    assert with_token.headers["access-control-allow-origin"] == "https://dash.example"

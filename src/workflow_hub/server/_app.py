@@ -96,14 +96,13 @@ def _since(query: QueryParams, headers: Headers) -> Cursor | None:
 
 
 @final
-class _Guard:
-    """The outermost layer: ``Cache-Control: no-store`` on every response, and the token check."""
+class _NoStore:
+    """The outermost layer: ``Cache-Control: no-store`` on every response, errors included."""
 
-    __slots__ = ("_app", "_token")
+    __slots__ = ("_app",)
 
-    def __init__(self, app: ASGIApp, token: str | None) -> None:
+    def __init__(self, app: ASGIApp) -> None:
         self._app = app
-        self._token = None if token is None else token.encode()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
@@ -115,7 +114,24 @@ class _Guard:
                 message["headers"] = [*message.get("headers", ()), _NO_STORE]
             await send(message)
 
-        if self._token is not None and not self._allowed(scope):
+        await self._app(scope, receive, send_no_store)
+
+
+@final
+class _Guard:
+    """The token check, inside CORS (so that a browser can read a 401) and outside the routes."""
+
+    __slots__ = ("_app", "_token")
+
+    def __init__(self, app: ASGIApp, token: str | None) -> None:
+        self._app = app
+        self._token = None if token is None else token.encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self._token is None or scope["type"] not in ("http", "websocket"):
+            await self._app(scope, receive, send)
+            return
+        if not self._allowed(scope):
             response = _error(
                 401, "a valid token is required", "token", **{"WWW-Authenticate": "Bearer"}
             )
@@ -124,9 +140,9 @@ class _Guard:
                 if "websocket.http.response" not in scope.get("extensions", {}):
                     await send({"type": "websocket.close", "code": 1008})
                     return
-            await response(scope, receive, send_no_store)
+            await response(scope, receive, send)
             return
-        await self._app(scope, receive, send_no_store)
+        await self._app(scope, receive, send)
 
     def _allowed(self, scope: Scope) -> bool:
         path: str = scope["path"]
@@ -296,16 +312,18 @@ class HubApp:
             self.static_dir = static_dir
             routes.append(Route("/", self._index))
             routes.append(Mount("/static", StaticFiles(directory=static_dir, check_dir=False)))
-        inner: ASGIApp = Starlette(routes=routes)
+        inner: ASGIApp = _Guard(Starlette(routes=routes), token)
         if cors_origins:
+            # Outside the token check: a preflight carries no credentials, and a 401 must carry
+            # the CORS headers for the page to read it.
             inner = CORSMiddleware(
                 inner,
                 allow_origins=list(cors_origins),
                 allow_methods=["GET"],
                 allow_headers=["Authorization", "Last-Event-ID"],
-                expose_headers=["ETag"],
+                expose_headers=["ETag", "X-Workflow-Hub-Resumed"],
             )
-        self._app = _Guard(inner, token)
+        self._app = _NoStore(inner)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await self._app(scope, receive, send)
