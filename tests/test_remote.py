@@ -206,3 +206,35 @@ async def test_random_drops_across_5000_frames_lose_nothing_and_resume_without_s
     assert snapshots[1:] == list(range(501, total + 1, 500))
     assert resumed_on_reconnect
     assert all(resumed_on_reconnect)
+
+
+async def test_a_5xx_is_retried_until_the_server_answers() -> None:
+    from hypercorn.config import Config
+    from hypercorn.trio import serve
+    from starlette.responses import JSONResponse
+    from starlette.types import Receive, Scope, Send
+
+    from workflow_hub.server import create_app
+
+    async with open_hub() as hub, trio.open_nursery() as nursery:
+        app = create_app(hub)
+        refusals = [503, 500]
+
+        async def flaky(scope: Scope, receive: Receive, send: Send) -> None:
+            if scope["type"] == "http" and refusals:
+                await JSONResponse({"error": "busy"}, status_code=refusals.pop(0))(
+                    scope, receive, send
+                )
+                return
+            await app(scope, receive, send)
+
+        config = Config()
+        config.bind = ["127.0.0.1:0"]
+        config.errorlog = None
+        binds = await nursery.start(serve, flaky, config)  # type: ignore[arg-type]
+        with trio.fail_after(WAIT):
+            async with open_remote(binds[0], backoff=FAST) as stream:
+                first = await stream.receive()
+        nursery.cancel_scope.cancel()
+    assert isinstance(first, SnapshotFrame)
+    assert refusals == []
