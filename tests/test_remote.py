@@ -238,3 +238,33 @@ async def test_a_5xx_is_retried_until_the_server_answers() -> None:
         nursery.cancel_scope.cancel()
     assert isinstance(first, SnapshotFrame)
     assert refusals == []
+
+
+async def test_a_cursor_the_history_no_longer_covers_resyncs_from_a_snapshot() -> None:
+    """R2, N2: past the history the client starts over from a snapshot, and says so."""
+    async with open_hub(history_limit=4) as hub, served(hub) as url:
+        publisher = hub.register_publisher()
+        publisher.publish_snapshot("ready", [])
+        old = publisher.publish_changed(root("a"))
+        for index in range(10):
+            publisher.publish_changed(root(f"r{index}"))
+        with trio.fail_after(WAIT):
+            async with open_remote(url, since=old) as stream:
+                first = await stream.receive()
+    assert isinstance(first, SnapshotFrame)
+    assert first.cursor == hub.cursor
+    assert not stream.lease.resumed
+
+
+async def test_a_cursor_the_history_covers_resumes_without_a_snapshot() -> None:
+    async with open_hub() as hub, served(hub) as url:
+        publisher = hub.register_publisher()
+        publisher.publish_snapshot("ready", [])
+        seen = publisher.publish_changed(root("a"))
+        later = publisher.publish_removed("a")
+        with trio.fail_after(WAIT):
+            async with open_remote(url, since=seen) as stream:
+                first = await stream.receive()
+    assert isinstance(first, RemovedFrame)
+    assert first.cursor == later
+    assert stream.lease.resumed
