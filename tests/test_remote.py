@@ -268,3 +268,14 @@ async def test_a_cursor_the_history_covers_resumes_without_a_snapshot() -> None:
     assert isinstance(first, RemovedFrame)
     assert first.cursor == later
     assert stream.lease.resumed
+
+
+async def test_a_url_that_is_not_an_event_stream_is_an_error_not_a_retry_loop() -> None:
+    async with open_hub() as hub, served(hub) as url:
+        # The client asks for URL + "/v1/activity"; with a trailing "#" that part becomes a
+        # fragment, so it reaches /healthz: a 200 with JSON, as from some other service.
+        with trio.fail_after(WAIT), pytest.raises(RemoteError) as error:
+            async with open_remote(f"{url}/healthz#", backoff=Backoff(initial=60, maximum=60)) as s:
+                await s.receive()
+    assert error.value.status == 200
+    assert "not an event stream" in str(error.value)
