@@ -44,6 +44,7 @@ def test_serve_prints_its_url_and_snapshot_and_watch_read_it() -> None:
     lines = watched.stdout.splitlines()
     assert "connection live" in lines
     assert any(line.startswith("frame snapshot") for line in lines)
+    assert any(line.startswith("hook ") for line in lines)  # serve passes its HookRunner
 
 
 def test_serve_refuses_a_public_address_without_a_token() -> None:

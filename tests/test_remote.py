@@ -206,3 +206,76 @@ async def test_random_drops_across_5000_frames_lose_nothing_and_resume_without_s
     assert snapshots[1:] == list(range(501, total + 1, 500))
     assert resumed_on_reconnect
     assert all(resumed_on_reconnect)
+
+
+async def test_a_5xx_is_retried_until_the_server_answers() -> None:
+    from hypercorn.config import Config
+    from hypercorn.trio import serve
+    from starlette.responses import JSONResponse
+    from starlette.types import Receive, Scope, Send
+
+    from workflow_hub.server import create_app
+
+    async with open_hub() as hub, trio.open_nursery() as nursery:
+        app = create_app(hub)
+        refusals = [503, 500]
+
+        async def flaky(scope: Scope, receive: Receive, send: Send) -> None:
+            if scope["type"] == "http" and refusals:
+                await JSONResponse({"error": "busy"}, status_code=refusals.pop(0))(
+                    scope, receive, send
+                )
+                return
+            await app(scope, receive, send)
+
+        config = Config()
+        config.bind = ["127.0.0.1:0"]
+        config.errorlog = None
+        binds = await nursery.start(serve, flaky, config)  # type: ignore[arg-type]
+        with trio.fail_after(WAIT):
+            async with open_remote(binds[0], backoff=FAST) as stream:
+                first = await stream.receive()
+        nursery.cancel_scope.cancel()
+    assert isinstance(first, SnapshotFrame)
+    assert refusals == []
+
+
+async def test_a_cursor_the_history_no_longer_covers_resyncs_from_a_snapshot() -> None:
+    """R2, N2: past the history the client starts over from a snapshot, and says so."""
+    async with open_hub(history_limit=4) as hub, served(hub) as url:
+        publisher = hub.register_publisher()
+        publisher.publish_snapshot("ready", [])
+        old = publisher.publish_changed(root("a"))
+        for index in range(10):
+            publisher.publish_changed(root(f"r{index}"))
+        with trio.fail_after(WAIT):
+            async with open_remote(url, since=old) as stream:
+                first = await stream.receive()
+    assert isinstance(first, SnapshotFrame)
+    assert first.cursor == hub.cursor
+    assert not stream.lease.resumed
+
+
+async def test_a_cursor_the_history_covers_resumes_without_a_snapshot() -> None:
+    async with open_hub() as hub, served(hub) as url:
+        publisher = hub.register_publisher()
+        publisher.publish_snapshot("ready", [])
+        seen = publisher.publish_changed(root("a"))
+        later = publisher.publish_removed("a")
+        with trio.fail_after(WAIT):
+            async with open_remote(url, since=seen) as stream:
+                first = await stream.receive()
+    assert isinstance(first, RemovedFrame)
+    assert first.cursor == later
+    assert stream.lease.resumed
+
+
+async def test_a_url_that_is_not_an_event_stream_is_an_error_not_a_retry_loop() -> None:
+    async with open_hub() as hub, served(hub) as url:
+        # The client asks for URL + "/v1/activity"; with a trailing "#" that part becomes a
+        # fragment, so it reaches /healthz: a 200 with JSON, as from some other service.
+        with trio.fail_after(WAIT), pytest.raises(RemoteError) as error:
+            async with open_remote(f"{url}/healthz#", backoff=Backoff(initial=60, maximum=60)) as s:
+                await s.receive()
+    assert error.value.status == 200
+    assert "not an event stream" in str(error.value)

@@ -95,6 +95,12 @@ def _error_message(response: httpx.Response) -> str:
     return response.reason_phrase
 
 
+async def _close(connection: AsyncExitStack) -> None:
+    """Close a connection even when the caller is being cancelled: never leak a socket."""
+    with trio.CancelScope(shield=True):
+        await connection.aclose()
+
+
 @final
 class RemoteLease:
     """The stream's counterpart of an observer lease: ``dispose()`` stops the stream."""
@@ -200,8 +206,7 @@ class RemoteStream:
         self._events = None
         connection, self._connection = self._connection, None
         if connection is not None:
-            with trio.CancelScope(shield=True):
-                await connection.aclose()
+            await _close(connection)
 
     async def _connect(self) -> None:
         """Open a connection, retrying with backoff; 401 and other final 4xx raise."""
@@ -229,17 +234,23 @@ class RemoteStream:
                         raise RemoteAuthError(status, message)
                     if 400 <= status < 500 and status not in _RETRIED_4XX:
                         raise RemoteError(status, message)
-                    await stack.aclose()
+                    await _close(stack)
                     continue
+                content_type = response.headers.get("content-type", "").partition(";")[0]
+                if content_type.strip() != "text/event-stream":
+                    # Not this server (a proxy's page, another service): retrying will not help.
+                    raise RemoteError(
+                        status, f"not an event stream (Content-Type {content_type!r})"
+                    )
                 events = EventSource(response).aiter_sse()
                 # Closed before the response (last in, first out), so it never outlives it.
                 stack.push_async_callback(events.aclose)
                 self._events = events
             except (httpx.TransportError, SSEError):
-                await stack.aclose()
+                await _close(stack)
                 continue
             except BaseException:
-                await stack.aclose()
+                await _close(stack)
                 raise
             self._connection = stack
             self.connected = True

@@ -38,7 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def connection_state(stream: RemoteStream) -> str:
     """What a person watching needs to know about the connection, in three words at most."""
     if not stream.connected:
-        return "reconnecting"
+        return "reconnecting" if stream.cursor is not None else "connecting"
     if stream.resynced:
         return "resynced from a snapshot"
     return "live"
@@ -72,6 +72,7 @@ async def _watch(args: argparse.Namespace, output: Output) -> None:
             trio.open_nursery() as nursery,
         ):
             nursery.start_soon(_show_connection, stream, output)
+            nursery.start_soon(_show_hook_events, args.url, args.token, output)
             async for frame in stream:
                 view.apply(frame)
                 output.frame(frame, view)
@@ -92,6 +93,34 @@ async def _show_connection(stream: RemoteStream, output: Output) -> None:
             else:
                 print(f"connection {state}", flush=True)
         await trio.sleep(_REDRAW_EVERY)
+
+
+async def _show_hook_events(url: str, token: str | None, output: Output) -> None:
+    """The hook pane: ``/v1/events`` when the server has a runner; nothing when it has none.
+
+    Hook events are notifications without resume, so a dropped connection just reconnects.
+    """
+    import httpx
+    from httpx_sse import EventSource, SSEError
+
+    from ._contract import WorkflowEvent
+    from .wire import loads
+
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    timeout = httpx.Timeout(10.0, read=45.0)
+    async with httpx.AsyncClient(headers=headers, timeout=timeout) as client:
+        while True:
+            try:
+                async with client.stream("GET", f"{url.rstrip('/')}/v1/events") as response:
+                    if response.status_code != 200:
+                        return  # no runner (404) or not allowed: no pane, the view goes on
+                    async for event in EventSource(response).aiter_sse():
+                        if event.event == "dropped":
+                            continue
+                        output.hook(loads(WorkflowEvent, event.data))
+            except (httpx.TransportError, SSEError):
+                pass
+            await trio.sleep(1.0)
 
 
 def add_snapshot_arguments(parser: argparse.ArgumentParser) -> None:

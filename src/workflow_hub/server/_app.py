@@ -96,14 +96,13 @@ def _since(query: QueryParams, headers: Headers) -> Cursor | None:
 
 
 @final
-class _Guard:
-    """The outermost layer: ``Cache-Control: no-store`` on every response, and the token check."""
+class _NoStore:
+    """The outermost layer: ``Cache-Control: no-store`` on every response, errors included."""
 
-    __slots__ = ("_app", "_token")
+    __slots__ = ("_app",)
 
-    def __init__(self, app: ASGIApp, token: str | None) -> None:
+    def __init__(self, app: ASGIApp) -> None:
         self._app = app
-        self._token = None if token is None else token.encode()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
@@ -115,7 +114,24 @@ class _Guard:
                 message["headers"] = [*message.get("headers", ()), _NO_STORE]
             await send(message)
 
-        if self._token is not None and not self._allowed(scope):
+        await self._app(scope, receive, send_no_store)
+
+
+@final
+class _Guard:
+    """The token check, inside CORS (so that a browser can read a 401) and outside the routes."""
+
+    __slots__ = ("_app", "_token")
+
+    def __init__(self, app: ASGIApp, token: str | None) -> None:
+        self._app = app
+        self._token = None if token is None else token.encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self._token is None or scope["type"] not in ("http", "websocket"):
+            await self._app(scope, receive, send)
+            return
+        if not self._allowed(scope):
             response = _error(
                 401, "a valid token is required", "token", **{"WWW-Authenticate": "Bearer"}
             )
@@ -124,9 +140,9 @@ class _Guard:
                 if "websocket.http.response" not in scope.get("extensions", {}):
                     await send({"type": "websocket.close", "code": 1008})
                     return
-            await response(scope, receive, send_no_store)
+            await response(scope, receive, send)
             return
-        await self._app(scope, receive, send_no_store)
+        await self._app(scope, receive, send)
 
     def _allowed(self, scope: Scope) -> bool:
         path: str = scope["path"]
@@ -173,6 +189,7 @@ class _ActivityStream(Response):
     async def _send_frames(self, stream: FrameStream, send: Send) -> None:
         app = self._hub_app
         encode = app.encoder.sse
+        backlog = app.encoder.backlog
         # The stream's own queue, drained directly once a frame has arrived: what is pending is
         # taken without a coroutine call per frame (the hub's bound keeps it at most 256).
         queue = stream._queue
@@ -190,10 +207,14 @@ class _ActivityStream(Response):
             # A client that is behind gets everything pending in one write. The hub's queue
             # bounds this: past its limit the hub replaced the backlog with one snapshot.
             if pending:
-                chunks = [encode(frame)]
-                while pending:
-                    chunks.append(encode(pop()))
-                body = b"".join(chunks)
+                if queue._metrics is None:
+                    body = backlog(frame, pending)
+                else:
+                    # With metrics, each delivery goes through pop(), which samples the lag.
+                    chunks = [encode(frame)]
+                    while pending:
+                        chunks.append(encode(pop()))
+                    body = b"".join(chunks)
             else:
                 body = encode(frame)
             await send({"type": "http.response.body", "body": body, "more_body": True})
@@ -221,10 +242,14 @@ class _HookStream(Response):
 
     async def _events(self, client: HookEventClient, send: Send) -> None:
         app = self._hub_app
-        while True:
+        hub = app.hub
+        # A disposed hub dispatches no more hooks; the stream ends at the next keep-alive.
+        while not hub.disposed:
             with trio.move_on_after(app.keepalive) as idle:
                 body = await client.take()
             if idle.cancelled_caught:
+                if hub.disposed:
+                    return
                 body = app.keepalive_bytes
             await send({"type": "http.response.body", "body": body, "more_body": True})
 
@@ -287,16 +312,18 @@ class HubApp:
             self.static_dir = static_dir
             routes.append(Route("/", self._index))
             routes.append(Mount("/static", StaticFiles(directory=static_dir, check_dir=False)))
-        inner: ASGIApp = Starlette(routes=routes)
+        inner: ASGIApp = _Guard(Starlette(routes=routes), token)
         if cors_origins:
+            # Outside the token check: a preflight carries no credentials, and a 401 must carry
+            # the CORS headers for the page to read it.
             inner = CORSMiddleware(
                 inner,
                 allow_origins=list(cors_origins),
                 allow_methods=["GET"],
                 allow_headers=["Authorization", "Last-Event-ID"],
-                expose_headers=["ETag"],
+                expose_headers=["ETag", "X-Workflow-Hub-Resumed"],
             )
-        self._app = _Guard(inner, token)
+        self._app = _NoStore(inner)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await self._app(scope, receive, send)

@@ -12,6 +12,7 @@ that tests and benchmarks can check the ratio to frames is 1.
 from __future__ import annotations
 
 import json
+from collections import deque
 from typing import Final, final
 
 from .._contract import Cursor, Frame, WorkflowEvent
@@ -22,6 +23,9 @@ __all__ = ["FrameEncoder", "cursor_text", "encode_hook_event", "sse_comment", "s
 
 GENERATION_SIZE: Final = 4096
 """Frames per cache generation: far more than a hub queue holds (256 by default)."""
+
+BATCHES_KEPT: Final = 16
+"""Joined backlogs kept for reuse: clients that keep up share the latest one or two."""
 
 
 def cursor_text(cursor: Cursor) -> str:
@@ -57,11 +61,14 @@ class _Encoded:
 class FrameEncoder:
     """Encodes each frame once, whatever the number of clients that send it."""
 
-    __slots__ = ("_current", "_previous", "encodings")
+    __slots__ = ("_batches", "_current", "_previous", "batches_joined", "encodings")
 
     def __init__(self) -> None:
         self._current: dict[int, _Encoded] = {}
         self._previous: dict[int, _Encoded] = {}
+        self._batches: dict[tuple[int, int, int], tuple[Frame, Frame, bytes]] = {}
+        self.batches_joined = 0
+        """How many backlogs were joined into one write (the others reused one of those)."""
         self.encodings = 0
         """How many times a frame was encoded (once per distinct frame while it is cached)."""
 
@@ -87,6 +94,35 @@ class FrameEncoder:
         if entry is not None and entry.frame is frame:
             return entry.sse
         return self._entry(frame).sse
+
+    def backlog(self, first: Frame, pending: deque[Frame]) -> bytes:
+        """``first`` and everything in ``pending`` as one chunk of SSE events; empties ``pending``.
+
+        Clients that keep up hold the same backlog: the frames broadcast since they last wrote.
+        A hub queue holds a contiguous run of the hub's broadcast frames, possibly after one
+        snapshot frame that stands for everything before it (attach, overflow, resume), and the
+        hub builds one snapshot object per revision. So two backlogs with the same first and
+        last frame objects and the same length hold the same frames, and the chunk joined for
+        one client is reused, as it is, for the others.
+        """
+        count = len(pending)
+        last = pending[-1]
+        key = (id(first), id(last), count)
+        cached = self._batches.get(key)
+        if cached is not None and cached[0] is first and cached[1] is last:
+            pending.clear()
+            return cached[2]
+        sse = self.sse
+        chunks = [sse(first)]
+        chunks.extend([sse(frame) for frame in pending])
+        pending.clear()
+        body = b"".join(chunks)
+        self.batches_joined += 1
+        if len(self._batches) >= BATCHES_KEPT:
+            self._batches.clear()
+        # The frames are held too, so that their id()s cannot be reused while the entry lives.
+        self._batches[key] = (first, last, body)
+        return body
 
     def message(self, frame: Frame) -> str:
         """The frame as one WebSocket text message: ``{"id": <cursor text>, "frame": {...}}``."""

@@ -83,6 +83,8 @@ async def serve_hub(
     config.errorlog = logger
     config.accesslog = None
     config.keep_alive_timeout = 30
+    # WebSocket pings at the SSE keep-alive interval: proxies close idle connections either way.
+    config.websocket_ping_interval = keepalive
 
     stopping = trio.Event()
     # The server runs shielded from the caller's cancellation, so that a cancelled nursery still
