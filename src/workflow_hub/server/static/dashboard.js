@@ -251,8 +251,10 @@
     scheduleRender();
   }
 
-  // A burst of frames (a resume, a busy scheduler) is drawn once, at most every 20 ms.
+  // A frame after a quiet spell is drawn at once; a burst of them (a resume, a busy scheduler)
+  // is drawn at most every 20 ms.
   var renderTimer = null;
+  var lastRender = 0;
 
   var feedTimer = null;
 
@@ -266,10 +268,15 @@
 
   function scheduleRender() {
     if (renderTimer !== null) return;
+    var wait = lastRender + 20 - Date.now();
+    if (wait <= 0) {
+      render();
+      return;
+    }
     renderTimer = window.setTimeout(function () {
       renderTimer = null;
       render();
-    }, 20);
+    }, wait);
   }
 
   function setConnection(state) {
@@ -355,6 +362,7 @@
   }
 
   function render() {
+    lastRender = Date.now();
     renderConnection();
     renderAggregate();
     renderSuperseded();
