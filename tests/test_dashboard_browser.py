@@ -338,11 +338,14 @@ async def test_a_stopped_server_shows_reconnecting_then_resumes(browser: Browser
 
                 await server.stop()
                 await tab.until("(_, s) => s.connection.state === 'reconnecting'")
+                stale = tab.page.locator('[data-testid="stale"]')
+                assert "may have changed" in await browser.run(stale.inner_text)
                 publisher.publish_changed(root("b", "working", "executing"))
                 await server.start()
                 state = await tab.at_cursor(hub.snapshot_frame().cursor)
                 assert state["connection"]["state"] == "live"
                 assert state["connection"]["snapshots"] == "1", "resumed without a snapshot"
+                assert not await browser.run(stale.is_visible)
                 assert [r["state"] for r in state["roots"]] == ["working", "working"]
 
 

@@ -48,6 +48,7 @@
     aggregateLabel: $('[data-role="aggregate-label"]'),
     aggregateMessage: $('[data-testid="aggregate-message"]'),
     aggregateAttention: $('[data-role="aggregate-attention"]'),
+    stale: $('[data-testid="stale"]'),
     superseded: $('[data-testid="superseded"]'),
     rootCount: $('[data-role="root-count"]'),
     rootsEmpty: $('[data-testid="roots-empty"]'),
@@ -385,6 +386,13 @@
     ui.connectionLabel.className = "badge connection-" + connection;
     ui.epoch.textContent = cursor ? cursor.epoch : "–";
     ui.revision.textContent = cursor ? String(cursor.revision) : "–";
+    // While disconnected the picture is the last one received: say so beside the status.
+    var stale = connection === "reconnecting" && cursor !== null;
+    ui.stale.hidden = !stale;
+    ui.stale.textContent = stale
+      ? "Reconnecting: this is the state as of revision " + cursor.revision + "; it may have changed."
+      : "";
+    document.body.dataset.connection = connection;
   }
 
   function renderAggregate() {
