@@ -34,6 +34,7 @@ from ._jsonl import JsonLinesProcess as JsonLinesProcess
 from ._jsonl import serve as serve
 from ._operations import ROOT_IDS as ROOT_IDS
 from ._operations import At as At
+from ._operations import Behind as Behind
 from ._operations import BindDispatcher as BindDispatcher
 from ._operations import DisposeHub as DisposeHub
 from ._operations import DisposeObserver as DisposeObserver
@@ -63,6 +64,7 @@ __all__ = [
     "AdapterConfig",
     "AdapterFactory",
     "At",
+    "Behind",
     "BindDispatcher",
     "Checkpoint",
     "ConformanceAdapter",
