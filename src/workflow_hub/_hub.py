@@ -369,11 +369,11 @@ class WorkflowActivityHub:
         self._broadcast(self.snapshot_frame())
 
     def _broadcast(self, frame: Frame) -> None:
+        self._history.append(frame)  # R1: every broadcast frame, for observers that resume
         if self._metrics is not None:
             self._metrics.frame_published(frame, len(self._observers))
         for queue in self._observers:
             queue.push(frame)
-        self._history.append(frame)
 
     def _record(self, kind: DiagnosticKind) -> None:
         self._diagnostics.append(trusted(Diagnostic, kind=kind, cursor=self._cursor))
