@@ -50,7 +50,12 @@ class FrameHistory:
         if not self._limit:
             return None
         frames = self._frames
-        return frames[0].cursor.revision if len(frames) > self._limit else 0
+        if len(frames) <= self._limit:
+            return 0
+        try:
+            return frames[0].cursor.revision
+        except IndexError:  # statistics() read from a metrics thread while a snapshot cleared it
+            return 0
 
     def clear(self) -> None:
         """Forget everything: a new epoch starts an empty history (R1)."""
