@@ -36,9 +36,9 @@ from workflow_hub.testing.conformance import (
     HubAdapter,
     Scenario,
     play_scenario,
-    scenarios,
 )
 from workflow_hub.testing.model import HubModel, ModelObserver
+from workflow_hub.testing.strategies import scenarios
 
 from .builders import fold, held_at
 

@@ -43,9 +43,8 @@ from workflow_hub.testing.conformance import (
     HubAdapter,
     Scenario,
     play_scenario,
-    scenarios,
 )
-from workflow_hub.testing.strategies import root_activities
+from workflow_hub.testing.strategies import root_activities, scenarios
 
 from .builders import held_at
 
