@@ -20,6 +20,8 @@ import bench_memory
 import bench_metrics
 import bench_network
 import bench_publish
+import bench_redis
+import bench_resume
 import bench_snapshot
 from _harness import (
     HUB_VARIANTS,
@@ -43,6 +45,8 @@ BENCHMARKS: dict[str, Benchmark] = {
     "hooks": bench_hooks.run,
     "metrics": bench_metrics.run,
     "network": bench_network.run,
+    "redis": bench_redis.run,
+    "resume": bench_resume.run,
 }
 
 

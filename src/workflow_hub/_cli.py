@@ -17,13 +17,15 @@ __all__ = ["main"]
 # subcommand -> (module, help). Each module has ``add_arguments(parser)`` and ``run(args) -> int``.
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("workflow_hub._demo", "run a simulated scheduler and show its activity live"),
-    "serve": ("workflow_hub._serve_cli", "run the demo scheduler with the HTTP server on"),
-    "watch": ("workflow_hub._watch_cli", "show a served hub live: roots, status, connection"),
     "snapshot": ("workflow_hub._snapshot_cli", "print a served hub's snapshot as JSON"),
     "conformance": (
         "workflow_hub.testing._conformance_cli",
         "check an implementation of the contract against the reference model",
     ),
+    # watch/serve: the Redis modules take redis:// URLs and --redis, and hand everything else to
+    # the network server's _watch_cli/_serve_cli when those are installed.
+    "watch": ("workflow_hub._redis_cli_watch", "show a fleet (redis://) or a served hub, live"),
+    "serve": ("workflow_hub._redis_cli_serve", "run the demo scheduler, mirrored or served"),
 }
 
 

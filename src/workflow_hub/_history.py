@@ -22,47 +22,51 @@ __all__ = ["FrameHistory"]
 class FrameHistory:
     """A bounded, snapshot-truncated record of one epoch's broadcast frames.
 
-    ``floor`` is the oldest revision a resume can start from: every frame broadcast after it is
-    still here. While the oldest frame held is a snapshot, any revision of the epoch can resume
-    (the replay starts at that snapshot), so the floor is 0.
+    The deque holds at most ``limit + 1`` frames and evicts the oldest by itself, so recording a
+    frame is one C-level append on the publish path. The newest ``limit`` frames are the history;
+    once the deque is full, its oldest frame is no longer replayed and only marks the *floor*:
+    every frame broadcast after its revision is still here. Until then the floor is 0, the start
+    of the epoch or the latest snapshot (a snapshot replaces everything before it, so any earlier
+    revision of the epoch resumes from it).
     """
 
-    __slots__ = ("_floor", "_frames", "_limit")
+    __slots__ = ("_frames", "_limit")
 
     def __init__(self, limit: int) -> None:
         self._limit = limit
-        self._frames: deque[Frame] = deque()
-        self._floor = 0
+        # History off keeps nothing at all: a deque of maxlen 0 drops every append.
+        self._frames: deque[Frame] = deque(maxlen=limit + 1 if limit else 0)
 
     @property
     def limit(self) -> int:
         return self._limit
 
     def __len__(self) -> int:
-        return len(self._frames)
+        return min(len(self._frames), self._limit)
 
     @property
     def floor(self) -> int | None:
         """The oldest revision a resume can start from; None when history is off."""
-        return self._floor if self._limit else None
+        if not self._limit:
+            return None
+        frames = self._frames
+        if len(frames) <= self._limit:
+            return 0
+        try:
+            return frames[0].cursor.revision
+        except IndexError:  # statistics() read from a metrics thread while a snapshot cleared it
+            return 0
 
     def clear(self) -> None:
         """Forget everything: a new epoch starts an empty history (R1)."""
         self._frames.clear()
-        self._floor = 0
 
     def append(self, frame: Frame) -> None:
         """Record a broadcast frame (never a per-observer overflow snapshot)."""
-        if not self._limit:
-            return
-        frames = self._frames
         if type(frame) is SnapshotFrame:
             # A snapshot replaces all prior knowledge: nothing before it is ever replayed again.
-            frames.clear()
-            self._floor = 0
-        elif len(frames) >= self._limit:
-            self._floor = frames.popleft().cursor.revision
-        frames.append(frame)
+            self._frames.clear()
+        self._frames.append(frame)
 
     def replay(self, since: int, current: int) -> list[Frame] | None:
         """The frames broadcast after revision ``since``, oldest first; None when some are gone.
@@ -70,9 +74,11 @@ class FrameHistory:
         None also for history off and for a revision in the future: the caller resnapshots.
         Costs O(frames returned): the walk starts at the newest frame.
         """
-        if not self._limit or since > current or since < self._floor:
+        floor = self.floor
+        if floor is None or since > current or since < floor:
             return None
         missed: list[Frame] = []
+        # The floor frame itself (if any) has revision <= since, so the walk stops there.
         for frame in reversed(self._frames):
             if frame.cursor.revision <= since:
                 break

@@ -39,8 +39,9 @@ from ._contract import (
 from ._enums import Availability, DiagnosticKind, StageStatus
 from ._errors import ContractError
 from ._history import FrameHistory
-from ._metrics import HubMetrics
+from ._instruments import HubInstruments, Instrumentation
 from ._observers import (
+    YIELD_EVERY,
     FrameCallback,
     FrameStream,
     ObserverLease,
@@ -117,10 +118,10 @@ class HubStatistics:
     """Hook events dropped, oldest first, because the hook buffer was full."""
     epochs_started: int
     """Epochs this hub has started, the first one included."""
-    history_frames: int
+    history_frames: int = 0
     """Frames the resume history holds (R1): at most ``history_limit``, none before the latest
     broadcast snapshot."""
-    history_oldest_revision: int | None
+    history_oldest_revision: int | None = None
     """The oldest revision of the current epoch a resume can start from without a snapshot
     (``observe(since=...)``, R2); None when history is off (``history_limit=0``)."""
     running: bool
@@ -140,9 +141,10 @@ class WorkflowActivityHub:
     ``queue_limit`` bounds each observer's pending frames (O4); ``diagnostics_limit`` bounds the
     retained diagnostics (L3); ``hook_buffer_limit`` bounds hook events waiting for a dispatcher
     (the oldest are dropped past it, and counted). ``history_limit`` bounds the frames kept so
-    an observer can resume from a cursor (R1; 0 turns resuming off). ``epoch_factory`` makes epoch strings; each must
-    be new to this hub. ``metrics`` (a :class:`~workflow_hub.metrics.HubMetrics`) turns on
-    Prometheus metrics; without it the hub does no metric work at all.
+    an observer can resume from a cursor (R1; 0 turns resuming off). ``epoch_factory`` makes
+    epoch strings; each must be new to this hub. ``metrics`` (a :class:`~workflow_hub.metrics.HubMetrics`) turns on
+    Prometheus metrics; without it the hub does no metric work at all. (The hub takes any
+    ``Instrumentation``; it never imports prometheus-client itself.)
     """
 
     def __init__(
@@ -153,12 +155,12 @@ class WorkflowActivityHub:
         hook_buffer_limit: int = DEFAULT_HOOK_BUFFER_LIMIT,
         history_limit: int = DEFAULT_HISTORY_LIMIT,
         epoch_factory: Callable[[], str] | None = None,
-        metrics: HubMetrics | None = None,
+        metrics: Instrumentation | None = None,
     ) -> None:
-        if metrics is not None and not isinstance(metrics, HubMetrics):
+        if metrics is not None and not isinstance(metrics, Instrumentation):
             raise ContractError("metrics", f"expected HubMetrics, got {type(metrics).__name__}")
-        self._metrics = metrics
         self._queue_limit = _check_limit(queue_limit, "queue_limit")
+        self._metrics: HubInstruments | None = None
         self._diagnostics: deque[Diagnostic] = deque(
             maxlen=_check_limit(diagnostics_limit, "diagnostics_limit")
         )
@@ -183,7 +185,9 @@ class WorkflowActivityHub:
         self._entered = False
         self._disposed = False
         if metrics is not None:
-            metrics.bind(self)
+            # Last: a scrape on another thread may read the hub as soon as metrics follow it.
+            self._metrics = metrics.instrument(self, queue_limit=self._queue_limit)
+            self._metrics.epoch_started()  # the first one, started above
 
     # --- lifetime --------------------------------------------------------------------------
 
@@ -295,7 +299,7 @@ class WorkflowActivityHub:
         after the frames already queued for them. On a disposed hub, the publisher is inert.
         """
         if self._disposed:
-            return WorkflowActivityPublisher(self, None)
+            return WorkflowActivityPublisher._create(self, None)
         epoch = self._new_epoch()
         self._epoch = epoch
         self._revision = 0
@@ -307,7 +311,7 @@ class WorkflowActivityHub:
         self._broadcast(self.snapshot_frame())
         # R1: a new epoch starts an empty history (revision 0 is never resumed *from* before).
         self._history.clear()
-        return WorkflowActivityPublisher(self, epoch)
+        return WorkflowActivityPublisher._create(self, epoch)
 
     def _new_epoch(self) -> str:
         epoch = self._epoch_factory()
@@ -316,6 +320,8 @@ class WorkflowActivityHub:
         if epoch in self._used_epochs:
             raise ContractError("epoch_factory", f"returned epoch {epoch!r} a second time")
         self._used_epochs.add(epoch)
+        if self._metrics is not None:
+            self._metrics.epoch_started()
         return epoch
 
     def _advance(self) -> Cursor:
@@ -369,11 +375,18 @@ class WorkflowActivityHub:
         self._broadcast(self.snapshot_frame())
 
     def _broadcast(self, frame: Frame) -> None:
-        if self._metrics is not None:
-            self._metrics.frame_published(frame, len(self._observers))
+        self._history.append(frame)  # R1: every broadcast frame, for observers that resume
+        metrics = self._metrics
+        if metrics is None:
+            for queue in self._observers:
+                queue.push(frame)
+            return
+        metrics.frame_built(frame)
         for queue in self._observers:
             queue.push(frame)
-        self._history.append(frame)
+        # Counted once the queues hold it: a scrape from another thread then never counts a
+        # frame as queued that no queue holds yet (frames_delivered_total is derived).
+        metrics.frame_published(frame, len(self._observers))
 
     def _record(self, kind: DiagnosticKind) -> None:
         self._diagnostics.append(trusted(Diagnostic, kind=kind, cursor=self._cursor))
@@ -408,7 +421,7 @@ class WorkflowActivityHub:
         """
         queue, lease = self._attach(_check_since(since))
         try:
-            yield FrameStream(lease, queue)
+            yield FrameStream._create(lease, queue)
         finally:
             lease.dispose()
 
@@ -418,7 +431,7 @@ class WorkflowActivityHub:
             queue = ObserverQueue(self, (self.snapshot_frame(),), self._queue_limit)
             queue.dispose()
             self._record(DiagnosticKind.OBSERVER_DISPOSED)
-            return queue, ObserverLease(self, queue)
+            return queue, ObserverLease._create(self, queue)
         if self._nursery is None:
             raise RuntimeError(_NOT_RUNNING)
         if self._availability is Availability.RECOVERING:
@@ -431,7 +444,7 @@ class WorkflowActivityHub:
         self._observers[queue] = None
         if self._metrics is not None:
             self._metrics.frames_queued(len(first))
-        return queue, ObserverLease(self, queue)
+        return queue, ObserverLease._create(self, queue)
 
     def _first_frames(self, since: Cursor | None) -> tuple[tuple[Frame, ...], bool]:
         """What a new observer starts with, and whether it resumed (R2) rather than snapshotted."""
@@ -469,6 +482,8 @@ class WorkflowActivityHub:
         if len(events) >= self._hook_buffer_limit:
             events.popleft()
             self._hook_events_dropped += 1
+            if self._metrics is not None:
+                self._metrics.hook_events_dropped(1)
         events.append((event, publisher))
         self._wake_hooks()
 
@@ -491,12 +506,27 @@ class WorkflowActivityHub:
             await trio.lowlevel.wait_task_rescheduled(abort)
         return self._hook_events.popleft()
 
+    def _handler_failed(self) -> None:
+        """A hook handler raised: ``HookRunner`` reports it here, for the hub's metrics."""
+        if self._metrics is not None:
+            self._metrics.handler_failed()
+
     async def _run_hooks(self) -> None:
-        """The hub's one hook task: events strictly one after another (K6)."""
+        """The hub's one hook task: events strictly one after another (K6).
+
+        Like an observer's task it checkpoints once every ``YIELD_EVERY`` events: a dispatcher
+        that never awaits (a sync handler, or one that publishes into this hub and so keeps the
+        queue full) must not keep every other task, and cancellation, waiting.
+        """
+        until_checkpoint = YIELD_EVERY
         while True:
+            if not until_checkpoint:
+                until_checkpoint = YIELD_EVERY
+                await trio.lowlevel.checkpoint()
             item = await self._next_hook_event()
             if item is None:
                 return
+            until_checkpoint -= 1
             event, publisher = item
             if not publisher.current:
                 continue  # K2: retirement fences buffered and queued events.
@@ -521,7 +551,7 @@ async def open_hub(
     hook_buffer_limit: int = DEFAULT_HOOK_BUFFER_LIMIT,
     history_limit: int = DEFAULT_HISTORY_LIMIT,
     epoch_factory: Callable[[], str] | None = None,
-    metrics: HubMetrics | None = None,
+    metrics: Instrumentation | None = None,
 ) -> AsyncIterator[WorkflowActivityHub]:
     """Run a :class:`WorkflowActivityHub` for the duration of the block, then dispose it."""
     async with WorkflowActivityHub(

@@ -1,9 +1,8 @@
-"""``workflow-hub watch URL`` and ``workflow-hub snapshot URL``: a remote hub from a terminal.
+"""``workflow-hub watch URL``: a served hub from a terminal.
 
-``watch`` draws the demo's live view of a hub served by ``workflow_hub.server`` (or, on a pipe,
-one line per frame), with the connection's state: live, reconnecting, or resynced from a
-snapshot. ``snapshot`` prints the current snapshot as wire JSON. Both need the ``server`` extra,
-imported only when they run.
+It draws the demo's live view of a hub served by ``workflow_hub.server`` (or, on a pipe, one line
+per frame and per hook event), with the connection's state: connecting, live, reconnecting, or
+resynced from a snapshot. Needs the ``server`` extra, imported only when it runs.
 """
 
 from __future__ import annotations
@@ -18,7 +17,7 @@ if TYPE_CHECKING:
     from ._demo import Output
     from ._remote import RemoteStream
 
-__all__ = ["add_arguments", "add_snapshot_arguments", "run", "run_snapshot"]
+__all__ = ["add_arguments", "connection_state", "run"]
 
 _REDRAW_EVERY = 0.25
 
@@ -121,23 +120,3 @@ async def _show_hook_events(url: str, token: str | None, output: Output) -> None
             except (httpx.TransportError, SSEError):
                 pass
             await trio.sleep(1.0)
-
-
-def add_snapshot_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("url", help="the server's base URL, e.g. http://127.0.0.1:8765")
-    parser.add_argument("--token", default=None, help="the token the server wants")
-
-
-def run_snapshot(args: argparse.Namespace) -> int:
-    import httpx
-
-    from ._remote import RemoteError, RemoteHub
-    from .wire import dumps
-
-    try:
-        snapshot = trio.run(RemoteHub(args.url, token=args.token).snapshot)
-    except (RemoteError, httpx.HTTPError) as error:
-        print(f"workflow-hub snapshot: {args.url}: {error}", file=sys.stderr)
-        return 1
-    print(dumps(snapshot))
-    return 0

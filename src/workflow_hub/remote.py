@@ -6,7 +6,7 @@ has ``subscribe()`` like a hub, for :func:`~workflow_hub.reporting.run_reporter`
 ``server`` extra. See ``docs/network.md``.
 """
 
-from ._public import claim as _claim
+from ._public import fixup_module_metadata
 from ._remote import Backoff as Backoff
 from ._remote import RemoteAuthError as RemoteAuthError
 from ._remote import RemoteError as RemoteError
@@ -25,4 +25,5 @@ __all__ = [
     "open_remote",
 ]
 
-_claim(__name__, globals(), __all__)
+fixup_module_metadata(__name__, globals())
+del fixup_module_metadata

@@ -4,7 +4,11 @@ Everything here is also exported by ``workflow_hub``; see docs/scheduler-guide.m
 """
 
 from ._heartbeat import run_heartbeats as run_heartbeats
+from ._public import fixup_module_metadata
 from ._threads import ThreadPublisher as ThreadPublisher
 from ._tracker import RunTracker as RunTracker
 
 __all__ = ["RunTracker", "ThreadPublisher", "run_heartbeats"]
+
+fixup_module_metadata(__name__, globals())
+del fixup_module_metadata

@@ -10,9 +10,13 @@ the text form of a cursor (``"<epoch>:<revision>"``) that transports resume from
 
 from ._cursor_text import format_cursor as format_cursor
 from ._cursor_text import parse_cursor as parse_cursor
+from ._public import fixup_module_metadata
 from ._wire import dumps as dumps
 from ._wire import from_wire as from_wire
 from ._wire import loads as loads
 from ._wire import to_wire as to_wire
 
 __all__ = ["dumps", "format_cursor", "from_wire", "loads", "parse_cursor", "to_wire"]
+
+fixup_module_metadata(__name__, globals())
+del fixup_module_metadata

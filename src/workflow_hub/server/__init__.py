@@ -5,7 +5,7 @@
 (``pip install 'workflow-hub[server]'``). See ``docs/network.md``.
 """
 
-from .._public import claim as _claim
+from .._public import fixup_module_metadata
 from ._app import DEFAULT_EVENTS_BUFFER as DEFAULT_EVENTS_BUFFER
 from ._app import DEFAULT_KEEPALIVE as DEFAULT_KEEPALIVE
 from ._app import STATIC_DIR as STATIC_DIR
@@ -22,4 +22,5 @@ __all__ = [
     "serve_hub",
 ]
 
-_claim(__name__, globals(), __all__)
+fixup_module_metadata(__name__, globals())
+del fixup_module_metadata

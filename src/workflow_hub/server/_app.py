@@ -194,7 +194,7 @@ class _ActivityStream(Response):
         # taken without a coroutine call per frame (the hub's bound keeps it at most 256).
         queue = stream._queue
         pending = queue._frames
-        pop = queue.pop
+        pop = queue.start_delivery
         keepalive = app.keepalive
         while True:
             with trio.move_on_after(keepalive) as idle:
@@ -210,7 +210,7 @@ class _ActivityStream(Response):
                 if queue._metrics is None:
                     body = backlog(frame, pending)
                 else:
-                    # With metrics, each delivery goes through pop(), which samples the lag.
+                    # With metrics, each delivery goes through start_delivery(), which samples the lag.
                     chunks = [encode(frame)]
                     while pending:
                         chunks.append(encode(pop()))

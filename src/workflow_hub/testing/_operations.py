@@ -36,6 +36,7 @@ from .model import HubModel
 __all__ = [
     "ROOT_IDS",
     "At",
+    "Behind",
     "BindDispatcher",
     "DisposeHub",
     "DisposeObserver",
@@ -274,7 +275,22 @@ class At:
         return self.cursor
 
 
-Since: TypeAlias = SeenBy | At
+@final
+@attrs.frozen
+class Behind:
+    """Resume from the hub's current cursor less ``revisions``: a client that missed that many
+    revisions (frames or lifecycle events) of the current epoch, at 0 one that missed nothing."""
+
+    revisions: int
+
+    def describe(self) -> str:
+        return f"the hub's cursor - {self.revisions}"
+
+    def resolve(self, model: HubModel) -> Cursor:
+        return Cursor(epoch=model.epoch, revision=max(0, model.revision - self.revisions))
+
+
+Since: TypeAlias = SeenBy | At | Behind
 """Where an :class:`Observe` resumes from."""
 
 
@@ -564,21 +580,24 @@ def operations(
     # sometimes from any cursor, of an epoch seen or not, behind, at or ahead of the hub's.
     since: st.SearchStrategy[Since | None] = st.one_of(
         st.none(),
-        st.none(),
         st.builds(SeenBy, _NUMBERS),
         st.builds(SeenBy, _NUMBERS),
+        st.builds(Behind, _NUMBERS),
+        st.builds(Behind, _NUMBERS),
         st.builds(
             At,
             st.builds(
                 Cursor,
-                epoch=st.sampled_from(["epoch-0", "epoch-1", "epoch-2", "elsewhere"]),
+                epoch=st.sampled_from(["epoch-1", "epoch-1", "epoch-0", "epoch-2", "elsewhere"]),
                 revision=st.integers(min_value=0, max_value=12),
             ),
         ),
     )
-    observes = st.builds(Observe, st.sampled_from(list(styles)), st.just(False), since)
+    observes = st.builds(Observe, st.sampled_from(list(styles)))
+    resumes = st.builds(Observe, st.sampled_from(list(styles)), st.just(False), since)
     if "callback" in styles:
-        observes = observes | st.builds(Observe, st.just("callback"), st.just(True), since)
+        observes = observes | st.just(Observe("callback", failing=True))
+        resumes = resumes | st.builds(Observe, st.just("callback"), st.just(True), since)
     snapshots = st.sampled_from(Availability).flatmap(
         lambda availability: st.builds(
             PublishSnapshot,
@@ -603,9 +622,10 @@ def operations(
         (1, st.builds(PublishHeartbeat, _NUMBERS, heartbeat_events())),
         (1, st.builds(DisposePublisher, _NUMBERS)),
         (3, observes),
+        (3, resumes),
         (2, st.builds(StallObserver, _NUMBERS)),
         (1, st.builds(ReleaseObserver, _NUMBERS)),
-        (1, st.builds(DisposeObserver, _NUMBERS)),
+        (2, st.builds(DisposeObserver, _NUMBERS)),
         (2, st.just(BindDispatcher())),
         (3, st.just(Settle())),
         (1, st.just(DisposeHub()) | st.just(Settle()) | st.just(Settle())),

@@ -15,7 +15,7 @@ implementations in other languages, through the JSON-lines protocol) build on th
 See ``docs/conformance.md``. This module needs hypothesis (the ``testing`` extra).
 """
 
-from .._public import claim
+from .._public import fixup_module_metadata
 from ._adapter import AdapterConfig as AdapterConfig
 from ._adapter import AdapterFactory as AdapterFactory
 from ._adapter import ConformanceAdapter as ConformanceAdapter
@@ -34,6 +34,7 @@ from ._jsonl import JsonLinesProcess as JsonLinesProcess
 from ._jsonl import serve as serve
 from ._operations import ROOT_IDS as ROOT_IDS
 from ._operations import At as At
+from ._operations import Behind as Behind
 from ._operations import BindDispatcher as BindDispatcher
 from ._operations import DisposeHub as DisposeHub
 from ._operations import DisposeObserver as DisposeObserver
@@ -53,16 +54,14 @@ from ._operations import SeenBy as SeenBy
 from ._operations import Settle as Settle
 from ._operations import Since as Since
 from ._operations import StallObserver as StallObserver
-from ._operations import operation_sequences as operation_sequences
-from ._operations import operations as operations
 from ._operations import playable as playable
-from ._operations import scenarios as scenarios
 
 __all__ = [
     "ROOT_IDS",
     "AdapterConfig",
     "AdapterFactory",
     "At",
+    "Behind",
     "BindDispatcher",
     "Checkpoint",
     "ConformanceAdapter",
@@ -94,13 +93,10 @@ __all__ = [
     "Since",
     "StallObserver",
     "check_conformance",
-    "operation_sequences",
-    "operations",
     "play_scenario",
     "playable",
-    "scenarios",
     "serve",
 ]
 
-
-claim(__name__, globals(), __all__)
+fixup_module_metadata(__name__, globals())
+del fixup_module_metadata

@@ -15,7 +15,7 @@ it *starts* processing it, and, while stalled, stays inside that frame. The fram
 not count against ``queue_limit`` (O4).
 
 Resuming (R1-R3) is modelled from its definition rather than from a data structure: the model
-keeps every frame broadcast in the current epoch, and an observer attached ``since`` a cursor
+keeps every frame ever broadcast, and an observer attached ``since`` a cursor
 resumes when the frames it needs (those after the cursor, from the latest snapshot among them
 on) are no more than the ``history_limit`` last ones broadcast.
 """
@@ -66,8 +66,14 @@ class ModelObserver:
     disposed: bool = False
     attached_at: Cursor | None = None
     """The hub's cursor when it attached."""
+    attached_after: int = 0
+    """How many frames the hub had broadcast when it attached (an index into ``broadcast``)."""
+    since: Cursor | None = None
+    """The cursor it attached from, if any (R2)."""
     resumed: bool = False
     """It attached with ``since`` and got the frames it missed instead of a snapshot (R2)."""
+    overflowed: bool = False
+    """Its queue overflowed at least once (O4, R3): continuity was replaced by a snapshot."""
 
 
 @final
@@ -96,7 +102,8 @@ class HubModel:
         self.hook_buffer_limit = hook_buffer_limit
         self.history_limit = history_limit
         self.broadcast: list[Frame] = []
-        """Every frame broadcast in the current epoch after its revision 0, oldest first."""
+        """Every frame broadcast to all observers, of every epoch, oldest first (never the
+        per-observer overflow snapshots)."""
         self.epoch = next(self._epochs)
         self.revision = 0
         self.availability = Availability.UNAVAILABLE
@@ -129,12 +136,12 @@ class HubModel:
         del self.diagnostics[: -self.diagnostics_limit]
 
     def _send(self, frame: Frame) -> None:
-        if frame.cursor.revision > 0:
-            self.broadcast.append(frame)
+        self.broadcast.append(frame)
         for observer in self.observers:
             if observer.disposed:
                 continue
             if len(observer.pending) >= self.queue_limit:
+                observer.overflowed = True
                 observer.pending = [self.snapshot()]
                 self._record(DiagnosticKind.OBSERVER_OVERFLOW)
             else:
@@ -169,7 +176,6 @@ class HubModel:
         self.revision = 0
         self.availability = Availability.UNAVAILABLE
         self.roots = {}
-        self.broadcast = []
         self._record(DiagnosticKind.SOURCE_UNAVAILABLE)
         self._send(self.snapshot())
         self.publishers.append(_ModelPublisher(epoch=self.epoch))
@@ -248,7 +254,12 @@ class HubModel:
         With ``since``, it starts with the frames broadcast after that cursor when they can be
         replayed (R2), else with a snapshot; more of them than ``queue_limit`` is an overflow (R3).
         """
-        observer = ModelObserver(failing=failing, attached_at=self.cursor)
+        observer = ModelObserver(
+            failing=failing,
+            attached_at=self.cursor,
+            attached_after=len(self.broadcast),
+            since=since,
+        )
         self.observers.append(observer)
         if self.disposed:
             observer.disposed = True
@@ -261,6 +272,7 @@ class HubModel:
             missed = None if since is None else self.replay(since)
             if missed is not None and len(missed) > self.queue_limit:
                 self._record(DiagnosticKind.OBSERVER_OVERFLOW)
+                observer.overflowed = True
                 missed = None
             if missed is None:
                 observer.pending.append(self.snapshot())
@@ -279,7 +291,11 @@ class HubModel:
         """
         if self.history_limit == 0 or since.epoch != self.epoch or since.revision > self.revision:
             return None
-        needed = [frame for frame in self.broadcast if frame.cursor.revision > since.revision]
+        needed = [
+            frame
+            for frame in self.broadcast
+            if frame.cursor.epoch == self.epoch and frame.cursor.revision > since.revision
+        ]
         snapshots = [i for i, frame in enumerate(needed) if isinstance(frame, SnapshotFrame)]
         if snapshots:
             needed = needed[snapshots[-1] :]
