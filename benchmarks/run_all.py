@@ -18,8 +18,10 @@ import bench_fanout
 import bench_hooks
 import bench_memory
 import bench_metrics
+import bench_network
 import bench_publish
 import bench_redis
+import bench_resume
 import bench_snapshot
 from _harness import (
     HUB_VARIANTS,
@@ -42,7 +44,9 @@ BENCHMARKS: dict[str, Benchmark] = {
     "snapshot": bench_snapshot.run,
     "hooks": bench_hooks.run,
     "metrics": bench_metrics.run,
+    "network": bench_network.run,
     "redis": bench_redis.run,
+    "resume": bench_resume.run,
 }
 
 

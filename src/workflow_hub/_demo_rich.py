@@ -25,10 +25,12 @@ from rich.text import Text
 
 from ._contract import Frame, WorkflowEvent
 from ._demo import describe_event, describe_running
+from ._serve_cli import dashboard_url
 from .reporting import ActivityView, aggregate
 
 __all__ = ["RichOutput", "Screen"]
 
+_CONNECTION_STYLES = {"live": "green", "reconnecting": "yellow", "resynced from a snapshot": "cyan"}
 _STATE_STYLES = {"working": "green", "blocked": "bold red", "idle": "dim", "unknown": "yellow"}
 # Below this many columns the table drops its vertical rules and abbreviates the counts.
 _WIDE = 110
@@ -43,6 +45,11 @@ class Screen:
     def __init__(self, events: Iterable[str]) -> None:
         self.view: ActivityView | None = None
         self._events = events
+        self.title = "workflow-hub demo"
+        self.url: str | None = None
+        """Where the hub is served (``--serve``): the dashboard's address is shown."""
+        self.connection: str | None = None
+        """For ``watch``: live, reconnecting, resynced from a snapshot."""
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         width = options.max_width
@@ -55,19 +62,28 @@ class Screen:
     def _header(self) -> Text:
         view = self.view
         if view is None:
-            return Text("waiting for the first snapshot…", style="yellow")
-        status = aggregate(view)
-        cursor = view.cursor
-        where = f"epoch {cursor.epoch} · revision {cursor.revision}" if cursor else ""
-        return Text.assemble(
-            ("workflow-hub demo  ", "bold"),
-            (str(status.state), _STATE_STYLES.get(status.state, "")),
-            "  ",
-            status.message,  # a str in Text.assemble is plain text, not markup
-            ("  (needs attention)" if status.attention else "", "bold red"),
-            "  ",
-            (where, "dim"),
-        )
+            header = Text("waiting for the first snapshot…", style="yellow")
+        else:
+            status = aggregate(view)
+            cursor = view.cursor
+            where = f"epoch {cursor.epoch} · revision {cursor.revision}" if cursor else ""
+            header = Text.assemble(
+                (f"{self.title}  ", "bold"),
+                (str(status.state), _STATE_STYLES.get(status.state, "")),
+                "  ",
+                status.message,  # a str in Text.assemble is plain text, not markup
+                ("  (needs attention)" if status.attention else "", "bold red"),
+                "  ",
+                (where, "dim"),
+            )
+        if self.url is not None:
+            header.append(f"\ndashboard at {dashboard_url(self.url)}", style="cyan")
+        if self.connection is not None:
+            header.append(
+                f"\nconnection: {self.connection}",
+                style=_CONNECTION_STYLES.get(self.connection, ""),
+            )
+        return header
 
     def _table(self, *, wide: bool) -> Table:
         view = self.view
@@ -117,6 +133,31 @@ class RichOutput:
         self.closed = trio.Event()  # a terminal does not go away; Ctrl-C ends the demo
         self._live = Live(self._screen, refresh_per_second=10, transient=False)
 
+    # What the header shows besides the status; set by ``demo --serve`` and ``watch``.
+    @property
+    def title(self) -> str:
+        return self._screen.title
+
+    @title.setter
+    def title(self, value: str) -> None:
+        self._screen.title = value
+
+    @property
+    def url(self) -> str | None:
+        return self._screen.url
+
+    @url.setter
+    def url(self, value: str | None) -> None:
+        self._screen.url = value
+
+    @property
+    def connection(self) -> str | None:
+        return self._screen.connection
+
+    @connection.setter
+    def connection(self, value: str | None) -> None:
+        self._screen.connection = value
+
     def __enter__(self) -> RichOutput:
         self._live.__enter__()
         return self
@@ -127,6 +168,10 @@ class RichOutput:
 
     def frame(self, frame: Frame, view: ActivityView) -> None:
         self._screen.view = view
+        self._live.update(self._screen)
+
+    def refresh(self) -> None:
+        """Redraw now: the connection state changed without a frame."""
         self._live.update(self._screen)
 
     def hook(self, event: WorkflowEvent) -> None:

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DIAGNOSTICS_LIMITS",
     "EXAMPLES",
+    "HISTORY_LIMITS",
     "MAX_STEPS",
     "QUEUE_LIMITS",
     "STYLES",
@@ -28,6 +29,9 @@ QUEUE_LIMITS: Final[tuple[int, ...]] = (256, 1, 2, 4)
 towards; the small ones make overflow (O4) reachable in a few steps."""
 DIAGNOSTICS_LIMITS: Final[tuple[int, ...]] = (256, 8)
 """Diagnostics ring sizes tried; the small one makes the ring (L3) wrap."""
+HISTORY_LIMITS: Final[tuple[int, ...]] = (1024, 0, 1, 3)
+"""Frame history limits tried (R1): the default, none at all, and small ones that put resumes on
+both sides of the history's edge."""
 STYLES: Final[tuple[ObserverStyle, ...]] = ("callback", "stream")
 """Observer styles attached: every style the contract defines."""
 TIMEOUT: Final = 30.0
