@@ -271,7 +271,7 @@ class FleetApp(StreamTracker):
         return JSONResponse(
             {
                 "prefix": self.prefix,
-                "sources": [relay.describe() for relay in self.relays.values()],
+                "sources": [self.relays[name].describe() for name in sorted(self.relays)],
             }
         )
 

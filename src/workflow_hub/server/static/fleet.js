@@ -75,7 +75,12 @@
       if (!node) {
         node = section(info);
         sections.set(info.source, node);
-        list.appendChild(node);
+        // In name order. Only the new section is inserted: a moved frame would reload.
+        var next = null;
+        sections.forEach(function (other, name) {
+          if (name > info.source && (!next || name < next.dataset.source)) next = other;
+        });
+        list.insertBefore(node, next);
       }
       node.dataset.availability = info.availability || "unknown";
       node.querySelector('[data-role="availability"]').textContent = words(info.availability || "unknown");
