@@ -10,6 +10,10 @@ from __future__ import annotations
 
 import functools
 import json
+import os
+import subprocess
+import sys
+import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -325,3 +329,72 @@ def test_resume_positions_are_only_those_the_relay_still_holds() -> None:
     assert chunk.startswith(f"id: {relay.event_id(4)}\nevent: snapshot".encode())
     assert position == 4
     assert json.loads(chunk.decode().split("data: ", 1)[1])["kind"] == "snapshot"
+
+
+def test_serve_fleet_command_serves_a_mirrored_source(redis_server: RedisServer) -> None:
+    """``workflow-hub serve --fleet URL``: a source mirrored by ``serve --redis`` is served, and
+    the single-hub ``snapshot`` command reads it under ``/sources/{source}``."""
+    cli = [sys.executable, "-m", "workflow_hub._cli"]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    prefix = "fleet-cli"
+    common = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True, "env": env}
+    with (
+        subprocess.Popen(
+            [
+                *cli,
+                "serve",
+                "--redis",
+                redis_server.url,
+                "--source",
+                "demo",
+                "--prefix",
+                prefix,
+                "--duration",
+                "10",
+                "--seed",
+                "1",
+            ],
+            **common,
+        ) as mirror,
+        subprocess.Popen(
+            [
+                *cli,
+                "serve",
+                "--fleet",
+                redis_server.url,
+                "--prefix",
+                prefix,
+                "--port",
+                "0",
+                "--duration",
+                "8",
+            ],
+            **common,
+        ) as server,
+    ):
+        try:
+            assert server.stdout is not None
+            url = server.stdout.readline().strip()
+            assert url.startswith("http://127.0.0.1:"), (
+                server.stderr.read() if server.stderr else ""
+            )
+            deadline = time.monotonic() + 8
+            while True:
+                result = subprocess.run(
+                    [*cli, "snapshot", f"{url}/sources/demo"],
+                    capture_output=True,
+                    text=True,
+                    timeout=10,
+                    env=env,
+                    check=False,
+                )
+                if result.returncode == 0 or time.monotonic() > deadline:
+                    break
+                time.sleep(0.3)
+            assert result.returncode == 0, result.stderr
+            assert isinstance(wire.loads(SnapshotFrame, result.stdout), SnapshotFrame)
+            listed = httpx.get(f"{url}/v1/sources", timeout=5).json()
+            assert [source["source"] for source in listed["sources"]] == ["demo"]
+        finally:
+            server.terminate()
+            mirror.terminate()
