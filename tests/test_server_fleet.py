@@ -196,6 +196,42 @@ async def test_a_reconnect_resumes_and_a_foreign_id_gets_a_fresh_snapshot(
             nursery.cancel_scope.cancel()
 
 
+async def test_a_source_that_stops_refreshing_is_unavailable_never_its_last_state(
+    redis_server: RedisServer,
+) -> None:
+    """Unknown is never shown as the last state: a stopped mirror's source streams an
+    ``unavailable`` snapshot and is listed as unavailable."""
+    prefix = "fleet-serve-stale"
+    with trio.fail_after(WAIT):
+        async with (
+            fleet_served(redis_server.url, prefix, stale_after=0.3) as (url, redis),
+            trio.open_nursery() as nursery,
+            httpx.AsyncClient(timeout=WAIT) as client,
+        ):
+            mirror_scope = trio.CancelScope()
+
+            async def mirror_until_cancelled(*, task_status: trio.TaskStatus[Any]) -> None:
+                with mirror_scope:
+                    async with trio.open_nursery() as inner:
+                        task_status.started(await mirrored(inner, redis, prefix, "gone"))
+
+            hub = await nursery.start(mirror_until_cancelled)
+            hub.register_publisher().publish_snapshot("ready", [root("x")])
+            await wait_for_sources(client, url, 1)
+            async with sse(client, f"{url}/sources/gone/v1/activity") as reader:
+                view = ActivityView()
+                await fold_until(reader, view, hub)
+                mirror_scope.cancel()  # the scheduler stops: no more refreshes
+                while view.availability != Availability.UNAVAILABLE:
+                    event = await reader.next()
+                    if not event.comment:
+                        fold(view, event)
+            assert view.roots == ()
+            listed = (await client.get(f"{url}/v1/sources")).json()["sources"]
+            assert [(s["source"], s["availability"]) for s in listed] == [("gone", "unavailable")]
+            nursery.cancel_scope.cancel()
+
+
 async def test_the_token_guards_the_data_but_not_the_pages(redis_server: RedisServer) -> None:
     async with (
         fleet_served(redis_server.url, "fleet-serve-3", token="s3cret") as (url, _),
