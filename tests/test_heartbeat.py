@@ -14,8 +14,14 @@ import pytest
 import trio
 import trio.testing
 
-from workflow_hub import HeartbeatEvent, WorkflowActivityHub, WorkflowEvent, open_hub
-from workflow_hub._heartbeat import latest_boundary, next_boundary, run_heartbeats
+from workflow_hub import (
+    HeartbeatEvent,
+    WorkflowActivityHub,
+    WorkflowEvent,
+    open_hub,
+    run_heartbeats,
+)
+from workflow_hub._heartbeat import latest_boundary, next_boundary
 from workflow_hub._tracker import RunTracker
 
 

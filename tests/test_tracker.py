@@ -137,7 +137,7 @@ async def test_a_real_change_publishes_one_changed_frame(scene: Scene) -> None:
     assert frame.root == scene.tracker.activity("root")
     assert (frame.root.state, frame.root.reason, frame.root.owner_session_id) == (
         "working",
-        "executing",
+        "automatic_continuation",
         "session-1",
     )
 
@@ -173,9 +173,9 @@ async def test_changes_of_a_nested_run_publish_its_root(scene: Scene) -> None:
     """§5: nested child runs belong to their root; their changes publish the root."""
     tracker = scene.tracker
     tracker.add_run("root", status="running")
-    tracker.add_stage("root", "spawn", "Spawn", status="completed")
-    tracker.add_run("child", parent_run_id="root", status="running")
-    tracker.add_stage("child", "ask", "Ask")
+    tracker.add_stage("root", "spawn", "Spawn", status="running")
+    tracker.add_run("child", parent_run_id="root", host_stage_id="spawn", status="running")
+    tracker.add_stage("child", "ask", "Ask", status="running")
     tracker.open_prompt("child", "p1", "confirm", "Deploy?", stage_id="ask")
     await scene.settle()
     assert fold([known_empty(scene), *scene.frames]) == {"root": tracker.activity("root")}
@@ -186,7 +186,8 @@ async def test_removing_a_root_publishes_removed(scene: Scene) -> None:
     """§5/P5: a root that goes away is published as removed, with its nested runs."""
     tracker = scene.tracker
     tracker.add_run("root", status="running")
-    tracker.add_run("child", parent_run_id="root")
+    tracker.add_run("child", parent_run_id="root", status="running")
+    tracker.add_stage("child", "build", "Build", status="running")
     tracker.remove_run("root")
     await scene.settle()
     assert scene.kinds() == ["changed", "changed", "removed"]
@@ -495,7 +496,9 @@ async def test_historical_runs_never_emit_lifecycle_events(scene: Scene) -> None
     tracker.set_run_status("root", "killed")
     await scene.settle()
     assert scene.hooks.lifecycle() == []
-    assert [type(e) for e in scene.hooks.events] == [ActivityChangedEvent] * 2
+    # Only activity changes: idle, blocked by the prompt, idle again once the run was killed
+    # (D2: a prompt left open on a killed run is no wait).
+    assert [type(e) for e in scene.hooks.events] == [ActivityChangedEvent] * 3
 
 
 async def test_released_runs_stop_emitting_and_stop_working(scene: Scene) -> None:
