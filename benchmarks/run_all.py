@@ -20,6 +20,7 @@ import bench_memory
 import bench_metrics
 import bench_publish
 import bench_snapshot
+import bench_tracker
 from _harness import (
     HUB_VARIANTS,
     RESULTS_PATH,
@@ -41,6 +42,7 @@ BENCHMARKS: dict[str, Benchmark] = {
     "snapshot": bench_snapshot.run,
     "hooks": bench_hooks.run,
     "metrics": bench_metrics.run,
+    "tracker": bench_tracker.run,
 }
 
 
