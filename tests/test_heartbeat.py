@@ -231,9 +231,28 @@ async def test_the_shortest_interval_far_from_its_start_beats_without_crashing(
     tracker.start()
     async with trio.open_nursery() as nursery:
         await nursery.start(tracker.run_heartbeats)
-        tracker.add_run(
-            "r", status="running", heartbeat_interval_minutes=1 / 60_000, started_at=0
-        )
+        tracker.add_run("r", status="running", heartbeat_interval_minutes=1 / 60_000, started_at=0)
         await settle_at(5.0)
         nursery.cancel_scope.cancel()
     assert beats.at() == [("r", far)]
+
+
+def test_heartbeat_bookkeeping_has_one_owner() -> None:
+    """Issue 13: the schedule owns its state; the heartbeat module needs no tracker internals."""
+    import ast
+    import inspect
+
+    import workflow_hub._heartbeat as heartbeat_module
+
+    tree = ast.parse(inspect.getsource(heartbeat_module))
+    imported = {
+        node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module
+    }
+    assert "_tracker" not in imported
+    # Nothing in the module touches another object's private attribute.
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr.startswith("_"):
+            assert isinstance(node.value, ast.Name) and node.value.id == "self", node.attr
+    assert not any(
+        name.startswith("_heartbeat") for name in RunTracker.__slots__ if name != "_heartbeats"
+    )
