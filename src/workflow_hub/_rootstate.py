@@ -239,12 +239,13 @@ class RootState:
 
     def add_node(self, run: RunRecord, node: NodeRecord, *, graph: bool) -> None:
         node.counts = (0,) * NODE_FIELDS
-        node.position = len(run.graph_nodes)
-        node.graph_node = None
-        built = graph_node(run, node) if graph else None
-        run.graph_nodes.append(built)  # type: ignore[arg-type]
-        node.graph_node = built
-        self.graph_changed()
+        if graph:
+            node.position = len(run.graph_nodes)
+            node.graph_node = None
+            built = graph_node(run, node)
+            run.graph_nodes.append(built)
+            node.graph_node = built
+            self.graph_changed()
         self.refresh_node(run, node, graph=False)
 
     def graph_changed(self) -> None:
