@@ -252,7 +252,8 @@ def test_heartbeat_bookkeeping_has_one_owner() -> None:
     # Nothing in the module touches another object's private attribute.
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and node.attr.startswith("_"):
-            assert isinstance(node.value, ast.Name) and node.value.id == "self", node.attr
+            assert isinstance(node.value, ast.Name), node.attr
+            assert node.value.id == "self", node.attr
     assert not any(
         name.startswith("_heartbeat") for name in RunTracker.__slots__ if name != "_heartbeats"
     )

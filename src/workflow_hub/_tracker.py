@@ -2,8 +2,9 @@
 
 A scheduler that embeds the hub should not compute :class:`RootActivity` by hand. It tells a
 :class:`RunTracker` what happens (a run was added, a stage started, a prompt opened, a kill was
-requested ...) and the tracker keeps the records, derives each root's summary with the state table
-of SPEC §5 (``_derive.py``), and publishes through a :class:`WorkflowActivityPublisher`:
+requested ...) and the tracker keeps the records, keeps each root's summary by SPEC §5's rules D1-D8
+up to date fact by fact (``_rootstate.py``; ``_derive.py`` is the readable definition it must
+equal), and publishes through a :class:`WorkflowActivityPublisher`:
 
 * a ``changed`` frame only when a root's summary really changed, ``removed`` when a root goes away;
 * lifecycle events only for live runs and only on a real status change (control requests always);
