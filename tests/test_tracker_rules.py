@@ -355,3 +355,31 @@ def test_consequence_a_prompt_on_a_completed_run_blocks_nothing() -> None:
     t.open_prompt("root", "p", "input", "?")
     t.set_run_status("root", "completed")
     assert summary(t) == ("idle", "quiescent", 0, 0, False)
+
+
+# --- the graph: shared, immutable, equal to a full rebuild ----------------------------------
+
+
+def test_successive_graphs_share_unchanged_nodes_and_never_change() -> None:
+    """§2/§5: a fact rebuilds only the nodes it changed; a published graph is an immutable value
+    that later facts leave as it was, and it equals a full rebuild."""
+    hub = WorkflowActivityHub()
+    t = RunTracker(
+        hub.register_publisher(), owner_session_id="s", clock=lambda: 1.0, include_graph=True
+    )
+    t.start()
+    t.add_run("root", status="running")
+    for index in range(5):
+        t.add_stage("root", f"s{index}", f"S{index}")
+    before = t.activity("root")
+    assert before.graph is not None
+    nodes_before = before.graph.nodes
+    t.set_stage_status("root", "s2", "running")
+    after = t.activity("root")
+    assert after.graph is not None
+    assert before.graph.nodes is nodes_before
+    assert [node.status for node in before.graph.nodes] == ["pending"] * 5
+    shared = [a is b for a, b in zip(before.graph.nodes, after.graph.nodes, strict=True)]
+    assert shared == [True, True, False, True, True]
+    rebuilt = derive_root(t._subtree(t._runs["root"]), owner_session_id="s", include_graph=True)
+    assert after == rebuilt
