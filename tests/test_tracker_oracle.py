@@ -14,7 +14,7 @@ import contextlib
 from collections.abc import Callable
 from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from workflow_hub import ContractError, RunTracker, WorkflowActivityHub
@@ -210,10 +210,14 @@ class Driver:
         for root in self.tracker.activities():
             expected = oracle(self.tracker, root.root_run_id, graph=self.graph)
             assert root == expected, (root, expected)
+            event(f"{root.state}/{root.reason}")
             if self.graph:
                 # The graph is an immutable value equal to a full rebuild.
                 assert root.graph == expected.graph
                 assert isinstance(root.graph.nodes, tuple)
+        if self.tracker.started and not self.contexts:
+            # Published fact by fact: the hub holds exactly what the tracker derives.
+            assert self.hub.snapshot_frame().roots == self.tracker.activities()
 
     def check_published(self) -> None:
         while self.contexts:
