@@ -776,3 +776,47 @@ async def test_an_on_error_that_returns_a_coroutine_is_logged_and_the_coroutine_
     await trio.testing.wait_all_tasks_blocked()
     assert reported == []
     assert any("coroutine" in str(r.exc_info and r.exc_info[1]) for r in caplog.records)
+
+
+async def test_a_second_runner_cannot_silently_take_over_a_hub(hub: WorkflowActivityHub) -> None:
+    """Issue 12.7: binding a second runner raises; the first one keeps running its handlers."""
+    first_calls, second_calls = Calls(), Calls()
+    first = HookRunner(hub)
+    first.extension("ext").on(HEARTBEAT, first_calls.handler("first"))
+    first.bind()
+    first.bind()  # binding the same runner again is harmless
+    second = HookRunner(hub)
+    second.extension("ext").on(HEARTBEAT, second_calls.handler("second"))
+    with pytest.raises(RuntimeError, match="another HookRunner is already bound"):
+        second.bind()
+    hub.register_publisher().publish_heartbeat(heartbeat())
+    await trio.testing.wait_all_tasks_blocked()
+    assert first_calls.labels == ["first"]
+    assert second_calls.calls == []
+
+
+async def test_a_runner_of_another_hub_does_not_count() -> None:
+    """Issue 12.7: the one-runner rule is per hub: two hubs, two runners, both bound."""
+    calls = Calls()
+    async with open_hub() as one, open_hub() as two:
+        for label, hub in (("one", one), ("two", two)):
+            runner = HookRunner(hub)
+            runner.extension("ext").on(HEARTBEAT, calls.handler(label))
+            runner.bind()
+            hub.register_publisher().publish_heartbeat(heartbeat())
+        await trio.testing.wait_all_tasks_blocked()
+    assert sorted(calls.labels) == ["one", "two"]
+
+
+def test_binding_keeps_neither_hub_nor_runner_alive() -> None:
+    """Issue 12.7: the record of which runner a hub has does not leak either of them."""
+    import gc
+    import weakref
+
+    hub = WorkflowActivityHub()
+    runner = HookRunner(hub)
+    runner.bind()
+    gone = weakref.ref(hub), weakref.ref(runner)
+    del hub, runner
+    gc.collect()
+    assert [ref() for ref in gone] == [None, None]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
 import trio
 import trio.testing
 
@@ -15,6 +16,7 @@ from workflow_hub import (
     WorkflowEvent,
     open_hub,
 )
+from workflow_hub._observers import YIELD_EVERY
 
 from .builders import heartbeat, root, run_lifecycle, stage_lifecycle
 
@@ -236,3 +238,86 @@ def test_default_hook_buffer_holds_ten_thousand() -> None:
         publisher.publish_heartbeat(heartbeat(index))
     assert hub.statistics().hook_events_pending == 10_000
     assert hub.statistics().hook_events_dropped == 50
+
+
+# --- the hook task shares the loop (issue 12, item 1) ------------------------------------------
+
+
+def _echo_dispatchers(
+    publish: Callable[[ActivityChangedEvent], object],
+) -> dict[str, Callable[[WorkflowEvent, Callable[[], bool]], object]]:
+    """Three dispatchers that publish into their own hub for every activity change."""
+
+    def plain(event: WorkflowEvent, is_current: Callable[[], bool]) -> None:
+        if isinstance(event, ActivityChangedEvent):
+            publish(event)
+
+    async def never_awaits(event: WorkflowEvent, is_current: Callable[[], bool]) -> None:
+        plain(event, is_current)
+
+    return {"plain callable": plain, "async def that never awaits": never_awaits}
+
+
+@pytest.mark.parametrize("style", ["plain callable", "async def that never awaits", "HookRunner"])
+async def test_a_dispatcher_publishing_into_its_own_hub_cannot_starve_the_loop(
+    style: str, mock_clock: trio.testing.MockClock
+) -> None:
+    """K6 with a feedback loop: the hook task checkpoints, so other tasks run and fail_after fires.
+
+    Every activity change publishes another one. Before the fix the hook task never yielded:
+    nothing else ran until the loop ended (here: at ``LIMIT`` echoes) and ``fail_after`` could not
+    fire. Now a ticker task runs between batches, moves the clock and the deadline cancels the
+    block while the echoes are still going.
+    """
+    from workflow_hub import HookRunner
+
+    limit = 20 * YIELD_EVERY
+    echoes: list[int] = []
+    seen_by_ticker: list[int] = []
+
+    async def ticker() -> None:
+        for _ in range(3):
+            await trio.lowlevel.checkpoint()
+            seen_by_ticker.append(len(echoes))
+        mock_clock.jump(2)
+
+    async def echo_until_the_deadline() -> None:
+        with trio.fail_after(1):
+            async with open_hub() as hub, trio.open_nursery() as nursery:
+                publisher = hub.register_publisher()
+
+                def echo(event: ActivityChangedEvent) -> None:
+                    if len(echoes) < limit:
+                        echoes.append(event.cursor.revision)
+                        publisher.publish_changed(event.root)
+
+                if style == "HookRunner":
+                    runner = HookRunner(hub)
+                    runner.extension("echo").on("workflow_activity_changed", echo)
+                    runner.bind()
+                else:
+                    hub.bind_dispatcher(_echo_dispatchers(echo)[style])  # type: ignore[arg-type]
+                publisher.publish_changed(root())
+                nursery.start_soon(ticker)
+                await trio.sleep_forever()
+
+    with pytest.raises(trio.TooSlowError):
+        await echo_until_the_deadline()
+    assert 0 < len(echoes) < limit, "the deadline fired while the echoes went on"
+    assert len(set(seen_by_ticker)) > 1, "the ticker ran between batches of echoes"
+    assert all(count < limit for count in seen_by_ticker)
+
+
+async def test_a_large_buffer_is_dispatched_in_batches() -> None:
+    """K1: binding after 10 000 buffered events does not block the loop until all are handled."""
+    async with open_hub() as hub:
+        publisher = hub.register_publisher()
+        for index in range(10_000):
+            publisher.publish_heartbeat(heartbeat(index))
+        handled: list[int] = []
+        hub.bind_dispatcher(lambda event, is_current: handled.append(1))  # type: ignore[arg-type,func-returns-value]
+        seen: list[int] = []
+        while len(handled) < 10_000:
+            await trio.lowlevel.checkpoint()
+            seen.append(len(handled))
+        assert max(b - a for a, b in zip([0, *seen], seen, strict=False)) <= 2 * YIELD_EVERY

@@ -15,7 +15,7 @@ from ._hub import open_hub as open_hub
 from ._observers import FrameCallback as FrameCallback
 from ._observers import FrameStream as FrameStream
 from ._observers import ObserverLease as ObserverLease
-from ._public import claim as _claim
+from ._public import fixup_module_metadata
 from ._publisher import WorkflowActivityPublisher as WorkflowActivityPublisher
 from ._threads import ThreadPublisher as ThreadPublisher
 from ._tracker import RunTracker as RunTracker
@@ -43,5 +43,5 @@ __all__ = [
     "run_heartbeats",
 ]
 
-
-_claim(__name__, globals(), __all__)
+fixup_module_metadata(__name__, globals())
+del fixup_module_metadata

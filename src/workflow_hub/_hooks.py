@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import weakref
 from collections.abc import Callable
 from typing import Any, Final, Literal, TypeAlias, TypeVar, final, overload
 
@@ -27,6 +28,7 @@ from ._contract import (
 )
 from ._errors import ContractError
 from ._hub import WorkflowActivityHub
+from ._public import NoPublicConstructor
 
 __all__ = ["HOOK_EVENT_TYPES", "ExtensionHooks", "HandlerFailure", "HookEventType", "HookRunner"]
 
@@ -63,6 +65,14 @@ _SEALED = (
 )
 
 
+_BOUND_RUNNERS: weakref.WeakKeyDictionary[WorkflowActivityHub, weakref.ref[HookRunner]] = (
+    weakref.WeakKeyDictionary()
+)
+"""The runner bound to each hub, so that a second one cannot silently replace it (issue 12.7).
+
+Weak both ways (a runner holds its hub): the table never keeps a hub or a runner alive."""
+
+
 def _check_event_type(event_type: object) -> HookEventType:
     for known in HOOK_EVENT_TYPES:
         if event_type == known:
@@ -88,7 +98,7 @@ class HandlerFailure:
 
 
 @final
-class ExtensionHooks:
+class ExtensionHooks(metaclass=NoPublicConstructor):
     """Registers one extension's hook handlers. Get it from ``runner.extension(name)``.
 
     ``on(event_type, handler)`` registers ``handler`` and returns it; ``@hooks.on(event_type)``
@@ -194,7 +204,7 @@ class HookRunner:
     :meth:`retire` is the reload path (K7): it seals the runner and disposes the hub.
     """
 
-    __slots__ = ("_extensions", "_hub", "_on_error", "_retired")
+    __slots__ = ("__weakref__", "_extensions", "_hub", "_on_error", "_retired")
 
     def __init__(
         self,
@@ -250,18 +260,27 @@ class HookRunner:
         self._check_open()
         hooks = self._extensions.get(name)
         if hooks is None:
-            hooks = self._extensions[name] = ExtensionHooks(self, name)
+            hooks = self._extensions[name] = ExtensionHooks._create(self, name)
         return hooks
 
     def bind(self) -> None:
         """Make this runner the hub's hook dispatcher (K1).
 
         Events published before binding were buffered by the hub; they are delivered first,
-        asynchronously, in publication order. Binding again is harmless; binding another
-        dispatcher to the same hub replaces this one. Raises ``RuntimeError`` once retired.
+        asynchronously, in publication order. Binding again is harmless. Binding a second
+        runner to a hub whose runner is not retired raises ``RuntimeError``: its handlers would
+        silently stop. Raises ``RuntimeError`` once retired.
         """
         self._check_open()
+        bound_ref = _BOUND_RUNNERS.get(self._hub)
+        bound = None if bound_ref is None else bound_ref()
+        if bound is not None and bound is not self and not bound._retired:
+            raise RuntimeError(
+                "another HookRunner is already bound to this hub: register every extension on "
+                "that one (one runner per hub), or retire it and use a new hub (the reload path)"
+            )
         self._hub.bind_dispatcher(self._dispatch)
+        _BOUND_RUNNERS[self._hub] = weakref.ref(self)
 
     def retire(self) -> None:
         """Seal the runner and dispose its hub: the reload path (K7). Idempotent.
@@ -306,9 +325,7 @@ class HookRunner:
                 )
 
     def _report(self, failure: HandlerFailure) -> None:
-        metrics = self._hub._metrics
-        if metrics is not None:
-            metrics.handler_failed()
+        self._hub._handler_failed()
         logger.error(
             "workflow hook handler failed: extension %r, hook %s",
             failure.extension,

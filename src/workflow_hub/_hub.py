@@ -38,8 +38,9 @@ from ._contract import (
 )
 from ._enums import Availability, DiagnosticKind, StageStatus
 from ._errors import ContractError
-from ._metrics import HubMetrics
+from ._instruments import HubInstruments, Instrumentation
 from ._observers import (
+    YIELD_EVERY,
     FrameCallback,
     FrameStream,
     ObserverLease,
@@ -121,7 +122,8 @@ class WorkflowActivityHub:
     retained diagnostics (L3); ``hook_buffer_limit`` bounds hook events waiting for a dispatcher
     (the oldest are dropped past it, and counted). ``epoch_factory`` makes epoch strings; each must
     be new to this hub. ``metrics`` (a :class:`~workflow_hub.metrics.HubMetrics`) turns on
-    Prometheus metrics; without it the hub does no metric work at all.
+    Prometheus metrics; without it the hub does no metric work at all. (The hub takes any
+    ``Instrumentation``; it never imports prometheus-client itself.)
     """
 
     def __init__(
@@ -131,12 +133,12 @@ class WorkflowActivityHub:
         diagnostics_limit: int = DEFAULT_DIAGNOSTICS_LIMIT,
         hook_buffer_limit: int = DEFAULT_HOOK_BUFFER_LIMIT,
         epoch_factory: Callable[[], str] | None = None,
-        metrics: HubMetrics | None = None,
+        metrics: Instrumentation | None = None,
     ) -> None:
-        if metrics is not None and not isinstance(metrics, HubMetrics):
+        if metrics is not None and not isinstance(metrics, Instrumentation):
             raise ContractError("metrics", f"expected HubMetrics, got {type(metrics).__name__}")
-        self._metrics = metrics
         self._queue_limit = _check_limit(queue_limit, "queue_limit")
+        self._metrics: HubInstruments | None = None
         self._diagnostics: deque[Diagnostic] = deque(
             maxlen=_check_limit(diagnostics_limit, "diagnostics_limit")
         )
@@ -160,7 +162,9 @@ class WorkflowActivityHub:
         self._entered = False
         self._disposed = False
         if metrics is not None:
-            metrics.bind(self)
+            # Last: a scrape on another thread may read the hub as soon as metrics follow it.
+            self._metrics = metrics.instrument(self, queue_limit=self._queue_limit)
+            self._metrics.epoch_started()  # the first one, started above
 
     # --- lifetime --------------------------------------------------------------------------
 
@@ -270,7 +274,7 @@ class WorkflowActivityHub:
         after the frames already queued for them. On a disposed hub, the publisher is inert.
         """
         if self._disposed:
-            return WorkflowActivityPublisher(self, None)
+            return WorkflowActivityPublisher._create(self, None)
         epoch = self._new_epoch()
         self._epoch = epoch
         self._revision = 0
@@ -280,7 +284,7 @@ class WorkflowActivityHub:
         self._snapshot = None
         self._record(DiagnosticKind.SOURCE_UNAVAILABLE)
         self._broadcast(self.snapshot_frame())
-        return WorkflowActivityPublisher(self, epoch)
+        return WorkflowActivityPublisher._create(self, epoch)
 
     def _new_epoch(self) -> str:
         epoch = self._epoch_factory()
@@ -289,6 +293,8 @@ class WorkflowActivityHub:
         if epoch in self._used_epochs:
             raise ContractError("epoch_factory", f"returned epoch {epoch!r} a second time")
         self._used_epochs.add(epoch)
+        if self._metrics is not None:
+            self._metrics.epoch_started()
         return epoch
 
     def _advance(self) -> Cursor:
@@ -342,10 +348,17 @@ class WorkflowActivityHub:
         self._broadcast(self.snapshot_frame())
 
     def _broadcast(self, frame: Frame) -> None:
-        if self._metrics is not None:
-            self._metrics.frame_published(frame, len(self._observers))
+        metrics = self._metrics
+        if metrics is None:
+            for queue in self._observers:
+                queue.push(frame)
+            return
+        metrics.frame_built(frame)
         for queue in self._observers:
             queue.push(frame)
+        # Counted once the queues hold it: a scrape from another thread then never counts a
+        # frame as queued that no queue holds yet (frames_delivered_total is derived).
+        metrics.frame_published(frame, len(self._observers))
 
     def _record(self, kind: DiagnosticKind) -> None:
         self._diagnostics.append(trusted(Diagnostic, kind=kind, cursor=self._cursor))
@@ -373,7 +386,7 @@ class WorkflowActivityHub:
         """``async with hub.subscribe() as stream: async for frame in stream:`` (O9)."""
         queue, lease = self._attach()
         try:
-            yield FrameStream(lease, queue)
+            yield FrameStream._create(lease, queue)
         finally:
             lease.dispose()
 
@@ -383,7 +396,7 @@ class WorkflowActivityHub:
             queue = ObserverQueue(self, self.snapshot_frame(), self._queue_limit)
             queue.dispose()
             self._record(DiagnosticKind.OBSERVER_DISPOSED)
-            return queue, ObserverLease(self, queue)
+            return queue, ObserverLease._create(self, queue)
         if self._nursery is None:
             raise RuntimeError(_NOT_RUNNING)
         if self._availability is Availability.RECOVERING:
@@ -394,7 +407,7 @@ class WorkflowActivityHub:
         self._observers[queue] = None
         if self._metrics is not None:
             self._metrics.frames_queued(1)
-        return queue, ObserverLease(self, queue)
+        return queue, ObserverLease._create(self, queue)
 
     def _dispose_observer(self, queue: ObserverQueue) -> None:
         if queue.dispose():
@@ -421,6 +434,8 @@ class WorkflowActivityHub:
         if len(events) >= self._hook_buffer_limit:
             events.popleft()
             self._hook_events_dropped += 1
+            if self._metrics is not None:
+                self._metrics.hook_events_dropped(1)
         events.append((event, publisher))
         self._wake_hooks()
 
@@ -443,12 +458,27 @@ class WorkflowActivityHub:
             await trio.lowlevel.wait_task_rescheduled(abort)
         return self._hook_events.popleft()
 
+    def _handler_failed(self) -> None:
+        """A hook handler raised: ``HookRunner`` reports it here, for the hub's metrics."""
+        if self._metrics is not None:
+            self._metrics.handler_failed()
+
     async def _run_hooks(self) -> None:
-        """The hub's one hook task: events strictly one after another (K6)."""
+        """The hub's one hook task: events strictly one after another (K6).
+
+        Like an observer's task it checkpoints once every ``YIELD_EVERY`` events: a dispatcher
+        that never awaits (a sync handler, or one that publishes into this hub and so keeps the
+        queue full) must not keep every other task, and cancellation, waiting.
+        """
+        until_checkpoint = YIELD_EVERY
         while True:
+            if not until_checkpoint:
+                until_checkpoint = YIELD_EVERY
+                await trio.lowlevel.checkpoint()
             item = await self._next_hook_event()
             if item is None:
                 return
+            until_checkpoint -= 1
             event, publisher = item
             if not publisher.current:
                 continue  # K2: retirement fences buffered and queued events.
@@ -472,7 +502,7 @@ async def open_hub(
     diagnostics_limit: int = DEFAULT_DIAGNOSTICS_LIMIT,
     hook_buffer_limit: int = DEFAULT_HOOK_BUFFER_LIMIT,
     epoch_factory: Callable[[], str] | None = None,
-    metrics: HubMetrics | None = None,
+    metrics: Instrumentation | None = None,
 ) -> AsyncIterator[WorkflowActivityHub]:
     """Run a :class:`WorkflowActivityHub` for the duration of the block, then dispose it."""
     async with WorkflowActivityHub(

@@ -22,11 +22,12 @@ import trio
 
 from ._contract import Frame
 from ._enums import DiagnosticKind
-from ._metrics import LAG_SAMPLE_EVERY
+from ._instruments import LAG_SAMPLE_EVERY
+from ._public import NoPublicConstructor
 
 if TYPE_CHECKING:
     from ._hub import WorkflowActivityHub
-    from ._metrics import HubMetrics
+    from ._instruments import HubInstruments
 
 __all__ = ["FrameCallback", "FrameStream", "ObserverLease"]
 
@@ -50,7 +51,7 @@ class ObserverQueue:
         hub: WorkflowActivityHub,
         first: Frame,
         limit: int,
-        metrics: HubMetrics | None = None,
+        metrics: HubInstruments | None = None,
     ) -> None:
         self._hub = hub
         self._limit = limit
@@ -96,8 +97,11 @@ class ObserverQueue:
             self._waiter = None
             trio.lowlevel.reschedule(waiter)
 
-    def pop(self) -> Frame:
-        """The oldest pending frame (there must be one); its delivery starts now."""
+    def start_delivery(self) -> Frame:
+        """Take the oldest pending frame (there must be one): its delivery starts now.
+
+        With metrics, one delivery in ``LAG_SAMPLE_EVERY`` also reports the frame's lag.
+        """
         frame = self._frames.popleft()
         metrics = self._metrics
         if metrics is not None:
@@ -131,7 +135,7 @@ class ObserverQueue:
 
 
 @final
-class ObserverLease:
+class ObserverLease(metaclass=NoPublicConstructor):
     """Returned by ``hub.observe()``: dispose it to stop observing.
 
     Disposal is idempotent and records ``ObserverDisposed`` once. Pending frames are dropped; a
@@ -176,7 +180,7 @@ async def deliver_to_callback(
             continue
         streak += 1
         try:
-            result: Any = callback(queue.pop())
+            result: Any = callback(queue.start_delivery())
             if inspect.isawaitable(result):
                 await result
         except Exception:
@@ -185,7 +189,7 @@ async def deliver_to_callback(
 
 
 @final
-class FrameStream:
+class FrameStream(metaclass=NoPublicConstructor):
     """Frames for one subscriber, pulled with ``async for`` (O9).
 
     The same guarantees as a callback observer: a snapshot first, then FIFO, bounded, with an
@@ -214,14 +218,14 @@ class FrameStream:
         if queue._frames:
             self._streak += 1
             if self._streak < YIELD_EVERY:
-                return queue.pop()
+                return queue.start_delivery()
             self._streak = 0
             await trio.lowlevel.checkpoint()
         else:
             self._streak = 0
         if not queue._frames and not await queue.wait():
             raise StopAsyncIteration
-        return queue.pop()
+        return queue.start_delivery()
 
     async def receive(self) -> Frame:
         """The next frame; raises ``trio.EndOfChannel`` once the subscription is disposed."""

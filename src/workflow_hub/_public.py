@@ -1,32 +1,67 @@
-"""Re-exported names say where users import them from.
+"""The public surface: where re-exported names say they live, and handles users cannot build.
 
-A public module re-exports classes from private ones; tracebacks, reprs and docs should then say
-``workflow_hub.X``, not ``workflow_hub._contract.X`` (trio and httpcore do the same). Renaming a
-class's ``__module__`` has one catch: with ``from __future__ import annotations`` its field
-annotations are strings, evaluated in the class's module, which the rename points elsewhere. So
-an attrs class has its field types resolved first, while its own module is still its home.
+A public module re-exports classes and functions from private ones; tracebacks, reprs and docs
+should then say ``workflow_hub.X``, not ``workflow_hub._contract.X`` (trio's
+``fixup_module_metadata`` does the same). Renaming a class's ``__module__`` has one catch: with
+``from __future__ import annotations`` its field annotations are strings, evaluated in the
+class's module, which the rename points elsewhere. So an attrs class has its field types resolved
+first, while its own module is still its home. (A function's annotations are evaluated in its
+``__globals__``, which the rename does not touch.)
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import inspect
+from collections.abc import Mapping
+from typing import Any, NoReturn, TypeVar
 
 import attrs
 
-__all__ = ["claim"]
+__all__ = ["NoPublicConstructor", "fixup_module_metadata"]
+
+_T = TypeVar("_T")
 
 
-def claim(module: str, namespace: Mapping[str, object], names: Iterable[str]) -> None:
-    """Make every class among ``names`` that lives in a private module say it lives in ``module``.
+class NoPublicConstructor(type):
+    """A metaclass for handles the library hands out: ``Cls(...)`` raises ``TypeError``.
 
-    A class already claimed by another public module (its module is public) is left alone.
+    A publisher, lease or stream built by hand would bypass what makes it safe (a publisher that
+    skipped ``register_publisher()`` and its fencing, a lease on a queue the hub does not know).
+    The library builds them with ``Cls._create(...)`` (trio's pattern for its own handles).
     """
+
+    def __call__(cls, *args: object, **kwargs: object) -> NoReturn:
+        raise TypeError(
+            f"{cls.__module__}.{cls.__qualname__} has no public constructor: "
+            "the hub (or runner) hands them out"
+        )
+
+    def _create(cls: type[_T], *args: Any, **kwargs: Any) -> _T:
+        return super().__call__(*args, **kwargs)  # type: ignore[misc,no-any-return]
+
+
+def _private(module_name: str) -> bool:
+    return module_name.split(".")[0] == "workflow_hub" and any(
+        part.startswith("_") for part in module_name.split(".")
+    )
+
+
+def fixup_module_metadata(module_name: str, namespace: Mapping[str, object]) -> None:
+    """Make each class and function in ``namespace["__all__"]`` that lives in a private module of
+    this package say it lives in ``module_name``.
+
+    Call it last in a public module, then delete the name (``del fixup_module_metadata``) so it
+    does not become part of that module. A name already claimed by another public module (its
+    module is public) is left alone: the first public module to export it is its home.
+    """
+    names = namespace["__all__"]
+    assert isinstance(names, list | tuple)
     for name in names:
         value = namespace[name]
-        if not isinstance(value, type):
+        if not (inspect.isclass(value) or inspect.isfunction(value)):
+            continue  # constants and type aliases have no module of their own to fix
+        if not _private(value.__module__):
             continue
-        if not value.__module__.rpartition(".")[2].startswith("_"):
-            continue
-        if attrs.has(value):
+        if isinstance(value, type) and attrs.has(value):
             attrs.resolve_types(value)
-        value.__module__ = module
+        value.__module__ = module_name

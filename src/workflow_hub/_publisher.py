@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, final
 from ._contract import Cursor, HeartbeatEvent, LifecycleInput, RootActivity
 from ._enums import Availability, DiagnosticKind
 from ._errors import ContractError
+from ._public import NoPublicConstructor
 from ._validate import check_str, enum_check, instance_check, tuple_check
 
 if TYPE_CHECKING:
@@ -32,7 +33,7 @@ _check_heartbeat = instance_check(HeartbeatEvent)
 
 
 @final
-class WorkflowActivityPublisher:
+class WorkflowActivityPublisher(metaclass=NoPublicConstructor):
     """Publishes one source's workflow activity into a hub. Get one from ``hub.register_publisher()``.
 
     Every method is synchronous, never blocks and never waits for a consumer (P9). The methods
@@ -57,7 +58,8 @@ class WorkflowActivityPublisher:
         # The zero-argument callable a hook dispatcher receives as ``is_current``.
         return self.current
 
-    def _fenced(self) -> bool:
+    def _record_if_fenced(self) -> bool:
+        """True when this publisher is no longer current, having recorded ``PublisherFenced``."""
         if self.current:
             return False
         self._hub._record(DiagnosticKind.PUBLISHER_FENCED)
@@ -80,35 +82,35 @@ class WorkflowActivityPublisher:
                 keyed[root.root_run_id] = root
         elif roots is not None:
             raise ContractError("roots", f"a {state} snapshot takes no roots")
-        if self._fenced():
+        if self._record_if_fenced():
             return None
         return self._hub._apply_snapshot(state, keyed)
 
     def publish_changed(self, root: RootActivity) -> Cursor | None:
         """Store or replace one whole root and tell observers and hooks (P4)."""
         checked = _check_root(root, "root")
-        if self._fenced():
+        if self._record_if_fenced():
             return None
         return self._hub._apply_changed(checked, self)
 
     def publish_removed(self, root_run_id: str) -> Cursor | None:
         """Delete one root; an id the hub does not know is allowed (P5)."""
         checked = check_str(root_run_id, "root_run_id")
-        if self._fenced():
+        if self._record_if_fenced():
             return None
         return self._hub._apply_removed(checked)
 
     def publish_lifecycle(self, event: LifecycleInput) -> Cursor | None:
         """Stamp a lifecycle event with the next cursor and hand it to the hooks (P6). No frame."""
         checked = _check_lifecycle(event, "event")
-        if self._fenced():
+        if self._record_if_fenced():
             return None
         return self._hub._apply_lifecycle(checked, self)
 
     def publish_heartbeat(self, event: HeartbeatEvent) -> None:
         """Hand a heartbeat to the hooks as given (P7): no cursor, no frame."""
         checked = _check_heartbeat(event, "event")
-        if self._fenced():
+        if self._record_if_fenced():
             return
         self._hub._emit_hook(checked, self)
 

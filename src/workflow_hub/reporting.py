@@ -13,7 +13,7 @@ See ``docs/reporters.md``.
 from ._aggregate import AggregateState as AggregateState
 from ._aggregate import AggregateStatus as AggregateStatus
 from ._aggregate import aggregate as aggregate
-from ._public import claim
+from ._public import fixup_module_metadata
 from ._reporter import RenderCallback as RenderCallback
 from ._reporter import run_reporter as run_reporter
 from ._view import ActivityView as ActivityView
@@ -33,6 +33,6 @@ __all__ = [
     "run_reporter",
 ]
 
-
 # A name the package itself already re-exports (as workflow_hub.X) is left as the package set it.
-claim(__name__, globals(), __all__)
+fixup_module_metadata(__name__, globals())
+del fixup_module_metadata

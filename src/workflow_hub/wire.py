@@ -6,9 +6,13 @@ frame, target, node and event carries its discriminator (``kind`` or ``type``). 
 :class:`~workflow_hub.ContractError` naming the JSON path. See ``docs/wire-format.md``.
 """
 
+from ._public import fixup_module_metadata
 from ._wire import dumps as dumps
 from ._wire import from_wire as from_wire
 from ._wire import loads as loads
 from ._wire import to_wire as to_wire
 
 __all__ = ["dumps", "from_wire", "loads", "to_wire"]
+
+fixup_module_metadata(__name__, globals())
+del fixup_module_metadata

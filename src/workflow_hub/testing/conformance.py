@@ -15,7 +15,7 @@ implementations in other languages, through the JSON-lines protocol) build on th
 See ``docs/conformance.md``. This module needs hypothesis (the ``testing`` extra).
 """
 
-from .._public import claim
+from .._public import fixup_module_metadata
 from ._adapter import AdapterConfig as AdapterConfig
 from ._adapter import AdapterFactory as AdapterFactory
 from ._adapter import ConformanceAdapter as ConformanceAdapter
@@ -47,10 +47,7 @@ from ._operations import ReleaseObserver as ReleaseObserver
 from ._operations import Scenario as Scenario
 from ._operations import Settle as Settle
 from ._operations import StallObserver as StallObserver
-from ._operations import operation_sequences as operation_sequences
-from ._operations import operations as operations
 from ._operations import playable as playable
-from ._operations import scenarios as scenarios
 
 __all__ = [
     "ROOT_IDS",
@@ -82,13 +79,10 @@ __all__ = [
     "Settle",
     "StallObserver",
     "check_conformance",
-    "operation_sequences",
-    "operations",
     "playable",
     "run_scenario",
-    "scenarios",
     "serve",
 ]
 
-
-claim(__name__, globals(), __all__)
+fixup_module_metadata(__name__, globals())
+del fixup_module_metadata

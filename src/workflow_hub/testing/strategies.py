@@ -448,6 +448,10 @@ def diagnostics(
 
 # Operation sequences for the conformance kit live beside the harness that plays them; they are
 # public here, with the value strategies they are built from.
+from .._public import fixup_module_metadata  # noqa: E402
 from ._operations import operation_sequences as operation_sequences  # noqa: E402
 from ._operations import operations as operations  # noqa: E402
 from ._operations import scenarios as scenarios  # noqa: E402
+
+fixup_module_metadata(__name__, globals())
+del fixup_module_metadata
