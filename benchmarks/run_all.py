@@ -19,6 +19,7 @@ import bench_hooks
 import bench_memory
 import bench_metrics
 import bench_publish
+import bench_redis
 import bench_snapshot
 import bench_tracker
 from _harness import (
@@ -42,6 +43,7 @@ BENCHMARKS: dict[str, Benchmark] = {
     "snapshot": bench_snapshot.run,
     "hooks": bench_hooks.run,
     "metrics": bench_metrics.run,
+    "redis": bench_redis.run,
     "tracker": bench_tracker.run,
 }
 

@@ -43,7 +43,7 @@ def smoke_rows(run_all: ModuleType, harness: ModuleType) -> list[object]:
 
 
 @pytest.mark.parametrize(
-    "benchmark", ["fan-out", "publish", "memory", "snapshot", "hooks", "metrics"]
+    "benchmark", ["fan-out", "publish", "memory", "snapshot", "hooks", "metrics", "redis"]
 )
 def test_each_benchmark_reports_figures_next_to_a_reference(
     smoke_rows: list[object], harness: ModuleType, benchmark: str

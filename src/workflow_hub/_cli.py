@@ -21,6 +21,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "workflow_hub.testing._conformance_cli",
         "check an implementation of the contract against the reference model",
     ),
+    # watch/serve: the Redis modules take redis:// URLs and --redis, and hand everything else to
+    # the network server's _watch_cli/_serve_cli when those are installed.
+    "watch": ("workflow_hub._redis_cli_watch", "show a fleet (redis://) or a served hub, live"),
+    "serve": ("workflow_hub._redis_cli_serve", "run the demo scheduler, mirrored or served"),
 }
 
 

@@ -7,25 +7,32 @@ has every observer guarantee: the snapshot first, FIFO, the bound and the overfl
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Protocol
 
 import trio
 
+from ._contract import Frame
 from ._errors import ContractError
 from ._view import ActivityView, ViewChange
 
-if TYPE_CHECKING:
-    from ._hub import WorkflowActivityHub
+__all__ = ["RenderCallback", "Subscribable", "run_reporter"]
 
-__all__ = ["RenderCallback", "run_reporter"]
+
+class Subscribable(Protocol):
+    """Anything with a hub's ``subscribe()``: a hub, or a remote source such as
+    :class:`workflow_hub.redis.RedisSource`."""
+
+    def subscribe(self) -> AbstractAsyncContextManager[AsyncIterator[Frame]]: ...
+
 
 RenderCallback = Callable[[ActivityView, ViewChange], Awaitable[object] | object]
 """What :func:`run_reporter` calls after each frame: ``render(view, change)``, sync or async."""
 
 
 async def run_reporter(
-    hub: WorkflowActivityHub,
+    hub: Subscribable,
     render: RenderCallback,
     *,
     task_status: trio.TaskStatus[ActivityView] = trio.TASK_STATUS_IGNORED,

@@ -1,0 +1,234 @@
+"""``workflow-hub watch redis://…`` and ``workflow-hub serve --redis URL``: a fleet from a terminal.
+
+``watch`` follows every source under a prefix and shows one line per source (a live table in a
+terminal when ``rich`` is installed, plain lines otherwise: one whenever a source's status
+changes). ``serve`` runs the demo's simulated scheduler and mirrors it, so a ``watch`` elsewhere
+has something to show. Both need the ``redis`` extra (coredis); ``make demo`` never does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import functools
+import random
+import sys
+import time
+from collections.abc import Callable
+from typing import IO, Any
+
+import trio
+
+from ._redis_fleet import FleetView, follow_fleet
+from ._redis_keys import DEFAULT_PREFIX
+from ._redis_mirror import mirror_hub
+
+__all__ = [
+    "add_serve_arguments",
+    "add_watch_arguments",
+    "is_redis_url",
+    "run_serve",
+    "run_watch",
+]
+
+_MISSING = "the redis commands need the 'redis' extra: pip install 'workflow-hub[redis]' (coredis)"
+
+
+def _open_client(url: str) -> Any:
+    import coredis
+
+    return coredis.Redis.from_url(url)
+
+
+def _coredis_available(command: str) -> bool:
+    try:
+        import coredis  # noqa: F401
+    except ImportError:
+        print(f"workflow-hub {command}: {_MISSING}", file=sys.stderr)
+        return False
+    return True
+
+
+# --- watch -------------------------------------------------------------------------------------
+
+
+def add_watch_arguments(parser: argparse.ArgumentParser, *, shared: bool = True) -> None:
+    """The ``watch`` options for Redis. ``shared=False``: the URL and ``--duration`` are already
+    there (the network server's ``watch`` defines them, and hands redis:// URLs over here)."""
+    if shared:
+        parser.add_argument("url", metavar="URL", help="a Redis URL: redis://HOST:PORT/DB")
+        parser.add_argument(
+            "--duration",
+            type=float,
+            default=None,
+            metavar="SECONDS",
+            help="stop after this long (default: until Ctrl-C)",
+        )
+    parser.add_argument(
+        "--prefix",
+        default=DEFAULT_PREFIX,
+        help=f"redis:// only: the key prefix (default {DEFAULT_PREFIX})",
+    )
+    parser.add_argument(
+        "--stale-after",
+        type=float,
+        default=5.0,
+        metavar="SECONDS",
+        help="redis:// only: a source that has not refreshed for this long is unavailable (default 5)",
+    )
+
+
+def is_redis_url(url: str) -> bool:
+    return url.startswith(("redis://", "rediss://", "unix://"))
+
+
+def run_watch(args: argparse.Namespace) -> int:
+    if not is_redis_url(args.url):
+        print(
+            "workflow-hub watch: expected a redis:// URL "
+            "(watching a hub over HTTP belongs to the network server)",
+            file=sys.stderr,
+        )
+        return 2
+    if not _coredis_available("watch"):
+        return 2
+    show: Callable[[FleetView], None]
+    if sys.stdout.isatty():
+        try:
+            from rich.live import Live
+        except ImportError:
+            show = _PlainFleet(sys.stdout).show
+        else:
+            with Live(_fleet_table(FleetView()), refresh_per_second=4) as live:
+                show = lambda fleet: live.update(_fleet_table(fleet))  # noqa: E731
+                with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how it stops
+                    trio.run(_watch, args, show)
+            return 0
+    else:
+        show = _PlainFleet(sys.stdout).show
+    with contextlib.suppress(KeyboardInterrupt):
+        trio.run(_watch, args, show)
+    return 0
+
+
+async def _watch(args: argparse.Namespace, show: Callable[[FleetView], None]) -> None:
+    fleet_view = FleetView()
+    with trio.move_on_after(args.duration if args.duration is not None else float("inf")):
+        async with (
+            _open_client(args.url) as redis,
+            follow_fleet(redis, prefix=args.prefix, stale_after=args.stale_after) as fleet,
+        ):
+            async for source, frame in fleet:
+                fleet_view.apply(source, frame)
+                show(fleet_view)
+
+
+class _PlainFleet:
+    """One line whenever a source's status (or the fleet's) changes."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self._stream = stream
+        self._last: dict[str, str] = {}
+
+    def show(self, fleet: FleetView) -> None:
+        lines = {source: status.message for source, status in fleet.statuses().items()}
+        lines[""] = fleet.aggregate().message
+        for source, message in lines.items():
+            if self._last.get(source) != message:
+                self._last[source] = message
+                label = source or "fleet"
+                self._stream.write(f"{label}: {message}\n")
+        self._stream.flush()
+
+
+def _fleet_table(fleet: FleetView) -> Any:
+    from rich.table import Table
+
+    status = fleet.aggregate()
+    table = Table(title=f"workflow-hub fleet: {status.state} · {status.message}")
+    table.add_column("source")
+    table.add_column("state")
+    table.add_column("status")
+    table.add_column("roots", justify="right")
+    for source, source_status in fleet.statuses().items():
+        table.add_row(
+            source, str(source_status.state), source_status.message, str(source_status.roots)
+        )
+    return table
+
+
+# --- serve -------------------------------------------------------------------------------------
+
+
+def add_serve_arguments(parser: argparse.ArgumentParser, *, shared: bool = True) -> None:
+    """The ``serve`` options for Redis. ``shared=False``: ``--duration`` and ``--seed`` are
+    already there (the network server's ``serve`` defines them)."""
+    redis_required = shared  # alone, serve only mirrors; beside the server, --redis is optional
+    parser.add_argument(
+        "--redis",
+        required=redis_required,
+        default=None,
+        metavar="URL",
+        help="mirror the demo scheduler into this Redis: redis://HOST:PORT/DB",
+    )
+    parser.add_argument(
+        "--source", default=None, metavar="NAME", help="with --redis: this scheduler's name"
+    )
+    parser.add_argument(
+        "--prefix",
+        default=DEFAULT_PREFIX,
+        help=f"with --redis: the key prefix (default {DEFAULT_PREFIX})",
+    )
+    if shared:
+        parser.add_argument(
+            "--duration",
+            type=float,
+            default=None,
+            metavar="SECONDS",
+            help="stop after this long (default: until Ctrl-C)",
+        )
+        parser.add_argument("--seed", type=int, default=None, help="make the scenario reproducible")
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    if not args.source:
+        print("workflow-hub serve: --redis needs --source NAME", file=sys.stderr)
+        return 2
+    if not _coredis_available("serve"):
+        return 2
+    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how it stops
+        trio.run(_serve, args)
+    return 0
+
+
+async def _serve(args: argparse.Namespace) -> None:
+    from ._demo_scenario import run_scenario
+    from ._hub import open_hub
+    from ._tracker import RunTracker
+
+    rng = random.Random(args.seed)
+    with trio.move_on_after(args.duration if args.duration is not None else float("inf")):
+        async with (
+            open_hub() as hub,
+            _open_client(args.redis) as redis,
+            trio.open_nursery() as nursery,
+        ):
+            mirror = await nursery.start(
+                functools.partial(mirror_hub, hub, redis, source=args.source, prefix=args.prefix)
+            )
+            print(
+                f"workflow-hub serve: mirroring the demo scheduler as {args.source!r} "
+                f"into {args.prefix}:{args.source}:frames",
+                flush=True,
+            )
+            tracker = RunTracker(
+                hub.register_publisher(),
+                owner_session_id=f"{args.source}-session",
+                clock=lambda: time.time() * 1000,
+                include_graph=True,
+            )
+            async with trio.open_nursery() as scheduler:
+                await scheduler.start(tracker.run_heartbeats)
+                while not mirror.fenced:
+                    await run_scenario(tracker, duration=20.0, seed=rng.randrange(2**32))
+            nursery.cancel_scope.cancel()
