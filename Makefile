@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint types pytest conformance bench venv clean redis-server
+.PHONY: demo test lint types pytest conformance bench venv clean redis-server browsers screenshot
 
 venv: $(STAMP)
 
@@ -17,11 +17,12 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-LINTED := $(wildcard src tests benchmarks)
+LINTED := $(wildcard src tests benchmarks tools)
 
-# The main job on its embedded default: a simulated scheduler, a live status view, hook events.
+# The main job on its embedded default: a simulated scheduler, a live status view, hook events,
+# and the hub served over HTTP (the URL is printed beside the view; `workflow-hub watch URL`).
 demo: $(STAMP)
-	$(BIN)/workflow-hub demo
+	$(BIN)/workflow-hub demo --serve 127.0.0.1:0
 
 lint: $(STAMP)
 	$(BIN)/ruff check $(LINTED)
@@ -35,8 +36,18 @@ redis-server:
 	@command -v redis-server >/dev/null || (apt-get update && apt-get install -y redis-server) \
 		|| echo "redis-server is missing and could not be installed: the Redis tests will skip (fail with CI=true)"
 
-pytest: $(STAMP) redis-server
+# The dashboard's tests run its JavaScript under node and its page in Debian's chromium (driven by
+# the Python playwright package; never `playwright install`, which downloads a browser).
+browsers:
+	@command -v node >/dev/null || flock /tmp/apt.lock sh -c 'apt-get update && apt-get install -y nodejs'
+	@command -v chromium >/dev/null || flock /tmp/apt.lock sh -c 'apt-get update && apt-get install -y chromium'
+
+pytest: $(STAMP) redis-server browsers
 	$(BIN)/pytest
+
+# docs/dashboard.png: the dashboard of the demo's scheduler, taken by Debian's chromium.
+screenshot: $(STAMP) browsers
+	$(BIN)/python tools/dashboard_screenshot.py --chromium "$$(command -v chromium)"
 
 test: lint types pytest
 

@@ -18,8 +18,10 @@ import bench_fanout
 import bench_hooks
 import bench_memory
 import bench_metrics
+import bench_network
 import bench_publish
 import bench_redis
+import bench_resume
 import bench_snapshot
 import bench_tracker
 from _harness import (
@@ -43,7 +45,9 @@ BENCHMARKS: dict[str, Benchmark] = {
     "snapshot": bench_snapshot.run,
     "hooks": bench_hooks.run,
     "metrics": bench_metrics.run,
+    "network": bench_network.run,
     "redis": bench_redis.run,
+    "resume": bench_resume.run,
     "tracker": bench_tracker.run,
 }
 

@@ -6,7 +6,9 @@ import itertools
 from collections.abc import Callable, Iterator
 
 from workflow_hub import (
+    Availability,
     ChangedFrame,
+    Cursor,
     Frame,
     HeartbeatEvent,
     LifecycleInput,
@@ -98,3 +100,24 @@ def fold(frames: list[Frame]) -> dict[str, RootActivity] | None:
 def describe(frames: list[Frame]) -> list[tuple[str, int]]:
     """Frames as (kind, revision) pairs, for compact assertions."""
     return [(frame.kind, frame.cursor.revision) for frame in frames]
+
+
+def held_at(broadcast: list[Frame], cursor: Cursor) -> SnapshotFrame:
+    """What a client that folded every broadcast frame up to ``cursor`` holds, as a snapshot: the
+    state a resumed observer continues from (R2). ``broadcast`` is every frame a hub (or the
+    reference model) broadcast, oldest first."""
+    frames = [
+        frame
+        for frame in broadcast
+        if frame.cursor.epoch == cursor.epoch and frame.cursor.revision <= cursor.revision
+    ]
+    availability = next(
+        (f.availability for f in reversed(frames) if isinstance(f, SnapshotFrame)),
+        Availability.UNAVAILABLE,
+    )
+    roots = fold(frames)
+    return SnapshotFrame(
+        cursor=cursor,
+        availability=availability,
+        roots=None if roots is None else tuple(roots.values()),
+    )

@@ -43,7 +43,8 @@ def smoke_rows(run_all: ModuleType, harness: ModuleType) -> list[object]:
 
 
 @pytest.mark.parametrize(
-    "benchmark", ["fan-out", "publish", "memory", "snapshot", "hooks", "metrics", "redis"]
+    "benchmark",
+    ["fan-out", "publish", "memory", "snapshot", "hooks", "metrics", "network", "redis", "resume"],
 )
 def test_each_benchmark_reports_figures_next_to_a_reference(
     smoke_rows: list[object], harness: ModuleType, benchmark: str
@@ -109,3 +110,16 @@ def test_plot_reads_every_fanout_series_back_from_the_results(
     series = plot.fanout_series(json.loads(output.read_text(encoding="utf-8")))
     assert set(series) == set(plot.SERIES)
     assert all(set(points) == {1, 3} for points in series.values())
+
+
+def test_network_compares_sse_with_both_baselines_and_counts_encodings(
+    smoke_rows: list[object],
+) -> None:
+    """Issue 15: (a) one event per write, (b) 100 per write, encodings per frame, publish cost."""
+    rows = [row for row in smoke_rows if row.benchmark == "network"]  # type: ignore[attr-defined]
+    references = {row.reference for row in rows}  # type: ignore[attr-defined]
+    assert {"(a) one event per write", "(b) 100 events per write"} <= references
+    encodings = [row for row in rows if row.case.startswith("encodings per frame")]  # type: ignore[attr-defined]
+    assert encodings
+    assert all(row.value == 1 for row in encodings)  # type: ignore[attr-defined]
+    assert any(row.case.startswith("publish cost") for row in rows)  # type: ignore[attr-defined]

@@ -27,6 +27,7 @@ from workflow_hub import (
 )
 from workflow_hub.testing.conformance import (
     AdapterConfig,
+    At,
     BindDispatcher,
     ConformanceFailure,
     DisposeHub,
@@ -39,11 +40,12 @@ from workflow_hub.testing.conformance import (
     RegisterPublisher,
     ReleaseObserver,
     Scenario,
+    SeenBy,
     Settle,
     StallObserver,
     check_conformance,
+    play_scenario,
     playable,
-    run_scenario,
 )
 
 from .builders import root
@@ -64,9 +66,25 @@ class Delegating:
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 
-    async def observe(self, style: Any, failing: bool) -> None:
+    async def observe(self, style: Any, failing: bool, since: Cursor | None) -> bool:
         self.observers += 1
-        await self.inner.observe(style, failing)
+        return await self.inner.observe(style, failing, since)
+
+
+class IgnoresSince(Delegating):
+    """Starts every observer with a snapshot, as if ``since`` were not given (breaks R2)."""
+
+    async def observe(self, style: Any, failing: bool, since: Cursor | None) -> bool:
+        return await super().observe(style, failing, None)
+
+
+class ReplaysTooFar(Delegating):
+    """Resumes from one revision before ``since``: a frame seen already comes again (breaks R2)."""
+
+    async def observe(self, style: Any, failing: bool, since: Cursor | None) -> bool:
+        if since is not None and since.revision > 0:
+            since = Cursor(epoch=since.epoch, revision=since.revision - 1)
+        return await super().observe(style, failing, since)
 
 
 class DropsOverflowSnapshot(Delegating):
@@ -271,15 +289,15 @@ def test_the_failure_marks_the_step_where_it_showed() -> None:
     assert marked[0].lstrip().startswith(f"{failure.step}. ")
 
 
-def test_a_printed_scenario_replays_with_run_scenario() -> None:
+def test_a_printed_scenario_replays_with_play_scenario() -> None:
     """A shrunk scenario is data: it replays the same failure, and passes on the real hub."""
     failure = caught(ReordersFrames)
     with pytest.raises(ConformanceFailure) as replayed:
-        run_scenario(ReordersFrames, failure.scenario)
+        play_scenario(ReordersFrames, failure.scenario)
     assert replayed.value.step == failure.step
     # Everything but the table of the implementation's (random) epoch strings.
     assert str(replayed.value).split("Epochs")[0] == str(failure).split("Epochs")[0]
-    run_scenario(HubAdapter, failure.scenario)
+    play_scenario(HubAdapter, failure.scenario)
 
 
 def test_a_hand_written_overflow_scenario_agrees_on_our_hub() -> None:
@@ -304,7 +322,7 @@ def test_a_hand_written_overflow_scenario_agrees_on_our_hub() -> None:
             DisposeHub(),
         ],
     )
-    run_scenario(HubAdapter, scenario)
+    play_scenario(HubAdapter, scenario)
 
 
 def test_a_scenario_reads_as_a_numbered_script() -> None:
@@ -321,7 +339,7 @@ def test_a_scenario_reads_as_a_numbered_script() -> None:
     )
     assert str(scenario) == "\n".join(
         [
-            "Scenario (5 steps; queue_limit=1, diagnostics_limit=8):",
+            "Scenario (5 steps; queue_limit=1, diagnostics_limit=8, history_limit=1024):",
             "  1. register_publisher() -> publisher#0",
             "  2. observe(callback, failing) -> observer#0",
             "  3. publisher#0.publish_changed(root 'a': working/executing (active 1))",
@@ -352,6 +370,47 @@ def test_playable_resolves_numbers_and_registers_a_first_publisher() -> None:
 
 
 def test_an_operation_naming_a_missing_publisher_is_refused() -> None:
-    """run_scenario refuses a scenario that is not playable instead of guessing."""
+    """play_scenario refuses a scenario that is not playable instead of guessing."""
     with pytest.raises(ValueError, match="no publisher #0"):
-        run_scenario(HubAdapter, Scenario(operations=[PublishRemoved(0, "a")]))
+        play_scenario(HubAdapter, Scenario(operations=[PublishRemoved(0, "a")]))
+
+
+def test_an_implementation_that_ignores_since_is_caught_and_shrunk() -> None:
+    """R2: a resume that snapshots anyway is a disagreement, shrunk to a few steps."""
+    failure = caught(IgnoresSince)
+    assert "resumed" in str(failure) or "frames of observer" in str(failure)
+    assert len(failure.scenario.operations) <= 4
+
+
+def test_a_replay_that_repeats_a_seen_frame_is_caught_and_shrunk() -> None:
+    """R2: replaying from before ``since`` repeats a frame; the harness sees it."""
+    failure = caught(ReplaysTooFar)
+    assert "frames of observer" in str(failure)
+    assert len(failure.scenario.operations) <= 6
+
+
+def test_a_hand_written_resume_scenario_agrees_on_our_hub() -> None:
+    """R1-R3: a disconnect and a resume from the last cursor, at and past the history's edge."""
+    scenario = Scenario(
+        config=AdapterConfig(history_limit=2, queue_limit=4),
+        operations=[
+            RegisterPublisher(),
+            PublishSnapshot(0, Availability.READY, ()),
+            Observe("callback"),
+            Settle(),
+            DisposeObserver(0),
+            PublishChanged(0, root("a")),
+            PublishRemoved(0, "a"),
+            Observe("stream", since=SeenBy(0)),  # two missed: replayed
+            PublishChanged(0, root("b")),
+            Settle(),
+            DisposeObserver(1),
+            PublishChanged(0, root("c")),
+            PublishChanged(0, root("d")),
+            PublishChanged(0, root("e")),
+            Observe("callback", since=SeenBy(1)),  # three missed: a snapshot
+            Observe("callback", since=At(Cursor(epoch="epoch-1", revision=99))),  # the future
+            Observe("callback", since=At(Cursor(epoch="elsewhere", revision=1))),
+        ],
+    )
+    play_scenario(HubAdapter, scenario)

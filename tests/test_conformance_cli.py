@@ -13,6 +13,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import trio
+
+from workflow_hub import Availability, Cursor
+from workflow_hub.testing.conformance import AdapterConfig, JsonLinesProcess
+
 EXAMPLES = int(os.environ.get("WORKFLOW_HUB_CONFORMANCE_EXAMPLES", "40"))
 PYTHON = shlex.quote(sys.executable)
 
@@ -156,3 +161,59 @@ def test_the_pytest_plugin_runs_the_suite_as_a_test(tmp_path: Path) -> None:
     assert "FAILED test_user_hub.py::test_broken_hub_conforms" in output
     assert "mismatch in the diagnostics (L3)" in output
     assert "register_publisher() -> publisher#1" in output
+
+
+IGNORES_SINCE = """
+from workflow_hub.testing.conformance import HubAdapter, serve
+
+
+class IgnoresSince:
+    def __init__(self, config):
+        self.inner = HubAdapter(config)
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    async def observe(self, style, failing, since):
+        return await self.inner.observe(style, failing, None)
+
+
+serve(IgnoresSince)
+"""
+
+
+def test_the_command_holds_other_implementations_to_the_resume_rule(tmp_path: Path) -> None:
+    """R2 over JSON lines: an adapter process that ignores ``since`` fails with a short script."""
+    script = tmp_path / "ignores_since.py"
+    script.write_text(IGNORES_SINCE)
+    result = conformance(
+        "--adapter", f"{PYTHON} {shlex.quote(str(script))}", "--examples", "100", "--seed", "3"
+    )
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "since=" in result.stdout
+    assert "lease.resumed" in result.stdout or "the frames of observer" in result.stdout
+
+
+def test_since_and_resumed_travel_over_json_lines() -> None:
+    """The protocol carries ``since`` to the child and ``resumed`` back (protocol 2)."""
+
+    async def play() -> list[bool]:
+        adapter = process(AdapterConfig(history_limit=2))
+        await adapter.start()
+        await adapter.register_publisher()
+        cursor = await adapter.publish_snapshot(0, Availability.READY, ())
+        assert cursor is not None
+        await adapter.publish_removed(0, "a")
+        resumed = [
+            await adapter.observe("callback", False, cursor),
+            await adapter.observe("stream", False, Cursor(epoch="elsewhere", revision=1)),
+            await adapter.observe("callback", True, None),
+        ]
+        await adapter.settle()
+        frames = await adapter.frames(0)
+        assert [frame.kind for frame in frames] == ["removed"]
+        await adapter.close()
+        return resumed
+
+    with JsonLinesProcess(f"{PYTHON} -m workflow_hub.testing.jsonl_adapter") as process:
+        assert trio.run(play) == [True, False, False]

@@ -1,26 +1,22 @@
 """Properties of the reporter toolkit (issue 5).
 
-The main one drives a REAL running hub with random publication sequences (publisher registration
-and replacement, ready/recovering/unavailable snapshots, changes, removals, lifecycle events,
-heartbeats, publisher disposal, fenced publications) while several observers fold what they
-receive into :class:`ActivityView` objects: a sync callback, callbacks attached midway, an async
-callback that is stalled for a while, and a :func:`run_reporter` stream. With small queue limits,
-overflow resnapshots happen often. At quiescence every view reproduces ``hub.snapshot_frame()`` and
-none ever refused a frame (SPEC P1-P8, O1-O4, O9): availability and roots in order are the hub's,
-and the cursor is that of the hub's last frame (lifecycle events advance the hub's revision
-without a frame, so a view cannot know those; P6).
+The main one drives a REAL running hub with the conformance kit's random scenarios (one
+vocabulary of operations: publisher registration and replacement, ready/recovering/unavailable
+snapshots, changes, removals, lifecycle events, heartbeats, publisher disposal, fenced
+publications, callback and stream observers attached midway, stalled, disposed, and resumed from
+a cursor), played by the kit's harness against the reference model. A settle hook folds every
+observer's frames into an :class:`ActivityView`, as a reporter does: a resumed observer continues
+the view it held at its cursor. Every view must accept every frame (no rejection: continuity holds
+through overflow resnapshots and resumes alike), and at quiescence every caught-up view
+reproduces ``hub.snapshot_frame()``'s availability and roots, in order, and its aggregate
+(SPEC P1-P8, O1-O4, O9, R2, R3).
 
-Hypothesis' state machines do not run async rules, so each example draws a list of operations and
-plays it inside one ``trio.run``. The example count comes from the profile in ``conftest.py``.
+Hypothesis' state machines do not run async rules, so each example is one scenario played inside
+one ``trio.run``. The example count comes from the profile in ``conftest.py``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-import attrs
-import trio
-import trio.testing
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
@@ -29,241 +25,66 @@ from workflow_hub import (
     ChangedFrame,
     Cursor,
     Frame,
-    HeartbeatEvent,
-    LifecycleInput,
     Reason,
     RemovedFrame,
     RootActivity,
     SnapshotFrame,
     State,
-    open_hub,
 )
 from workflow_hub.reporting import (
     ActivityView,
     AggregateState,
     ChangeKind,
     Rejection,
-    ViewChange,
     aggregate,
-    run_reporter,
 )
-from workflow_hub.testing.strategies import heartbeat_events, lifecycle_inputs, root_activities
+from workflow_hub.testing.conformance import (
+    Checkpoint,
+    HubAdapter,
+    Scenario,
+    play_scenario,
+)
+from workflow_hub.testing.strategies import root_activities, scenarios
+
+from .builders import held_at
 
 ROOT_IDS = ["a", "b", "c", "", " root "]
 roots = root_activities(root_run_ids=st.sampled_from(ROOT_IDS), graphs=st.none())
 
-# --- operations --------------------------------------------------------------------------------
 
-
-@attrs.frozen
-class Register:
-    """Register a new publisher; the current one is fenced (P1)."""
-
-
-@attrs.frozen
-class Snapshot:
-    availability: Availability
-    roots: tuple[RootActivity, ...] | None
-
-
-@attrs.frozen
-class Changed:
-    root: RootActivity
-
-
-@attrs.frozen
-class Removed:
-    root_run_id: str
-
-
-@attrs.frozen
-class Lifecycle:
-    event: LifecycleInput
-
-
-@attrs.frozen
-class Heartbeat:
-    event: HeartbeatEvent
-
-
-@attrs.frozen
-class DisposePublisher:
-    """Dispose the current publisher (P8); later calls on it are fenced."""
-
-
-@attrs.frozen
-class FencedChange:
-    """Publish through the first publisher ever registered: fenced once it was replaced (P2)."""
-
-    root: RootActivity
-
-
-@attrs.frozen
-class Attach:
-    """Attach one more callback observer folding into its own view (O1)."""
-
-
-@attrs.frozen
-class Settle:
-    """Let every observer catch up (wait_all_tasks_blocked)."""
-
-
-@attrs.frozen
-class Stall:
-    """The stalled observer blocks inside every frame it starts, until released."""
-
-
-@attrs.frozen
-class Release:
-    pass
-
-
-Operation = (
-    Register
-    | Snapshot
-    | Changed
-    | Removed
-    | Lifecycle
-    | Heartbeat
-    | DisposePublisher
-    | FencedChange
-    | Attach
-    | Settle
-    | Stall
-    | Release
-)
-
-snapshots = st.one_of(
-    st.builds(Snapshot, st.just(Availability.READY), st.lists(roots, max_size=4).map(tuple)),
-    st.builds(
-        Snapshot, st.sampled_from([Availability.RECOVERING, Availability.UNAVAILABLE]), st.none()
-    ),
-)
-operations: st.SearchStrategy[Operation] = st.one_of(
-    st.builds(Register),
-    snapshots,
-    st.builds(Changed, roots),
-    st.builds(Removed, st.sampled_from(ROOT_IDS)),
-    st.builds(Lifecycle, lifecycle_inputs()),
-    st.builds(Heartbeat, heartbeat_events()),
-    st.builds(DisposePublisher),
-    st.builds(FencedChange, roots),
-    st.builds(Attach),
-    st.builds(Settle),
-    st.builds(Stall),
-    st.builds(Release),
-)
-
-
-class StalledView:
-    """An async callback observer that folds, then blocks inside the frame while stalled."""
-
-    def __init__(self) -> None:
-        self.view = ActivityView()
-        self.gate: trio.Event | None = None
-
-    def stall(self) -> None:
-        if self.gate is None:
-            self.gate = trio.Event()
-
-    def release(self) -> None:
-        if self.gate is not None:
-            self.gate.set()
-            self.gate = None
-
-    async def __call__(self, frame: Frame) -> None:
-        self.view.apply(frame)
-        if self.gate is not None:
-            await self.gate.wait()
-
-
-async def play(queue_limit: int, script: Sequence[Operation]) -> None:
-    async with open_hub(queue_limit=queue_limit) as hub, trio.open_nursery() as nursery:
-        views: list[ActivityView] = []
-        # The hub's cursor when each view attached: its first snapshot carries it, including
-        # any revisions lifecycle events used up before it.
-        attached_at: list[Cursor] = []
-
-        def attach() -> None:
-            view = ActivityView()
-            hub.observe(view.apply)
-            views.append(view)
-            attached_at.append(hub.cursor)
-
-        def render(view: ActivityView, change: ViewChange) -> None:
-            # The stream observer checks continuity at every frame, not only at the end.
-            assert change.applied, change
-
-        attach()
-        stalled = StalledView()
-        hub.observe(stalled)
-        views.append(stalled.view)
-        attached_at.append(hub.cursor)
-        views.append(await nursery.start(run_reporter, hub, render))
-        attached_at.append(hub.cursor)
-
-        first = publisher = hub.register_publisher()
-        # The cursor of the last publication that made a frame. Lifecycle events advance the
-        # hub's cursor without a frame, so an observer's view can only know this one.
-        framed = hub.cursor
-        for operation in script:
-            cursor: Cursor | None = None
-            match operation:
-                case Register():
-                    publisher = hub.register_publisher()
-                    cursor = hub.cursor
-                case Snapshot(availability, snapshot_roots):
-                    cursor = publisher.publish_snapshot(availability, snapshot_roots)
-                case Changed(root):
-                    cursor = publisher.publish_changed(root)
-                case Removed(root_run_id):
-                    cursor = publisher.publish_removed(root_run_id)
-                case Lifecycle(lifecycle):
-                    publisher.publish_lifecycle(lifecycle)
-                case Heartbeat(heartbeat):
-                    publisher.publish_heartbeat(heartbeat)
-                case DisposePublisher():
-                    was_current = publisher.current
-                    publisher.dispose()
-                    cursor = hub.cursor if was_current else None
-                case FencedChange(root):
-                    cursor = first.publish_changed(root)
-                case Attach():
-                    if len(views) < 6:
-                        attach()
-                case Settle():
-                    await trio.testing.wait_all_tasks_blocked()
-                case Stall():
-                    stalled.stall()
-                case Release():
-                    stalled.release()
-            if cursor is not None:
-                framed = cursor
-
-        stalled.release()
-        await trio.testing.wait_all_tasks_blocked()
-        if any(d.kind == "ObserverOverflow" for d in hub.diagnostics()):
-            event("an observer overflowed")
-        for view, attach_cursor in zip(views, attached_at, strict=True):
-            later = attach_cursor.epoch == framed.epoch and attach_cursor.revision > framed.revision
-            expected = attrs.evolve(hub.snapshot_frame(), cursor=attach_cursor if later else framed)
-            assert view.snapshot_frame() == expected
-            assert view.in_sync
-            assert view.rejected == 0
-            assert aggregate(view) == aggregate(expected)
-        nursery.cancel_scope.cancel()
+async def views_follow_the_hub(checkpoint: Checkpoint) -> None:
+    adapter = checkpoint.adapter
+    assert isinstance(adapter, HubAdapter)
+    model = checkpoint.model
+    hub_snapshot = adapter.hub.snapshot_frame()
+    for index, observer in enumerate(model.observers):
+        view = ActivityView()
+        if observer.resumed and observer.since is not None:
+            event("a view resumed from a cursor")
+            view.apply(held_at(model.broadcast[: observer.attached_after], observer.since))
+        for frame in observer.received:
+            change = view.apply(frame)
+            assert change.applied, (index, change)
+        assert view.rejected == 0
+        caught_up = not observer.pending and not observer.in_flight and not observer.disposed
+        if not (checkpoint.final and caught_up and observer.received):
+            continue
+        if observer.received[-1].cursor.epoch != model.epoch:
+            continue
+        held = view.snapshot_frame()
+        assert held is not None
+        assert view.in_sync
+        assert (held.availability, held.roots) == (hub_snapshot.availability, hub_snapshot.roots)
+        assert aggregate(view) == aggregate(hub_snapshot)
+    if any(d.kind == "ObserverOverflow" for d in model.diagnostics):
+        event("an observer overflowed")
 
 
 @settings(deadline=None)
-@given(
-    queue_limit=st.sampled_from([1, 2, 4, 256]),
-    script=st.lists(operations, max_size=40),
-)
-def test_views_fed_by_a_real_hub_reproduce_its_snapshot(
-    queue_limit: int, script: list[Operation]
-) -> None:
-    """P1-P8/O1-O4/O9: at quiescence every view equals hub.snapshot_frame() and stayed in sync."""
-    trio.run(play, queue_limit, script)
+@given(scenarios(queue_limits=(256, 1, 2, 4), roots=roots))
+def test_views_fed_by_a_real_hub_reproduce_its_snapshot(scenario: Scenario) -> None:
+    """P1-P8/O1-O4/O9/R2/R3: at quiescence every view equals the hub's snapshot, never refusing."""
+    play_scenario(HubAdapter, scenario, on_settle=views_follow_the_hub)
 
 
 # --- the view on arbitrary frame sequences -----------------------------------------------------

@@ -17,6 +17,7 @@ __all__ = ["main"]
 # subcommand -> (module, help). Each module has ``add_arguments(parser)`` and ``run(args) -> int``.
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("workflow_hub._demo", "run a simulated scheduler and show its activity live"),
+    "snapshot": ("workflow_hub._snapshot_cli", "print a served hub's snapshot as JSON"),
     "conformance": (
         "workflow_hub.testing._conformance_cli",
         "check an implementation of the contract against the reference model",

@@ -73,6 +73,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--seed", type=int, default=None, help="make ids, epochs and timing reproducible"
     )
     parser.add_argument(
+        "--serve",
+        default=None,
+        metavar="[HOST:]PORT",
+        help="also serve the hub over HTTP (SSE, WebSocket; port 0 picks one) and print the URL",
+    )
+    parser.add_argument("--token", default=None, help="with --serve: the token clients must send")
+    parser.add_argument(
         "--metrics-port",
         type=int,
         default=None,
@@ -101,6 +108,8 @@ class Output(Protocol):
 
     closed: trio.Event
     """Set when the output can take no more (its reader went away): the demo then ends."""
+    url: str | None
+    """Where the hub is served (``--serve``), shown beside the view."""
 
     def frame(self, frame: Frame, view: ActivityView) -> None: ...
     def hook(self, event: WorkflowEvent) -> None: ...
@@ -122,7 +131,7 @@ async def _main(args: argparse.Namespace, output: Output) -> None:
                 interrupted = trio.Event()
                 nursery.start_soon(_stop_on_ctrl_c, interrupts, interrupted, nursery.cancel_scope)
                 with output:
-                    await _play(hub, output, rng, args.duration, interrupted)
+                    await _play(hub, output, rng, args.duration, interrupted, args)
                 nursery.cancel_scope.cancel()
     finally:
         stop_metrics()
@@ -134,6 +143,25 @@ async def _play(
     rng: random.Random,
     duration: float,
     interrupted: trio.Event,
+    args: argparse.Namespace | None = None,
+) -> None:
+    async with trio.open_nursery() as serving:
+        runner = HookRunner(hub)
+        if args is not None and getattr(args, "serve", None) is not None:
+            from ._serve_cli import start_serving
+
+            await start_serving(serving, hub, runner, output, args.serve, args.token)
+        await _play_scenario(hub, runner, output, rng, duration, interrupted)
+        serving.cancel_scope.cancel()
+
+
+async def _play_scenario(
+    hub: WorkflowActivityHub,
+    runner: HookRunner,
+    output: Output,
+    rng: random.Random,
+    duration: float,
+    interrupted: trio.Event,
 ) -> None:
     view = ActivityView()
 
@@ -141,7 +169,6 @@ async def _play(
         view.apply(frame)
         output.frame(frame, view)
 
-    runner = HookRunner(hub)
     pane = runner.extension("demo-pane")
     for event_type in HOOK_EVENT_TYPES:
         pane.on(event_type, output.hook)
@@ -275,6 +302,7 @@ class _LineOutput:
     def __init__(self, stream: IO[str]) -> None:
         self._stream = stream
         self.closed = trio.Event()
+        self.url: str | None = None
 
     def __enter__(self) -> Self:
         return self

@@ -13,10 +13,12 @@ from rich.text import Text
 
 from ._contract import Frame, WorkflowEvent
 from ._demo import describe_event, describe_running
+from ._serve_cli import dashboard_url
 from .reporting import ActivityView, aggregate
 
 __all__ = ["RichOutput"]
 
+_CONNECTION_STYLES = {"live": "green", "reconnecting": "yellow", "resynced from a snapshot": "cyan"}
 _STATE_STYLES = {"working": "green", "blocked": "bold red", "idle": "dim", "unknown": "yellow"}
 
 
@@ -26,6 +28,9 @@ class RichOutput:
         self._events = events
         self._view: ActivityView | None = None
         self.closed = trio.Event()  # a terminal does not go away; Ctrl-C ends the demo
+        self.url: str | None = None
+        self.title = "workflow-hub demo"
+        self.connection: str | None = None  # for `watch`: live, reconnecting, resynced
         self._live = Live(self._render(), refresh_per_second=10, transient=False)
 
     def __enter__(self) -> RichOutput:
@@ -38,6 +43,10 @@ class RichOutput:
 
     def frame(self, frame: Frame, view: ActivityView) -> None:
         self._view = view
+        self._live.update(self._render())
+
+    def refresh(self) -> None:
+        """Redraw now: the connection state changed without a frame."""
         self._live.update(self._render())
 
     def hook(self, event: WorkflowEvent) -> None:
@@ -54,7 +63,7 @@ class RichOutput:
             cursor = view.cursor
             where = f"epoch {cursor.epoch} · revision {cursor.revision}" if cursor else ""
             header = Text.assemble(
-                ("workflow-hub demo  ", "bold"),
+                (f"{self.title}  ", "bold"),
                 (f"{status.state}", _STATE_STYLES.get(status.state, "")),
                 f"  {status.message}  ",
                 ("(needs attention)  " if status.attention else "", "bold red"),
@@ -75,6 +84,13 @@ class RichOutput:
                 )
             if not view.known:
                 table.caption = f"source {view.availability}: activity unknown (not idle)"
+        if self.url is not None:
+            header.append(f"\ndashboard at {dashboard_url(self.url)}", style="cyan")
+        if self.connection is not None:
+            header.append(
+                f"\nconnection: {self.connection}",
+                style=_CONNECTION_STYLES.get(self.connection, ""),
+            )
         hooks = Panel(
             "\n".join(self._events) or "(no hook events yet)",
             title="hook events",

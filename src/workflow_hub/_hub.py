@@ -38,6 +38,7 @@ from ._contract import (
 )
 from ._enums import Availability, DiagnosticKind, StageStatus
 from ._errors import ContractError
+from ._history import FrameHistory
 from ._instruments import HubInstruments, Instrumentation
 from ._observers import (
     YIELD_EVERY,
@@ -63,6 +64,7 @@ current; a dispatcher checks it before each handler (K4).
 DEFAULT_QUEUE_LIMIT = 256
 DEFAULT_DIAGNOSTICS_LIMIT = 256
 DEFAULT_HOOK_BUFFER_LIMIT = 10_000
+DEFAULT_HISTORY_LIMIT = 1024
 
 _NOT_RUNNING = (
     "the hub is not running: use `async with open_hub() as hub:` "
@@ -78,6 +80,18 @@ def _check_limit(value: object, name: str) -> int:
     if type(value) is not int or value < 1:
         raise ContractError(name, f"expected an int >= 1, got {value!r}")
     return value
+
+
+def _check_history_limit(value: object) -> int:
+    if type(value) is not int or value < 0:
+        raise ContractError("history_limit", f"expected an int >= 0, got {value!r}")
+    return value
+
+
+def _check_since(since: object) -> Cursor | None:
+    if since is not None and not isinstance(since, Cursor):
+        raise ContractError("since", f"expected a Cursor or None, got {type(since).__name__}")
+    return since
 
 
 @attrs.frozen(kw_only=True)
@@ -104,6 +118,12 @@ class HubStatistics:
     """Hook events dropped, oldest first, because the hook buffer was full."""
     epochs_started: int
     """Epochs this hub has started, the first one included."""
+    history_frames: int = 0
+    """Frames the resume history holds (R1): at most ``history_limit``, none before the latest
+    broadcast snapshot."""
+    history_oldest_revision: int | None = None
+    """The oldest revision of the current epoch a resume can start from without a snapshot
+    (``observe(since=...)``, R2); None when history is off (``history_limit=0``)."""
     running: bool
     """Whether the hub's tasks are running (inside ``async with``)."""
     disposed: bool
@@ -120,8 +140,9 @@ class WorkflowActivityHub:
 
     ``queue_limit`` bounds each observer's pending frames (O4); ``diagnostics_limit`` bounds the
     retained diagnostics (L3); ``hook_buffer_limit`` bounds hook events waiting for a dispatcher
-    (the oldest are dropped past it, and counted). ``epoch_factory`` makes epoch strings; each must
-    be new to this hub. ``metrics`` (a :class:`~workflow_hub.metrics.HubMetrics`) turns on
+    (the oldest are dropped past it, and counted). ``history_limit`` bounds the frames kept so
+    an observer can resume from a cursor (R1; 0 turns resuming off). ``epoch_factory`` makes
+    epoch strings; each must be new to this hub. ``metrics`` (a :class:`~workflow_hub.metrics.HubMetrics`) turns on
     Prometheus metrics; without it the hub does no metric work at all. (The hub takes any
     ``Instrumentation``; it never imports prometheus-client itself.)
     """
@@ -132,6 +153,7 @@ class WorkflowActivityHub:
         queue_limit: int = DEFAULT_QUEUE_LIMIT,
         diagnostics_limit: int = DEFAULT_DIAGNOSTICS_LIMIT,
         hook_buffer_limit: int = DEFAULT_HOOK_BUFFER_LIMIT,
+        history_limit: int = DEFAULT_HISTORY_LIMIT,
         epoch_factory: Callable[[], str] | None = None,
         metrics: Instrumentation | None = None,
     ) -> None:
@@ -143,6 +165,7 @@ class WorkflowActivityHub:
             maxlen=_check_limit(diagnostics_limit, "diagnostics_limit")
         )
         self._hook_buffer_limit = _check_limit(hook_buffer_limit, "hook_buffer_limit")
+        self._history = FrameHistory(_check_history_limit(history_limit))
         self._epoch_factory = epoch_factory or _random_epoch
         self._used_epochs: set[str] = set()
         self._epoch = self._new_epoch()
@@ -260,6 +283,8 @@ class WorkflowActivityHub:
             deepest_queue=max(depths, default=0),
             hook_events_pending=len(self._hook_events),
             hook_events_dropped=self._hook_events_dropped,
+            history_frames=len(self._history),
+            history_oldest_revision=self._history.floor,
             epochs_started=len(self._used_epochs),
             running=self.running,
             disposed=self._disposed,
@@ -284,6 +309,8 @@ class WorkflowActivityHub:
         self._snapshot = None
         self._record(DiagnosticKind.SOURCE_UNAVAILABLE)
         self._broadcast(self.snapshot_frame())
+        # R1: a new epoch starts an empty history (revision 0 is never resumed *from* before).
+        self._history.clear()
         return WorkflowActivityPublisher._create(self, epoch)
 
     def _new_epoch(self) -> str:
@@ -348,6 +375,7 @@ class WorkflowActivityHub:
         self._broadcast(self.snapshot_frame())
 
     def _broadcast(self, frame: Frame) -> None:
+        self._history.append(frame)  # R1: every broadcast frame, for observers that resume
         metrics = self._metrics
         if metrics is None:
             for queue in self._observers:
@@ -367,33 +395,40 @@ class WorkflowActivityHub:
 
     # --- observers -------------------------------------------------------------------------
 
-    def observe(self, callback: FrameCallback) -> ObserverLease:
+    def observe(self, callback: FrameCallback, *, since: Cursor | None = None) -> ObserverLease:
         """Attach a callback (sync or async) that receives the current snapshot, then every frame.
 
         Delivery is asynchronous, one callback at a time, in order (O1, O2). A callback that raises
         records ``ObserverDeliveryFailed`` and delivery goes on (O5).
+
+        ``since`` resumes from a cursor seen earlier (R2): when the history still holds every frame
+        broadcast after it in the current epoch, the callback receives exactly those frames and no
+        snapshot first (``lease.resumed`` is true); otherwise it starts with a snapshot.
         """
         if not callable(callback):
             raise ContractError("callback", f"expected a callable, got {type(callback).__name__}")
-        queue, lease = self._attach()
+        queue, lease = self._attach(_check_since(since))
         if not queue.disposed:
             assert self._nursery is not None
             self._nursery.start_soon(deliver_to_callback, self, queue, callback)
         return lease
 
     @asynccontextmanager
-    async def subscribe(self) -> AsyncIterator[FrameStream]:
-        """``async with hub.subscribe() as stream: async for frame in stream:`` (O9)."""
-        queue, lease = self._attach()
+    async def subscribe(self, *, since: Cursor | None = None) -> AsyncIterator[FrameStream]:
+        """``async with hub.subscribe() as stream: async for frame in stream:`` (O9).
+
+        ``since`` resumes as for :meth:`observe` (R2); ``stream.lease.resumed`` says whether it did.
+        """
+        queue, lease = self._attach(_check_since(since))
         try:
             yield FrameStream._create(lease, queue)
         finally:
             lease.dispose()
 
-    def _attach(self) -> tuple[ObserverQueue, ObserverLease]:
+    def _attach(self, since: Cursor | None = None) -> tuple[ObserverQueue, ObserverLease]:
         if self._disposed:
             # O7: an inert lease; nothing is ever delivered to it.
-            queue = ObserverQueue(self, self.snapshot_frame(), self._queue_limit)
+            queue = ObserverQueue(self, (self.snapshot_frame(),), self._queue_limit)
             queue.dispose()
             self._record(DiagnosticKind.OBSERVER_DISPOSED)
             return queue, ObserverLease._create(self, queue)
@@ -403,11 +438,24 @@ class WorkflowActivityHub:
             self._record(DiagnosticKind.SOURCE_RECOVERING)
         elif self._availability is Availability.UNAVAILABLE:
             self._record(DiagnosticKind.SOURCE_UNAVAILABLE)
-        queue = ObserverQueue(self, self.snapshot_frame(), self._queue_limit, self._metrics)
+        first, resumed = self._first_frames(since)
+        queue = ObserverQueue(self, first, self._queue_limit, self._metrics)
+        queue.resumed = resumed
         self._observers[queue] = None
         if self._metrics is not None:
-            self._metrics.frames_queued(1)
+            self._metrics.frames_queued(len(first))
         return queue, ObserverLease._create(self, queue)
+
+    def _first_frames(self, since: Cursor | None) -> tuple[tuple[Frame, ...], bool]:
+        """What a new observer starts with, and whether it resumed (R2) rather than snapshotted."""
+        if since is not None and since.epoch == self._epoch:
+            missed = self._history.replay(since.revision, self._revision)
+            if missed is not None:
+                if len(missed) <= self._queue_limit:
+                    return tuple(missed), True
+                # R3: more than the queue holds is an overflow (O4), never a gap.
+                self._record(DiagnosticKind.OBSERVER_OVERFLOW)
+        return (self.snapshot_frame(),), False
 
     def _dispose_observer(self, queue: ObserverQueue) -> None:
         if queue.dispose():
@@ -501,6 +549,7 @@ async def open_hub(
     queue_limit: int = DEFAULT_QUEUE_LIMIT,
     diagnostics_limit: int = DEFAULT_DIAGNOSTICS_LIMIT,
     hook_buffer_limit: int = DEFAULT_HOOK_BUFFER_LIMIT,
+    history_limit: int = DEFAULT_HISTORY_LIMIT,
     epoch_factory: Callable[[], str] | None = None,
     metrics: Instrumentation | None = None,
 ) -> AsyncIterator[WorkflowActivityHub]:
@@ -509,6 +558,7 @@ async def open_hub(
         queue_limit=queue_limit,
         diagnostics_limit=diagnostics_limit,
         hook_buffer_limit=hook_buffer_limit,
+        history_limit=history_limit,
         epoch_factory=epoch_factory,
         metrics=metrics,
     ) as hub:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import inspect
 import logging
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any, final
 
 import trio
@@ -44,23 +44,34 @@ YIELD_EVERY = 64
 class ObserverQueue:
     """The frames pending for one observer, and the task (if any) waiting for them."""
 
-    __slots__ = ("_frames", "_hub", "_limit", "_metrics", "_until_sample", "_waiter", "disposed")
+    __slots__ = (
+        "_frames",
+        "_hub",
+        "_limit",
+        "_metrics",
+        "_until_sample",
+        "_waiter",
+        "disposed",
+        "resumed",
+    )
 
     def __init__(
         self,
         hub: WorkflowActivityHub,
-        first: Frame,
+        first: Iterable[Frame],
         limit: int,
         metrics: HubInstruments | None = None,
     ) -> None:
         self._hub = hub
         self._limit = limit
-        self._frames: deque[Frame] = deque((first,))
+        # The attach snapshot, or the frames replayed for a resume (R2), possibly none.
+        self._frames: deque[Frame] = deque(first)
         self._metrics = metrics
         self._waiter: trio.lowlevel.Task | None = None
         # Deliveries until the next delivery-lag sample (metrics only); the first is sampled.
         self._until_sample = 1
         self.disposed = False
+        self.resumed = False
 
     @property
     def pending(self) -> int:
@@ -151,6 +162,14 @@ class ObserverLease(metaclass=NoPublicConstructor):
     @property
     def disposed(self) -> bool:
         return self._queue.disposed
+
+    @property
+    def resumed(self) -> bool:
+        """True when this observer resumed from ``since`` without a snapshot (R2): it received
+        the frames it missed from the history, or had missed nothing. False when it started
+        with a snapshot (no ``since``, another epoch, a revision the history no longer covers,
+        a revision in the future, or more missed frames than ``queue_limit``)."""
+        return self._queue.resumed
 
     @property
     def pending(self) -> int:

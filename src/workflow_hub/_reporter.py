@@ -22,7 +22,7 @@ __all__ = ["RenderCallback", "Subscribable", "run_reporter"]
 
 class Subscribable(Protocol):
     """Anything with a hub's ``subscribe()``: a hub, or a remote source such as
-    :class:`workflow_hub.redis.RedisSource`."""
+    :class:`workflow_hub.remote.RemoteHub` or :class:`workflow_hub.redis.RedisSource`."""
 
     def subscribe(self) -> AbstractAsyncContextManager[AsyncIterator[Frame]]: ...
 
@@ -39,7 +39,8 @@ async def run_reporter(
 ) -> None:
     """Keep an :class:`ActivityView` of ``hub`` up to date and call ``render(view, change)``.
 
-    Start it with ``view = await nursery.start(run_reporter, hub, render)``: by the time ``start``
+    ``hub`` may also be a :class:`~workflow_hub.remote.RemoteHub`: the same view of a hub served
+    over the network. Start it with ``view = await nursery.start(run_reporter, hub, render)``: by the time ``start``
     returns, the subscription is attached, so nothing published afterwards is missed (O1). The
     render callback runs after every frame, in order, one call at a time; an async one is awaited
     before the next frame is folded. It also runs for a rejected frame (``change.applied`` is

@@ -57,6 +57,8 @@ class AdapterConfig:
     """The per-observer bound on pending frames (O4)."""
     diagnostics_limit: int = 256
     """How many diagnostics the hub retains (L3)."""
+    history_limit: int = 1024
+    """How many broadcast frames the hub keeps for resuming observers (R1); 0 is off."""
 
 
 class ConformanceAdapter(Protocol):
@@ -125,8 +127,13 @@ class ConformanceAdapter(Protocol):
         """``publisher.dispose()`` (P8)."""
         ...
 
-    async def observe(self, style: ObserverStyle, failing: bool) -> None:
-        """Attach a recording consumer (O1, O9); the observer gets the next number."""
+    async def observe(self, style: ObserverStyle, failing: bool, since: Cursor | None) -> bool:
+        """Attach a recording consumer (O1, O9); the observer gets the next number.
+
+        ``since`` (R2) is passed on to the hub (``observe(..., since=since)``); the answer is
+        the lease's ``resumed``: true when the observer got the frames it missed instead of a
+        snapshot. ``since`` carries the implementation's own epoch strings, or one it never had.
+        """
         ...
 
     async def stall(self, observer: int) -> None:
@@ -251,6 +258,7 @@ class HubAdapter:
         hub = WorkflowActivityHub(
             queue_limit=self._config.queue_limit,
             diagnostics_limit=self._config.diagnostics_limit,
+            history_limit=self._config.history_limit,
         )
         self._hub = await self._stack.enter_async_context(hub)
         self._nursery = await self._stack.enter_async_context(trio.open_nursery())
@@ -286,20 +294,21 @@ class HubAdapter:
     async def dispose_publisher(self, publisher: int) -> None:
         self._publishers[publisher].dispose()
 
-    async def observe(self, style: ObserverStyle, failing: bool) -> None:
+    async def observe(self, style: ObserverStyle, failing: bool, since: Cursor | None) -> bool:
         if failing and style != "callback":
             raise ValueError("only callback observers fail (O5)")
         consumer = _Consumer(failing=failing)
         if style == "stream":
             # Entering subscribe() never checkpoints, so nothing is delivered before settle().
-            stream = await self._stack.enter_async_context(self.hub.subscribe())
+            stream = await self._stack.enter_async_context(self.hub.subscribe(since=since))
             assert self._nursery is not None
             self._nursery.start_soon(_consume_stream, stream, consumer)
             lease = stream.lease
         else:
-            lease = self.hub.observe(consumer)
+            lease = self.hub.observe(consumer, since=since)
         self._consumers.append(consumer)
         self._leases.append(lease)
+        return lease.resumed
 
     async def stall(self, observer: int) -> None:
         self._consumers[observer].stall()

@@ -105,7 +105,13 @@ def run(args: argparse.Namespace) -> int:
         process.open()
         # One empty scenario first: a command that does not speak the protocol is a usage
         # problem, reported once, not a failure to shrink.
-        process.request("start", protocol=PROTOCOL_VERSION, queueLimit=256, diagnosticsLimit=256)
+        process.request(
+            "start",
+            protocol=PROTOCOL_VERSION,
+            queueLimit=256,
+            diagnosticsLimit=256,
+            historyLimit=1024,
+        )
         process.request("close")
     except (OSError, JsonLinesError) as error:
         process.close()

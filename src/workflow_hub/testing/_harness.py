@@ -29,36 +29,18 @@ from hypothesis import seed as hypothesis_seed
 
 from .._contract import Cursor
 from ._adapter import AdapterFactory, ConformanceAdapter, ObserverStyle
-from ._operations import (
-    BindDispatcher,
-    DisposeHub,
-    DisposeObserver,
-    DisposePublisher,
-    Observe,
-    Operation,
-    PublishChanged,
-    PublishHeartbeat,
-    PublishLifecycle,
-    PublishRemoved,
-    PublishSnapshot,
-    RegisterPublisher,
-    ReleaseObserver,
-    Scenario,
-    Settle,
-    StallObserver,
-    check_playable,
-    describe_operation,
-    scenarios,
-)
+from ._operations import Scenario, check_playable, scenarios
 from ._render import render
 from .model import HubModel
 
 __all__ = [
+    "Checkpoint",
     "ConformanceFailure",
     "ConformanceReport",
     "ConformanceSuite",
+    "SettleHook",
     "check_conformance",
-    "run_scenario",
+    "play_scenario",
 ]
 
 _T = TypeVar("_T")
@@ -93,6 +75,34 @@ class ConformanceReport:
     """Operations played, over all scenarios."""
     comparisons: int
     """Times the whole observable state was compared with the model."""
+
+
+@final
+@attrs.frozen(kw_only=True)
+class Checkpoint:
+    """What a :data:`SettleHook` sees: the model and the adapter, both settled and agreeing."""
+
+    model: HubModel
+    """The reference model, settled."""
+    adapter: ConformanceAdapter
+    """The adapter under test, settled (for :class:`HubAdapter`, ``adapter.hub`` is the hub)."""
+    scenario: Scenario
+    """The scenario being played."""
+    step: int
+    """The 1-based step of the settle; ``len(scenario.operations) + 1`` for the final one."""
+
+    @property
+    def final(self) -> bool:
+        """Whether this is the end: every observer released and settled."""
+        return self.step > len(self.scenario.operations)
+
+
+SettleHook = Callable[[Checkpoint], Awaitable[None]]
+"""Extra invariants, checked after every settle once the implementation agreed with the model.
+
+An exception it raises fails the scenario like a disagreement: the report names the step and
+shows the scenario, and hypothesis shrinks it. The project's own property tests are such hooks.
+"""
 
 
 @final
@@ -156,16 +166,24 @@ def _compare_values(what: str, expected: object, actual: object) -> _Mismatch | 
 class _Player:
     """Plays one scenario on one adapter and on the model, in step."""
 
-    def __init__(self, scenario: Scenario, adapter_factory: AdapterFactory) -> None:
+    def __init__(
+        self,
+        scenario: Scenario,
+        adapter_factory: AdapterFactory,
+        on_settle: SettleHook | None = None,
+    ) -> None:
         check_playable(scenario.operations)
         self.scenario = scenario
         self.factory = adapter_factory
+        self.on_settle = on_settle
         config = scenario.config
-        self.model = HubModel(
+        self._model = HubModel(
             _epoch_names(),
             queue_limit=config.queue_limit,
             diagnostics_limit=config.diagnostics_limit,
+            history_limit=config.history_limit,
         )
+        self._adapter: ConformanceAdapter | None = None
         self.epochs: dict[str, str] = {}
         """Implementation epoch -> model epoch name."""
         self.step = 0
@@ -179,7 +197,7 @@ class _Player:
             return "at the start (a fresh hub)"
         if self.step > len(operations):
             return "at the end (every observer released, settled)"
-        return f"after step {self.step} ({describe_operation(operations[self.step - 1])})"
+        return f"after step {self.step} ({operations[self.step - 1].describe()})"
 
     def error(
         self, headline: str, detail: str = "", also: Sequence[str] = ()
@@ -206,6 +224,29 @@ class _Player:
             lines[marked] += "   <-- here"
         return "\n".join(lines)
 
+    # --- what operations play on (the Player protocol) -------------------------------------------
+
+    @property
+    def model(self) -> HubModel:
+        return self._model
+
+    @property
+    def adapter(self) -> ConformanceAdapter:
+        assert self._adapter is not None
+        return self._adapter
+
+    def check_value(self, what: str, expected: object, actual: object) -> None:
+        mismatch = _compare_values(what, expected, actual)
+        if mismatch is not None:
+            raise self.error(f"mismatch in {what}", mismatch.detail)
+
+    def implementation_cursor(self, cursor: Cursor) -> Cursor:
+        for actual, name in self.epochs.items():
+            if name == cursor.epoch:
+                return Cursor(epoch=actual, revision=cursor.revision)
+        # An epoch the scenario has not started: no implementation may have used this string.
+        return Cursor(epoch=f"never-used-{cursor.epoch}", revision=cursor.revision)
+
     # --- epochs ---------------------------------------------------------------------------------
 
     def _cursor(self, cursor: Cursor) -> Cursor:
@@ -220,8 +261,8 @@ class _Player:
             return cast(_T, attrs.evolve(cast(Any, value), cursor=self._cursor(cursor)))
         return value
 
-    async def learn_epoch(self, adapter: ConformanceAdapter, *, fresh: bool) -> None:
-        epoch = (await adapter.snapshot()).cursor.epoch
+    async def learn_epoch(self, *, fresh: bool) -> None:
+        epoch = (await self.adapter.snapshot()).cursor.epoch
         known = self.epochs.get(epoch)
         if fresh:
             if known is not None:
@@ -247,18 +288,18 @@ class _Player:
 
     async def _play(self) -> None:
         try:
-            adapter = self.factory(self.scenario.config)
+            adapter = self._adapter = self.factory(self.scenario.config)
         except Exception as error:
             raise self._raised(error) from error
         try:
             await self._guarded(adapter.start)
-            await self._guarded(lambda: self.learn_epoch(adapter, fresh=True))
-            await self._guarded(lambda: self.compare(adapter))
+            await self._guarded(lambda: self.learn_epoch(fresh=True))
+            await self._guarded(self.compare)
             for step, operation in enumerate(self.scenario.operations, 1):
                 self.step = step
-                await self._guarded(functools.partial(self.apply, adapter, operation))
+                await self._guarded(functools.partial(operation.play, self))
             self.step = len(self.scenario.operations) + 1
-            await self._guarded(lambda: self.finish(adapter))
+            await self._guarded(self.finish)
         except BaseException:
             # The failure being raised is the news; a close that fails as well is not.
             with contextlib.suppress(Exception):
@@ -278,59 +319,6 @@ class _Player:
         except Exception as error:
             raise self._raised(error) from error
 
-    async def apply(self, adapter: ConformanceAdapter, operation: Operation) -> None:
-        model = self.model
-        match operation:
-            case RegisterPublisher():
-                before = model.epoch
-                model.register()
-                await adapter.register_publisher()
-                await self.learn_epoch(adapter, fresh=model.epoch != before)
-            case PublishSnapshot(publisher=p, availability=availability, roots=roots):
-                self.check_cursor(
-                    model.publish_snapshot(p, availability, roots),
-                    await adapter.publish_snapshot(p, availability, roots),
-                )
-            case PublishChanged(publisher=p, root=root):
-                self.check_cursor(
-                    model.publish_changed(p, root), await adapter.publish_changed(p, root)
-                )
-            case PublishRemoved(publisher=p, root_run_id=root_run_id):
-                self.check_cursor(
-                    model.publish_removed(p, root_run_id),
-                    await adapter.publish_removed(p, root_run_id),
-                )
-            case PublishLifecycle(publisher=p, event=event):
-                self.check_cursor(
-                    model.publish_lifecycle(p, event), await adapter.publish_lifecycle(p, event)
-                )
-            case PublishHeartbeat(publisher=p, event=event):
-                model.publish_heartbeat(p, event)
-                await adapter.publish_heartbeat(p, event)
-            case DisposePublisher(publisher=p):
-                model.dispose_publisher(p)
-                await adapter.dispose_publisher(p)
-            case Observe(style=style, failing=failing):
-                model.observe(failing=failing)
-                await adapter.observe(style, failing)
-            case StallObserver(observer=o):
-                model.stall(o)
-                await adapter.stall(o)
-            case ReleaseObserver(observer=o):
-                model.release(o)
-                await adapter.release(o)
-            case DisposeObserver(observer=o):
-                model.dispose_observer(o)
-                await adapter.dispose_observer(o)
-            case BindDispatcher():
-                model.bind()
-                await adapter.bind_dispatcher()
-            case DisposeHub():
-                model.dispose()
-                await adapter.dispose_hub()
-            case Settle():
-                await self.compare(adapter)
-
     def check_cursor(self, expected: Cursor | None, actual: Cursor | None) -> None:
         translated = None if actual is None else self._cursor(actual)
         if translated != expected:
@@ -341,16 +329,18 @@ class _Player:
                 f"cursor returned:\n  expected: {shown_expected}\n  actual:   {shown_actual}",
             )
 
-    async def finish(self, adapter: ConformanceAdapter) -> None:
+    async def finish(self) -> None:
         for observer in range(len(self.model.observers)):
             self.model.release(observer)
-            await adapter.release(observer)
-        await self.compare(adapter)
+            await self.adapter.release(observer)
+        await self.compare()
 
-    async def compare(self, adapter: ConformanceAdapter) -> None:
-        """Settle both, then compare everything observable; fail on the first difference."""
+    async def compare(self) -> None:
+        """Settle both, compare everything observable (fail on the first difference), then
+        check the settle hook's invariants."""
         self.comparisons += 1
         model = self.model
+        adapter = self.adapter
         await adapter.settle()
         model.settle()
         mismatches: list[_Mismatch | None] = [
@@ -384,6 +374,17 @@ class _Player:
                 first.detail,
                 [mismatch.what for mismatch in rest],
             )
+        if self.on_settle is not None and self.step > 0:
+            checkpoint = Checkpoint(
+                model=model, adapter=adapter, scenario=self.scenario, step=self.step
+            )
+            try:
+                await self.on_settle(checkpoint)
+            except Exception as error:
+                first_line, _, rest_lines = str(error).partition("\n")
+                raise self.error(
+                    f"an invariant failed ({type(error).__name__}: {first_line})", rest_lines
+                ) from error
 
     @property
     def operations_played(self) -> int:
@@ -398,25 +399,33 @@ def _refuse_inside_trio() -> None:
         )
 
 
-async def _play(scenario: Scenario, adapter_factory: AdapterFactory, time_limit: float) -> _Player:
-    player = _Player(scenario, adapter_factory)
+async def _play(
+    scenario: Scenario,
+    adapter_factory: AdapterFactory,
+    time_limit: float,
+    on_settle: SettleHook | None = None,
+) -> _Player:
+    player = _Player(scenario, adapter_factory, on_settle)
     await player.play(time_limit)
     return player
 
 
-def run_scenario(
+def play_scenario(
     adapter_factory: AdapterFactory,
     scenario: Scenario,
     *,
     timeout: float = DEFAULT_TIMEOUT,
+    on_settle: SettleHook | None = None,
 ) -> None:
     """Play one scenario on a fresh adapter and on the model; raise :class:`ConformanceFailure`.
 
-    Useful to replay a scenario a failure printed, as a regression test. Each scenario runs in
-    its own ``trio.run``, bounded by ``timeout`` seconds.
+    Useful to replay a scenario a failure printed, as a regression test, and as the body of a
+    property test that draws :func:`scenarios` and checks invariants of its own in ``on_settle``
+    (after every settle and at the end). Each scenario runs in its own ``trio.run``, bounded by
+    ``timeout`` seconds.
     """
     _refuse_inside_trio()
-    trio.run(_play, scenario, adapter_factory, timeout)
+    trio.run(_play, scenario, adapter_factory, timeout, on_settle)
 
 
 def check_conformance(
@@ -427,6 +436,7 @@ def check_conformance(
     max_steps: int = 40,
     queue_limits: Sequence[int] = (256, 1, 2, 4),
     diagnostics_limits: Sequence[int] = (256, 8),
+    history_limits: Sequence[int] = (1024, 0, 1, 3),
     styles: Sequence[ObserverStyle] = ("callback", "stream"),
     timeout: float = DEFAULT_TIMEOUT,
 ) -> ConformanceReport:
@@ -437,7 +447,8 @@ def check_conformance(
     reproducible); on a disagreement it shrinks the scenario and this raises a
     :class:`ConformanceFailure` describing the *shrunk* one. ``queue_limits`` and
     ``diagnostics_limits`` are the configurations tried (small ones reach overflow and make the
-    diagnostics ring wrap); ``styles`` the observer styles the adapter supports. Each scenario is
+    diagnostics ring wrap; small history limits put resumes on both sides of the history's edge);
+    ``styles`` the observer styles the adapter supports. Each scenario is
     bounded by ``timeout`` seconds.
 
     Must be called from synchronous code: each scenario runs in its own ``trio.run``.
@@ -459,6 +470,7 @@ def check_conformance(
             max_steps=max_steps,
             queue_limits=queue_limits,
             diagnostics_limits=diagnostics_limits,
+            history_limits=history_limits,
             styles=styles,
         )
     )
@@ -504,6 +516,7 @@ class ConformanceSuite:
     max_steps: int = 40
     queue_limits: Sequence[int] = (256, 1, 2, 4)
     diagnostics_limits: Sequence[int] = (256, 8)
+    history_limits: Sequence[int] = (1024, 0, 1, 3)
     styles: Sequence[ObserverStyle] = ("callback", "stream")
     timeout: float = DEFAULT_TIMEOUT
     report: ConformanceReport | None = None
@@ -520,6 +533,7 @@ class ConformanceSuite:
                 max_steps=self.max_steps,
                 queue_limits=self.queue_limits,
                 diagnostics_limits=self.diagnostics_limits,
+                history_limits=self.history_limits,
                 styles=self.styles,
                 timeout=self.timeout,
             )

@@ -25,10 +25,11 @@ import shlex
 import subprocess
 import sys
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
-from typing import IO, Any, Self, final
+from typing import IO, Any, Self, cast, final
 
+import attrs
 import trio
 
 from .._contract import (
@@ -42,13 +43,21 @@ from .._contract import (
     WorkflowEvent,
 )
 from .._enums import Availability
-from ..wire import from_wire, to_wire
+from .._wire import from_wire, to_wire
 from ._adapter import AdapterConfig, AdapterFactory, ConformanceAdapter, ObserverStyle
 
-__all__ = ["PROTOCOL_VERSION", "JsonLinesAdapter", "JsonLinesError", "JsonLinesProcess", "serve"]
+__all__ = [
+    "CALLS",
+    "PROTOCOL_VERSION",
+    "JsonLinesAdapter",
+    "JsonLinesError",
+    "JsonLinesProcess",
+    "serve",
+]
 
-PROTOCOL_VERSION = 1
-"""Sent as ``protocol`` with every ``start`` request."""
+PROTOCOL_VERSION = 2
+"""Sent as ``protocol`` with every ``start`` request. Version 2 added resuming: ``historyLimit``
+on ``start``, ``since`` on ``observe`` and its answer ``resumed``."""
 
 DEFAULT_TIMEOUT = 10.0
 DEFAULT_STARTUP_TIMEOUT = 30.0
@@ -245,16 +254,182 @@ class JsonLinesProcess:
         return answer
 
 
-def _cursor(answer: Mapping[str, Any]) -> Cursor | None:
-    data = answer.get("cursor")
-    return None if data is None else from_wire(Cursor, data)
+# --- the one table of calls, shared by both sides ------------------------------------------------
 
 
-def _list(answer: Mapping[str, Any], key: str) -> list[Any]:
-    items = answer.get(key)
-    if not isinstance(items, list):
-        raise JsonLinesError(f"the answer has no {key!r} array: {answer!r}")
-    return items
+@final
+@attrs.frozen
+class _Codec:
+    """How one value travels: ``encode`` to JSON-ready data, ``decode`` back (raising on junk)."""
+
+    encode: Callable[[Any], Any]
+    decode: Callable[[Any], Any]
+
+
+def _checked(kind: type, what: str) -> _Codec:
+    def decode(value: Any) -> Any:
+        # bool is an int subclass; an int field never takes one.
+        if type(value) is not kind:
+            raise ValueError(f"expected {what}, got {value!r}")
+        return value
+
+    return _Codec(lambda value: value, decode)
+
+
+def _wire(cls: Any) -> _Codec:
+    return _Codec(to_wire, lambda value: from_wire(cls, value))
+
+
+def _many(codec: _Codec) -> _Codec:
+    def decode(value: Any) -> list[Any]:
+        if not isinstance(value, list):
+            raise ValueError(f"expected an array, got {value!r}")
+        return [codec.decode(item) for item in value]
+
+    return _Codec(lambda values: [codec.encode(item) for item in values], decode)
+
+
+def _style(value: Any) -> ObserverStyle:
+    if value not in ("callback", "stream"):
+        raise ValueError(f"expected 'callback' or 'stream', got {value!r}")
+    return cast(ObserverStyle, value)
+
+
+_INT = _checked(int, "an int")
+_STR = _checked(str, "a string")
+_BOOL = _checked(bool, "true or false")
+_STYLE = _Codec(lambda value: value, _style)
+_AVAILABILITY = _Codec(str, lambda value: Availability(str(value)))
+_ROOTS = _Codec(
+    lambda roots: [to_wire(root) for root in roots],
+    lambda value: tuple(_many(_wire(RootActivity)).decode(value)),
+)
+
+
+@final
+@attrs.frozen
+class _Field:
+    """One argument of a call: the adapter method's parameter, under a JSON key.
+
+    An *optional* field is omitted when it is None (never ``null``, as on the wire) and absent
+    means None; ``failing`` is the one that is absent for False, as protocol 1 had it.
+    """
+
+    key: str
+    codec: _Codec
+    optional: bool = False
+    absent: Any = None
+
+
+@final
+@attrs.frozen
+class _Answer:
+    """What a call answers besides ``id`` and ``ok``: one value under ``key``; an optional one
+    is omitted for None."""
+
+    key: str
+    codec: _Codec
+    optional: bool = False
+
+
+@final
+@attrs.frozen
+class _Call:
+    """One adapter method as a JSON-lines request, and its answer (if any)."""
+
+    op: str
+    method: str
+    fields: tuple[_Field, ...] = ()
+    answer: _Answer | None = None
+
+
+_PUBLISHER = _Field("publisher", _INT)
+_OBSERVER = _Field("observer", _INT)
+_CURSOR = _Answer("cursor", _wire(Cursor), optional=True)
+
+CALLS: tuple[_Call, ...] = (
+    _Call("registerPublisher", "register_publisher"),
+    _Call(
+        "publishSnapshot",
+        "publish_snapshot",
+        (_PUBLISHER, _Field("availability", _AVAILABILITY), _Field("roots", _ROOTS, True)),
+        _CURSOR,
+    ),
+    _Call(
+        "publishChanged",
+        "publish_changed",
+        (_PUBLISHER, _Field("root", _wire(RootActivity))),
+        _CURSOR,
+    ),
+    _Call(
+        "publishRemoved",
+        "publish_removed",
+        (_PUBLISHER, _Field("rootRunId", _STR)),
+        _CURSOR,
+    ),
+    _Call(
+        "publishLifecycle",
+        "publish_lifecycle",
+        (_PUBLISHER, _Field("event", _wire(LifecycleInput))),
+        _CURSOR,
+    ),
+    _Call(
+        "publishHeartbeat",
+        "publish_heartbeat",
+        (_PUBLISHER, _Field("event", _wire(HeartbeatEvent))),
+    ),
+    _Call("disposePublisher", "dispose_publisher", (_PUBLISHER,)),
+    _Call(
+        "observe",
+        "observe",
+        (
+            _Field("style", _STYLE),
+            _Field("failing", _BOOL, optional=True, absent=False),
+            _Field("since", _wire(Cursor), optional=True),
+        ),
+        _Answer("resumed", _BOOL),
+    ),
+    _Call("stall", "stall", (_OBSERVER,)),
+    _Call("release", "release", (_OBSERVER,)),
+    _Call("disposeObserver", "dispose_observer", (_OBSERVER,)),
+    _Call("bindDispatcher", "bind_dispatcher"),
+    _Call("disposeHub", "dispose_hub"),
+    _Call("settle", "settle"),
+    _Call("frames", "frames", (_OBSERVER,), _Answer("frames", _many(_wire(Frame)))),
+    _Call("pending", "pending", (_OBSERVER,), _Answer("pending", _INT)),
+    _Call("snapshot", "snapshot", (), _Answer("snapshot", _wire(SnapshotFrame))),
+    _Call("diagnostics", "diagnostics", (), _Answer("diagnostics", _many(_wire(Diagnostic)))),
+    _Call("hookEvents", "hook_events", (), _Answer("events", _many(_wire(WorkflowEvent)))),
+)
+"""Every request after ``start``: its ``op``, the adapter method it plays, the JSON keys of the
+method's arguments in order, and the key of the answer. Both sides read this one table."""
+
+_BY_METHOD = {call.method: call for call in CALLS}
+_BY_OP = {call.op: call for call in CALLS}
+
+
+def _encode_request(call: _Call, args: Sequence[Any]) -> dict[str, Any]:
+    fields: dict[str, Any] = {}
+    for field, value in zip(call.fields, args, strict=True):
+        if value is None and field.optional:
+            continue
+        if field.optional and value == field.absent:
+            continue
+        fields[field.key] = field.codec.encode(value)
+    return fields
+
+
+def _decode_request(call: _Call, request: Mapping[str, Any]) -> list[Any]:
+    args = []
+    for field in call.fields:
+        if field.key not in request and field.optional:
+            args.append(field.absent)
+            continue
+        try:
+            args.append(field.codec.decode(request.get(field.key)))
+        except (ValueError, TypeError) as error:
+            raise ValueError(f"{field.key!r}: {error}") from None
+    return args
 
 
 @final
@@ -265,22 +440,33 @@ class JsonLinesAdapter:
         self._process = process
         self._config = config
 
-    def _request(self, op: str, **fields: Any) -> dict[str, Any]:
-        return self._process.request(op, **fields)
+    def _call(self, method: str, *args: Any) -> Any:
+        call = _BY_METHOD[method]
+        answer = self._process.request(call.op, **_encode_request(call, args))
+        result = call.answer
+        if result is None or (result.optional and result.key not in answer):
+            return None
+        try:
+            return result.codec.decode(answer.get(result.key))
+        except (ValueError, TypeError) as error:
+            raise JsonLinesError(
+                f"the answer to {call.op!r} has a bad {result.key!r}: {error}"
+            ) from None
 
     async def start(self) -> None:
-        self._request(
+        self._process.request(
             "start",
             protocol=PROTOCOL_VERSION,
             queueLimit=self._config.queue_limit,
             diagnosticsLimit=self._config.diagnostics_limit,
+            historyLimit=self._config.history_limit,
         )
 
     async def close(self) -> None:
-        self._request("close")
+        self._process.request("close")
 
     async def register_publisher(self) -> None:
-        self._request("registerPublisher")
+        self._call("register_publisher")
 
     async def publish_snapshot(
         self,
@@ -288,74 +474,65 @@ class JsonLinesAdapter:
         availability: Availability,
         roots: tuple[RootActivity, ...] | None,
     ) -> Cursor | None:
-        fields: dict[str, Any] = {"publisher": publisher, "availability": str(availability)}
-        if roots is not None:
-            fields["roots"] = [to_wire(root) for root in roots]
-        return _cursor(self._request("publishSnapshot", **fields))
+        return cast(Cursor | None, self._call("publish_snapshot", publisher, availability, roots))
 
     async def publish_changed(self, publisher: int, root: RootActivity) -> Cursor | None:
-        return _cursor(self._request("publishChanged", publisher=publisher, root=to_wire(root)))
+        return cast(Cursor | None, self._call("publish_changed", publisher, root))
 
     async def publish_removed(self, publisher: int, root_run_id: str) -> Cursor | None:
-        return _cursor(self._request("publishRemoved", publisher=publisher, rootRunId=root_run_id))
+        return cast(Cursor | None, self._call("publish_removed", publisher, root_run_id))
 
     async def publish_lifecycle(self, publisher: int, event: LifecycleInput) -> Cursor | None:
-        return _cursor(self._request("publishLifecycle", publisher=publisher, event=to_wire(event)))
+        return cast(Cursor | None, self._call("publish_lifecycle", publisher, event))
 
     async def publish_heartbeat(self, publisher: int, event: HeartbeatEvent) -> None:
-        self._request("publishHeartbeat", publisher=publisher, event=to_wire(event))
+        self._call("publish_heartbeat", publisher, event)
 
     async def dispose_publisher(self, publisher: int) -> None:
-        self._request("disposePublisher", publisher=publisher)
+        self._call("dispose_publisher", publisher)
 
-    async def observe(self, style: ObserverStyle, failing: bool) -> None:
-        self._request("observe", style=style, failing=failing)
+    async def observe(self, style: ObserverStyle, failing: bool, since: Cursor | None) -> bool:
+        return cast(bool, self._call("observe", style, failing, since))
 
     async def stall(self, observer: int) -> None:
-        self._request("stall", observer=observer)
+        self._call("stall", observer)
 
     async def release(self, observer: int) -> None:
-        self._request("release", observer=observer)
+        self._call("release", observer)
 
     async def dispose_observer(self, observer: int) -> None:
-        self._request("disposeObserver", observer=observer)
+        self._call("dispose_observer", observer)
 
     async def bind_dispatcher(self) -> None:
-        self._request("bindDispatcher")
+        self._call("bind_dispatcher")
 
     async def dispose_hub(self) -> None:
-        self._request("disposeHub")
+        self._call("dispose_hub")
 
     async def settle(self) -> None:
-        self._request("settle")
+        self._call("settle")
 
     async def frames(self, observer: int) -> Sequence[Frame]:
-        answer = self._request("frames", observer=observer)
-        return [from_wire(Frame, item) for item in _list(answer, "frames")]
+        return cast(list[Frame], self._call("frames", observer))
 
     async def pending(self, observer: int) -> int:
-        pending = self._request("pending", observer=observer).get("pending")
-        if type(pending) is not int:
-            raise JsonLinesError(f"'pending' answered {pending!r}, not an int")
-        return pending
+        return cast(int, self._call("pending", observer))
 
     async def snapshot(self) -> SnapshotFrame:
-        return from_wire(SnapshotFrame, self._request("snapshot").get("snapshot"))
+        return cast(SnapshotFrame, self._call("snapshot"))
 
     async def diagnostics(self) -> Sequence[Diagnostic]:
-        answer = self._request("diagnostics")
-        return [from_wire(Diagnostic, item) for item in _list(answer, "diagnostics")]
+        return cast(list[Diagnostic], self._call("diagnostics"))
 
     async def hook_events(self) -> Sequence[WorkflowEvent]:
-        answer = self._request("hookEvents")
-        return [from_wire(WorkflowEvent, item) for item in _list(answer, "events")]
+        return cast(list[WorkflowEvent], self._call("hook_events"))
 
 
 # --- the implementation side --------------------------------------------------------------------
 
 
-def _int(request: Mapping[str, Any], key: str) -> int:
-    value = request.get(key)
+def _int(request: Mapping[str, Any], key: str, default: int | None = None) -> int:
+    value = request.get(key, default)
     if type(value) is not int:
         raise ValueError(f"{key!r} must be an int, got {value!r}")
     return value
@@ -365,69 +542,14 @@ async def _handle(
     adapter: ConformanceAdapter, op: str, request: Mapping[str, Any]
 ) -> dict[str, Any]:
     """Play one request on the adapter; the answer's fields besides ``id`` and ``ok``."""
-    match op:
-        case "registerPublisher":
-            await adapter.register_publisher()
-        case "publishSnapshot":
-            raw_roots = request.get("roots")
-            roots = (
-                None
-                if raw_roots is None
-                else tuple(from_wire(RootActivity, item) for item in raw_roots)
-            )
-            availability = Availability(str(request.get("availability")))
-            cursor = await adapter.publish_snapshot(_int(request, "publisher"), availability, roots)
-            return {} if cursor is None else {"cursor": to_wire(cursor)}
-        case "publishChanged":
-            root = from_wire(RootActivity, request.get("root"))
-            cursor = await adapter.publish_changed(_int(request, "publisher"), root)
-            return {} if cursor is None else {"cursor": to_wire(cursor)}
-        case "publishRemoved":
-            root_run_id = request.get("rootRunId")
-            if not isinstance(root_run_id, str):
-                raise ValueError(f"'rootRunId' must be a string, got {root_run_id!r}")
-            cursor = await adapter.publish_removed(_int(request, "publisher"), root_run_id)
-            return {} if cursor is None else {"cursor": to_wire(cursor)}
-        case "publishLifecycle":
-            event = from_wire(LifecycleInput, request.get("event"))
-            cursor = await adapter.publish_lifecycle(_int(request, "publisher"), event)
-            return {} if cursor is None else {"cursor": to_wire(cursor)}
-        case "publishHeartbeat":
-            heartbeat = from_wire(HeartbeatEvent, request.get("event"))
-            await adapter.publish_heartbeat(_int(request, "publisher"), heartbeat)
-        case "disposePublisher":
-            await adapter.dispose_publisher(_int(request, "publisher"))
-        case "observe":
-            style = request.get("style")
-            if style not in ("callback", "stream"):
-                raise ValueError(f"'style' must be 'callback' or 'stream', got {style!r}")
-            await adapter.observe(style, request.get("failing") is True)
-        case "stall":
-            await adapter.stall(_int(request, "observer"))
-        case "release":
-            await adapter.release(_int(request, "observer"))
-        case "disposeObserver":
-            await adapter.dispose_observer(_int(request, "observer"))
-        case "bindDispatcher":
-            await adapter.bind_dispatcher()
-        case "disposeHub":
-            await adapter.dispose_hub()
-        case "settle":
-            await adapter.settle()
-        case "frames":
-            frames = await adapter.frames(_int(request, "observer"))
-            return {"frames": [to_wire(frame) for frame in frames]}
-        case "pending":
-            return {"pending": await adapter.pending(_int(request, "observer"))}
-        case "snapshot":
-            return {"snapshot": to_wire(await adapter.snapshot())}
-        case "diagnostics":
-            return {"diagnostics": [to_wire(item) for item in await adapter.diagnostics()]}
-        case "hookEvents":
-            return {"events": [to_wire(event) for event in await adapter.hook_events()]}
-        case _:
-            raise ValueError(f"unknown op {op!r}")
-    return {}
+    call = _BY_OP.get(op)
+    if call is None:
+        raise ValueError(f"unknown op {op!r}")
+    value = await getattr(adapter, call.method)(*_decode_request(call, request))
+    answer = call.answer
+    if answer is None or (value is None and answer.optional):
+        return {}
+    return {answer.key: answer.codec.encode(value)}
 
 
 async def _serve(adapter_factory: AdapterFactory, stdin: IO[bytes], stdout: IO[bytes]) -> None:
@@ -453,6 +575,8 @@ async def _serve(adapter_factory: AdapterFactory, stdin: IO[bytes], stdout: IO[b
                     config = AdapterConfig(
                         queue_limit=_int(request, "queueLimit"),
                         diagnostics_limit=_int(request, "diagnosticsLimit"),
+                        # Absent in protocol 1: the contract's default.
+                        history_limit=_int(request, "historyLimit", 1024),
                     )
                     adapter = adapter_factory(config)
                     await adapter.start()

@@ -5,6 +5,12 @@ publish with publisher #0, attach an observer, stall observer #1, settle …). O
 publishers and observers by number, in the order they were registered or attached (see
 :class:`~workflow_hub.testing.conformance.ConformanceAdapter`).
 
+This module is the one vocabulary of operations: each operation describes itself and plays
+itself on a :class:`Player` (the reference model and an adapter, in step), so the conformance
+harness, the JSON-lines protocol and the project's own property tests all speak it. Adding an
+operation means a class here (with its line in :func:`operations`), its model method, and its
+adapter method (``ConformanceAdapter``, ``HubAdapter`` and a row of the JSON-lines table).
+
 Strategies draw operations with arbitrary small numbers; :func:`playable` then makes a sequence
 meaningful (numbers taken modulo the publishers and observers that exist at that point, a first
 publisher registered on demand). Drawing lists and mapping them keeps shrinking effective:
@@ -16,24 +22,28 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Sequence
-from typing import TypeAlias, final
+from typing import Any, Protocol, TypeAlias, cast, final
 
 import attrs
 from hypothesis import strategies as st
 
-from .._contract import HeartbeatEvent, LifecycleInput, RootActivity
+from .._contract import Cursor, HeartbeatEvent, LifecycleInput, RootActivity
 from .._enums import Availability, StageStatus
-from ._adapter import AdapterConfig, ObserverStyle
+from ._adapter import AdapterConfig, ConformanceAdapter, ObserverStyle
 from ._render import render
+from .model import HubModel
 
 __all__ = [
     "ROOT_IDS",
+    "At",
+    "Behind",
     "BindDispatcher",
     "DisposeHub",
     "DisposeObserver",
     "DisposePublisher",
     "Observe",
     "Operation",
+    "Player",
     "PublishChanged",
     "PublishHeartbeat",
     "PublishLifecycle",
@@ -42,7 +52,9 @@ __all__ = [
     "RegisterPublisher",
     "ReleaseObserver",
     "Scenario",
+    "SeenBy",
     "Settle",
+    "Since",
     "StallObserver",
     "operation_sequences",
     "operations",
@@ -53,6 +65,41 @@ __all__ = [
 ROOT_IDS: tuple[str, ...] = ("a", "b", "", " root ")
 """The small pool of root ids operations draw from, so that changes, duplicates and removals
 collide; the empty and the padded id must survive byte-identical."""
+
+
+class Player(Protocol):
+    """What an operation is played on: the reference model and the adapter, in step.
+
+    The harness implements it. Operations call the model and the adapter themselves and hand
+    what each returned to the ``check_*`` methods, so that adding an operation means writing it
+    here (and its model and adapter methods), not teaching the harness about it.
+    """
+
+    @property
+    def model(self) -> HubModel: ...
+
+    @property
+    def adapter(self) -> ConformanceAdapter: ...
+
+    def check_cursor(self, expected: Cursor | None, actual: Cursor | None) -> None:
+        """Fail unless a publish returned the cursor the model assigned (P9)."""
+        ...
+
+    def check_value(self, what: str, expected: object, actual: object) -> None:
+        """Fail unless the implementation answered what the model says."""
+        ...
+
+    def implementation_cursor(self, cursor: Cursor) -> Cursor:
+        """A cursor in the model's epoch names (``epoch-1``), in the implementation's strings."""
+        ...
+
+    async def learn_epoch(self, *, fresh: bool) -> None:
+        """Read the implementation's epoch after a registration (new) or anything else (same)."""
+        ...
+
+    async def compare(self) -> None:
+        """Settle both and compare everything observable."""
+        ...
 
 
 def _check_roots(
@@ -70,6 +117,16 @@ def _check_roots(
 class RegisterPublisher:
     """``hub.register_publisher()`` (P1); the publisher gets the next number."""
 
+    def describe(self) -> str:
+        return "register_publisher()"
+
+    async def play(self, player: Player) -> None:
+        model = player.model
+        before = model.epoch
+        model.register()
+        await player.adapter.register_publisher()
+        await player.learn_epoch(fresh=model.epoch != before)
+
 
 @final
 @attrs.frozen
@@ -80,6 +137,19 @@ class PublishSnapshot:
     availability: Availability = attrs.field(converter=Availability)
     roots: tuple[RootActivity, ...] | None = attrs.field(default=None, validator=_check_roots)
 
+    def describe(self) -> str:
+        p, availability, roots = self.publisher, self.availability, self.roots
+        if roots is None:
+            return f"publisher#{p}.publish_snapshot({availability})"
+        listed = ", ".join(render(root) for root in roots)
+        return f"publisher#{p}.publish_snapshot({availability}, [{listed}])"
+
+    async def play(self, player: Player) -> None:
+        player.check_cursor(
+            player.model.publish_snapshot(self.publisher, self.availability, self.roots),
+            await player.adapter.publish_snapshot(self.publisher, self.availability, self.roots),
+        )
+
 
 @final
 @attrs.frozen
@@ -88,6 +158,15 @@ class PublishChanged:
 
     publisher: int
     root: RootActivity
+
+    def describe(self) -> str:
+        return f"publisher#{self.publisher}.publish_changed({render(self.root)})"
+
+    async def play(self, player: Player) -> None:
+        player.check_cursor(
+            player.model.publish_changed(self.publisher, self.root),
+            await player.adapter.publish_changed(self.publisher, self.root),
+        )
 
 
 @final
@@ -98,6 +177,15 @@ class PublishRemoved:
     publisher: int
     root_run_id: str
 
+    def describe(self) -> str:
+        return f"publisher#{self.publisher}.publish_removed({self.root_run_id!r})"
+
+    async def play(self, player: Player) -> None:
+        player.check_cursor(
+            player.model.publish_removed(self.publisher, self.root_run_id),
+            await player.adapter.publish_removed(self.publisher, self.root_run_id),
+        )
+
 
 @final
 @attrs.frozen
@@ -106,6 +194,15 @@ class PublishLifecycle:
 
     publisher: int
     event: LifecycleInput
+
+    def describe(self) -> str:
+        return f"publisher#{self.publisher}.publish_lifecycle({render(self.event)})"
+
+    async def play(self, player: Player) -> None:
+        player.check_cursor(
+            player.model.publish_lifecycle(self.publisher, self.event),
+            await player.adapter.publish_lifecycle(self.publisher, self.event),
+        )
 
 
 @final
@@ -116,6 +213,17 @@ class PublishHeartbeat:
     publisher: int
     event: HeartbeatEvent
 
+    def describe(self) -> str:
+        event = self.event
+        return (
+            f"publisher#{self.publisher}.publish_heartbeat"
+            f"(run {event.run_id!r} at {event.scheduled_at!r})"
+        )
+
+    async def play(self, player: Player) -> None:
+        player.model.publish_heartbeat(self.publisher, self.event)
+        await player.adapter.publish_heartbeat(self.publisher, self.event)
+
 
 @final
 @attrs.frozen
@@ -123,6 +231,67 @@ class DisposePublisher:
     """``publisher.dispose()`` (P8)."""
 
     publisher: int
+
+    def describe(self) -> str:
+        return f"publisher#{self.publisher}.dispose()"
+
+    async def play(self, player: Player) -> None:
+        player.model.dispose_publisher(self.publisher)
+        await player.adapter.dispose_publisher(self.publisher)
+
+
+@final
+@attrs.frozen
+class SeenBy:
+    """Resume from the cursor of the last frame observer #n received: what a client that lost
+    its connection holds (R2). An observer that received nothing yet offers the cursor the hub
+    had when it attached."""
+
+    observer: int
+
+    def describe(self) -> str:
+        return f"observer#{self.observer}'s last cursor"
+
+    def resolve(self, model: HubModel) -> Cursor:
+        observer = model.observers[self.observer]
+        if observer.received:
+            return observer.received[-1].cursor
+        assert observer.attached_at is not None
+        return observer.attached_at
+
+
+@final
+@attrs.frozen
+class At:
+    """Resume from a given cursor, in the model's epoch names (``epoch-0``, ``epoch-1`` …); a
+    name the scenario has not started yet stands for an epoch the implementation never had."""
+
+    cursor: Cursor
+
+    def describe(self) -> str:
+        return f"{self.cursor.epoch}:{self.cursor.revision}"
+
+    def resolve(self, model: HubModel) -> Cursor:
+        return self.cursor
+
+
+@final
+@attrs.frozen
+class Behind:
+    """Resume from the hub's current cursor less ``revisions``: a client that missed that many
+    revisions (frames or lifecycle events) of the current epoch, at 0 one that missed nothing."""
+
+    revisions: int
+
+    def describe(self) -> str:
+        return f"the hub's cursor - {self.revisions}"
+
+    def resolve(self, model: HubModel) -> Cursor:
+        return Cursor(epoch=model.epoch, revision=max(0, model.revision - self.revisions))
+
+
+Since: TypeAlias = SeenBy | At | Behind
+"""Where an :class:`Observe` resumes from."""
 
 
 def _check_failing(instance: Observe, attribute: attrs.Attribute[bool], failing: bool) -> None:
@@ -133,10 +302,31 @@ def _check_failing(instance: Observe, attribute: attrs.Attribute[bool], failing:
 @final
 @attrs.frozen
 class Observe:
-    """Attach a recording consumer (O1, O9); the observer gets the next number."""
+    """Attach a recording consumer (O1, O9), from ``since`` when given (R2); it gets the next
+    number. The implementation's ``lease.resumed`` is checked against the model."""
 
     style: ObserverStyle = "callback"
     failing: bool = attrs.field(default=False, validator=_check_failing)
+    since: Since | None = None
+
+    def describe(self) -> str:
+        how = f"{self.style}, failing" if self.failing else self.style
+        if self.since is not None:
+            how += f", since={self.since.describe()}"
+        return f"observe({how})"
+
+    async def play(self, player: Player) -> None:
+        model = player.model
+        since = None if self.since is None else self.since.resolve(model)
+        index = model.observe(failing=self.failing, since=since)
+        resumed = await player.adapter.observe(
+            self.style,
+            self.failing,
+            None if since is None else player.implementation_cursor(since),
+        )
+        player.check_value(
+            f"lease.resumed of observer#{index} (R2)", model.observers[index].resumed, resumed
+        )
 
 
 @final
@@ -146,6 +336,13 @@ class StallObserver:
 
     observer: int
 
+    def describe(self) -> str:
+        return f"observer#{self.observer}.stall()"
+
+    async def play(self, player: Player) -> None:
+        player.model.stall(self.observer)
+        await player.adapter.stall(self.observer)
+
 
 @final
 @attrs.frozen
@@ -153,6 +350,13 @@ class ReleaseObserver:
     """The observer's consumer finishes the frame in flight and stops stalling."""
 
     observer: int
+
+    def describe(self) -> str:
+        return f"observer#{self.observer}.release()"
+
+    async def play(self, player: Player) -> None:
+        player.model.release(self.observer)
+        await player.adapter.release(self.observer)
 
 
 @final
@@ -162,11 +366,25 @@ class DisposeObserver:
 
     observer: int
 
+    def describe(self) -> str:
+        return f"observer#{self.observer}.lease.dispose()"
+
+    async def play(self, player: Player) -> None:
+        player.model.dispose_observer(self.observer)
+        await player.adapter.dispose_observer(self.observer)
+
 
 @final
 @attrs.frozen
 class BindDispatcher:
     """``hub.bind_dispatcher(recorder)`` (K1)."""
+
+    def describe(self) -> str:
+        return "hub.bind_dispatcher(recorder)"
+
+    async def play(self, player: Player) -> None:
+        player.model.bind()
+        await player.adapter.bind_dispatcher()
 
 
 @final
@@ -174,11 +392,24 @@ class BindDispatcher:
 class DisposeHub:
     """``hub.dispose()`` (L2)."""
 
+    def describe(self) -> str:
+        return "hub.dispose()"
+
+    async def play(self, player: Player) -> None:
+        player.model.dispose()
+        await player.adapter.dispose_hub()
+
 
 @final
 @attrs.frozen
 class Settle:
     """Let the hub deliver until quiescent, then compare everything with the model."""
+
+    def describe(self) -> str:
+        return "settle()"
+
+    async def play(self, player: Player) -> None:
+        await player.compare()
 
 
 Operation: TypeAlias = (
@@ -197,25 +428,16 @@ Operation: TypeAlias = (
     | DisposeHub
     | Settle
 )
-"""One step of a scenario."""
+"""One step of a scenario: a frozen value that describes itself and plays itself on a
+:class:`Player` (the model and the adapter)."""
 
-_PublisherOperation: TypeAlias = (
-    PublishSnapshot
-    | PublishChanged
-    | PublishRemoved
-    | PublishLifecycle
-    | PublishHeartbeat
-    | DisposePublisher
-)
-_PUBLISHER_OPERATIONS = (
-    PublishSnapshot,
-    PublishChanged,
-    PublishRemoved,
-    PublishLifecycle,
-    PublishHeartbeat,
-    DisposePublisher,
-)
-_OBSERVER_OPERATIONS = (StallObserver, ReleaseObserver, DisposeObserver)
+
+def _names_publisher(operation: Operation) -> bool:
+    return hasattr(operation, "publisher")
+
+
+def _names_observer(operation: Operation) -> bool:
+    return hasattr(operation, "observer")
 
 
 def playable(operations: Iterable[Operation]) -> tuple[Operation, ...]:
@@ -223,27 +445,32 @@ def playable(operations: Iterable[Operation]) -> tuple[Operation, ...]:
 
     Publisher and observer numbers are taken modulo how many exist at that point; a publisher
     operation before any registration registers one first; observer operations before any
-    observer, and stalls of a failing observer (it never blocks, it raises), are dropped.
+    observer, and stalls of a failing observer (it never blocks, it raises), are dropped; a
+    resume from an observer's cursor before any observer attaches without ``since``.
     """
     result: list[Operation] = []
     publishers = 0
     failing: list[bool] = []
     for operation in operations:
-        if isinstance(operation, _PUBLISHER_OPERATIONS):
+        if _names_publisher(operation):
             if publishers == 0:
                 result.append(RegisterPublisher())
                 publishers = 1
-            operation = attrs.evolve(operation, publisher=operation.publisher % publishers)
-        elif isinstance(operation, _OBSERVER_OPERATIONS):
+            publisher: int = getattr(operation, "publisher")  # noqa: B009 (any publisher op)
+            operation = attrs.evolve(cast(Any, operation), publisher=publisher % publishers)
+        elif _names_observer(operation):
             if not failing:
                 continue
-            observer = operation.observer % len(failing)
+            observer = getattr(operation, "observer") % len(failing)  # noqa: B009
             if isinstance(operation, StallObserver) and failing[observer]:
                 continue
-            operation = attrs.evolve(operation, observer=observer)
+            operation = attrs.evolve(cast(Any, operation), observer=observer)
         elif isinstance(operation, RegisterPublisher):
             publishers += 1
         elif isinstance(operation, Observe):
+            if isinstance(operation.since, SeenBy):
+                since = SeenBy(operation.since.observer % len(failing)) if failing else None
+                operation = attrs.evolve(operation, since=since)
             failing.append(operation.failing)
         result.append(operation)
     return tuple(result)
@@ -253,12 +480,16 @@ def check_playable(operations: Sequence[Operation]) -> None:
     """Raise ``ValueError`` if an operation names a publisher or observer that does not exist."""
     publishers = observers = 0
     for step, operation in enumerate(operations, 1):
-        if isinstance(operation, _PUBLISHER_OPERATIONS) and not (
-            0 <= operation.publisher < publishers
-        ):
-            raise ValueError(f"step {step}: there is no publisher #{operation.publisher}")
-        if isinstance(operation, _OBSERVER_OPERATIONS) and not 0 <= operation.observer < observers:
-            raise ValueError(f"step {step}: there is no observer #{operation.observer}")
+        named: list[tuple[str, int, int]] = []
+        if _names_publisher(operation):
+            named.append(("publisher", getattr(operation, "publisher"), publishers))  # noqa: B009
+        if _names_observer(operation):
+            named.append(("observer", getattr(operation, "observer"), observers))  # noqa: B009
+        if isinstance(operation, Observe) and isinstance(operation.since, SeenBy):
+            named.append(("observer", operation.since.observer, observers))
+        for kind, number, existing in named:
+            if not 0 <= number < existing:
+                raise ValueError(f"step {step}: there is no {kind} #{number}")
         if isinstance(operation, RegisterPublisher):
             publishers += 1
         elif isinstance(operation, Observe):
@@ -284,20 +515,19 @@ class Scenario:
         count = len(self.operations)
         lines = [
             f"Scenario ({count} step{'' if count == 1 else 's'}; queue_limit={config.queue_limit}, "
-            f"diagnostics_limit={config.diagnostics_limit}):"
+            f"diagnostics_limit={config.diagnostics_limit}, "
+            f"history_limit={config.history_limit}):"
         ]
         publishers = observers = 0
         width = len(str(len(self.operations) + 1))
         for step, operation in enumerate(self.operations, 1):
+            text = operation.describe()
             if isinstance(operation, RegisterPublisher):
-                text = f"register_publisher() -> publisher#{publishers}"
+                text += f" -> publisher#{publishers}"
                 publishers += 1
             elif isinstance(operation, Observe):
-                how = f"{operation.style}, failing" if operation.failing else operation.style
-                text = f"observe({how}) -> observer#{observers}"
+                text += f" -> observer#{observers}"
                 observers += 1
-            else:
-                text = describe_operation(operation)
             lines.append(f"  {step:>{width}}. {text}")
         end = len(self.operations) + 1
         lines.append(f"  {end:>{width}}. (end) release every observer, settle()")
@@ -309,41 +539,7 @@ class Scenario:
 
 def describe_operation(operation: Operation) -> str:
     """One operation as a line of a scenario, e.g. ``publisher#0.publish_removed('a')``."""
-    match operation:
-        case RegisterPublisher():
-            return "register_publisher()"
-        case PublishSnapshot(publisher=p, availability=availability, roots=roots):
-            if roots is None:
-                return f"publisher#{p}.publish_snapshot({availability})"
-            listed = ", ".join(render(root) for root in roots)
-            return f"publisher#{p}.publish_snapshot({availability}, [{listed}])"
-        case PublishChanged(publisher=p, root=root):
-            return f"publisher#{p}.publish_changed({render(root)})"
-        case PublishRemoved(publisher=p, root_run_id=root_run_id):
-            return f"publisher#{p}.publish_removed({root_run_id!r})"
-        case PublishLifecycle(publisher=p, event=event):
-            return f"publisher#{p}.publish_lifecycle({render(event)})"
-        case PublishHeartbeat(publisher=p, event=event):
-            return (
-                f"publisher#{p}.publish_heartbeat(run {event.run_id!r} at {event.scheduled_at!r})"
-            )
-        case DisposePublisher(publisher=p):
-            return f"publisher#{p}.dispose()"
-        case Observe(style=style, failing=failing):
-            return f"observe({style}, failing)" if failing else f"observe({style})"
-        case StallObserver(observer=o):
-            return f"observer#{o}.stall()"
-        case ReleaseObserver(observer=o):
-            return f"observer#{o}.release()"
-        case DisposeObserver(observer=o):
-            return f"observer#{o}.lease.dispose()"
-        case BindDispatcher():
-            return "hub.bind_dispatcher(recorder)"
-        case DisposeHub():
-            return "hub.dispose()"
-        case Settle():
-            return "settle()"
-    raise TypeError(f"not an operation: {operation!r}")  # pragma: no cover
+    return operation.describe()
 
 
 # --- strategies -------------------------------------------------------------------------------
@@ -380,9 +576,28 @@ def operations(
     if not styles:
         raise ValueError("styles needs at least one observer style")
     root_strategy = roots if roots is not None else _default_roots()
-    observes = st.sampled_from(list(styles)).map(Observe)
+    # Resumes (R2): mostly from a cursor an observer received, as a reconnecting client does;
+    # sometimes from any cursor, of an epoch seen or not, behind, at or ahead of the hub's.
+    since: st.SearchStrategy[Since | None] = st.one_of(
+        st.none(),
+        st.builds(SeenBy, _NUMBERS),
+        st.builds(SeenBy, _NUMBERS),
+        st.builds(Behind, _NUMBERS),
+        st.builds(Behind, _NUMBERS),
+        st.builds(
+            At,
+            st.builds(
+                Cursor,
+                epoch=st.sampled_from(["epoch-1", "epoch-1", "epoch-0", "epoch-2", "elsewhere"]),
+                revision=st.integers(min_value=0, max_value=12),
+            ),
+        ),
+    )
+    observes = st.builds(Observe, st.sampled_from(list(styles)))
+    resumes = st.builds(Observe, st.sampled_from(list(styles)), st.just(False), since)
     if "callback" in styles:
         observes = observes | st.just(Observe("callback", failing=True))
+        resumes = resumes | st.builds(Observe, st.just("callback"), st.just(True), since)
     snapshots = st.sampled_from(Availability).flatmap(
         lambda availability: st.builds(
             PublishSnapshot,
@@ -407,9 +622,10 @@ def operations(
         (1, st.builds(PublishHeartbeat, _NUMBERS, heartbeat_events())),
         (1, st.builds(DisposePublisher, _NUMBERS)),
         (3, observes),
+        (3, resumes),
         (2, st.builds(StallObserver, _NUMBERS)),
         (1, st.builds(ReleaseObserver, _NUMBERS)),
-        (1, st.builds(DisposeObserver, _NUMBERS)),
+        (2, st.builds(DisposeObserver, _NUMBERS)),
         (2, st.just(BindDispatcher())),
         (3, st.just(Settle())),
         (1, st.just(DisposeHub()) | st.just(Settle()) | st.just(Settle())),
@@ -440,13 +656,15 @@ def scenarios(
     max_steps: int = 40,
     queue_limits: Sequence[int] = (256, 1, 2, 4),
     diagnostics_limits: Sequence[int] = (256, 8),
+    history_limits: Sequence[int] = (1024, 0, 1, 3),
     styles: Sequence[ObserverStyle] = _STYLES,
     roots: st.SearchStrategy[RootActivity] | None = None,
 ) -> st.SearchStrategy[Scenario]:
     """Scenarios: a configuration drawn from the limits given, and a playable sequence.
 
     Small queue limits make overflow (O4) reachable in a few steps; a small diagnostics limit
-    makes the ring (L3) wrap. The first limit of each is the one shrinking moves towards, so
+    makes the ring (L3) wrap; small history limits put resumes (R1, R2) on both sides of the
+    history's edge. The first limit of each is the one shrinking moves towards, so
     the defaults start with the contract's default, 256: a shrunk scenario shows a small limit
     only when the failure needs one.
     """
@@ -454,6 +672,7 @@ def scenarios(
         AdapterConfig,
         queue_limit=st.sampled_from(list(queue_limits)),
         diagnostics_limit=st.sampled_from(list(diagnostics_limits)),
+        history_limit=st.sampled_from(list(history_limits)),
     )
     return st.builds(
         Scenario,

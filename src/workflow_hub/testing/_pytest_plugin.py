@@ -36,7 +36,7 @@ EXAMPLES_VARIABLE = "WORKFLOW_HUB_CONFORMANCE_EXAMPLES"
 DEFAULT_EXAMPLES = 100
 _FIXTURE = "workflow_hub_conformance"
 _MARKER_OPTIONS = frozenset(
-    {"max_steps", "queue_limits", "diagnostics_limits", "styles", "timeout"}
+    {"max_steps", "queue_limits", "diagnostics_limits", "history_limits", "styles", "timeout"}
 )
 
 
@@ -63,7 +63,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         "workflow_hub_conformance(**options): options for the workflow_hub_conformance fixture "
-        "(max_steps, queue_limits, diagnostics_limits, styles, timeout)",
+        "(max_steps, queue_limits, diagnostics_limits, history_limits, styles, timeout)",
     )
 
 

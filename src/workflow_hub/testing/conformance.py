@@ -21,22 +21,27 @@ from ._adapter import AdapterFactory as AdapterFactory
 from ._adapter import ConformanceAdapter as ConformanceAdapter
 from ._adapter import HubAdapter as HubAdapter
 from ._adapter import ObserverStyle as ObserverStyle
+from ._harness import Checkpoint as Checkpoint
 from ._harness import ConformanceFailure as ConformanceFailure
 from ._harness import ConformanceReport as ConformanceReport
 from ._harness import ConformanceSuite as ConformanceSuite
+from ._harness import SettleHook as SettleHook
 from ._harness import check_conformance as check_conformance
-from ._harness import run_scenario as run_scenario
+from ._harness import play_scenario as play_scenario
 from ._jsonl import JsonLinesAdapter as JsonLinesAdapter
 from ._jsonl import JsonLinesError as JsonLinesError
 from ._jsonl import JsonLinesProcess as JsonLinesProcess
 from ._jsonl import serve as serve
 from ._operations import ROOT_IDS as ROOT_IDS
+from ._operations import At as At
+from ._operations import Behind as Behind
 from ._operations import BindDispatcher as BindDispatcher
 from ._operations import DisposeHub as DisposeHub
 from ._operations import DisposeObserver as DisposeObserver
 from ._operations import DisposePublisher as DisposePublisher
 from ._operations import Observe as Observe
 from ._operations import Operation as Operation
+from ._operations import Player as Player
 from ._operations import PublishChanged as PublishChanged
 from ._operations import PublishHeartbeat as PublishHeartbeat
 from ._operations import PublishLifecycle as PublishLifecycle
@@ -45,7 +50,9 @@ from ._operations import PublishSnapshot as PublishSnapshot
 from ._operations import RegisterPublisher as RegisterPublisher
 from ._operations import ReleaseObserver as ReleaseObserver
 from ._operations import Scenario as Scenario
+from ._operations import SeenBy as SeenBy
 from ._operations import Settle as Settle
+from ._operations import Since as Since
 from ._operations import StallObserver as StallObserver
 from ._operations import playable as playable
 
@@ -53,7 +60,10 @@ __all__ = [
     "ROOT_IDS",
     "AdapterConfig",
     "AdapterFactory",
+    "At",
+    "Behind",
     "BindDispatcher",
+    "Checkpoint",
     "ConformanceAdapter",
     "ConformanceFailure",
     "ConformanceReport",
@@ -68,6 +78,7 @@ __all__ = [
     "Observe",
     "ObserverStyle",
     "Operation",
+    "Player",
     "PublishChanged",
     "PublishHeartbeat",
     "PublishLifecycle",
@@ -76,11 +87,14 @@ __all__ = [
     "RegisterPublisher",
     "ReleaseObserver",
     "Scenario",
+    "SeenBy",
     "Settle",
+    "SettleHook",
+    "Since",
     "StallObserver",
     "check_conformance",
+    "play_scenario",
     "playable",
-    "run_scenario",
     "serve",
 ]
 

@@ -13,6 +13,11 @@ events whose publisher is no longer current at their turn (K2).
 An observer's consumer is modelled as a test consumer would be written: it records a frame when
 it *starts* processing it, and, while stalled, stays inside that frame. The frame in flight does
 not count against ``queue_limit`` (O4).
+
+Resuming (R1-R3) is modelled from its definition rather than from a data structure: the model
+keeps every frame ever broadcast, and an observer attached ``since`` a cursor
+resumes when the frames it needs (those after the cursor, from the latest snapshot among them
+on) are no more than the ``history_limit`` last ones broadcast.
 """
 
 from __future__ import annotations
@@ -59,6 +64,16 @@ class ModelObserver:
     in_flight: bool = False
     """It is blocked inside the last received frame."""
     disposed: bool = False
+    attached_at: Cursor | None = None
+    """The hub's cursor when it attached."""
+    attached_after: int = 0
+    """How many frames the hub had broadcast when it attached (an index into ``broadcast``)."""
+    since: Cursor | None = None
+    """The cursor it attached from, if any (R2)."""
+    resumed: bool = False
+    """It attached with ``since`` and got the frames it missed instead of a snapshot (R2)."""
+    overflowed: bool = False
+    """Its queue overflowed at least once (O4, R3): continuity was replaced by a snapshot."""
 
 
 @final
@@ -79,11 +94,16 @@ class HubModel:
         queue_limit: int = 256,
         diagnostics_limit: int = 256,
         hook_buffer_limit: int = 10_000,
+        history_limit: int = 1024,
     ) -> None:
         self._epochs = iter(epochs)
         self.queue_limit = queue_limit
         self.diagnostics_limit = diagnostics_limit
         self.hook_buffer_limit = hook_buffer_limit
+        self.history_limit = history_limit
+        self.broadcast: list[Frame] = []
+        """Every frame broadcast to all observers, of every epoch, oldest first (never the
+        per-observer overflow snapshots)."""
         self.epoch = next(self._epochs)
         self.revision = 0
         self.availability = Availability.UNAVAILABLE
@@ -116,10 +136,12 @@ class HubModel:
         del self.diagnostics[: -self.diagnostics_limit]
 
     def _send(self, frame: Frame) -> None:
+        self.broadcast.append(frame)
         for observer in self.observers:
             if observer.disposed:
                 continue
             if len(observer.pending) >= self.queue_limit:
+                observer.overflowed = True
                 observer.pending = [self.snapshot()]
                 self._record(DiagnosticKind.OBSERVER_OVERFLOW)
             else:
@@ -226,9 +248,18 @@ class HubModel:
         self._record(DiagnosticKind.SOURCE_UNAVAILABLE)
         self._send(self.snapshot())
 
-    def observe(self, *, failing: bool = False) -> int:
-        """Attach an observer (callback or stream alike); returns its index."""
-        observer = ModelObserver(failing=failing)
+    def observe(self, *, failing: bool = False, since: Cursor | None = None) -> int:
+        """Attach an observer (callback or stream alike); returns its index.
+
+        With ``since``, it starts with the frames broadcast after that cursor when they can be
+        replayed (R2), else with a snapshot; more of them than ``queue_limit`` is an overflow (R3).
+        """
+        observer = ModelObserver(
+            failing=failing,
+            attached_at=self.cursor,
+            attached_after=len(self.broadcast),
+            since=since,
+        )
         self.observers.append(observer)
         if self.disposed:
             observer.disposed = True
@@ -238,8 +269,37 @@ class HubModel:
                 self._record(DiagnosticKind.SOURCE_RECOVERING)
             elif self.availability == Availability.UNAVAILABLE:
                 self._record(DiagnosticKind.SOURCE_UNAVAILABLE)
-            observer.pending.append(self.snapshot())
+            missed = None if since is None else self.replay(since)
+            if missed is not None and len(missed) > self.queue_limit:
+                self._record(DiagnosticKind.OBSERVER_OVERFLOW)
+                observer.overflowed = True
+                missed = None
+            if missed is None:
+                observer.pending.append(self.snapshot())
+            else:
+                observer.pending.extend(missed)
+                observer.resumed = True
         return len(self.observers) - 1
+
+    def replay(self, since: Cursor) -> list[Frame] | None:
+        """The frames a resume from ``since`` replays, or None when it must start over (R1, R2).
+
+        Only a cursor of the current epoch that is not in the future can resume. The frames
+        needed are those broadcast after it, from the latest snapshot among them (a snapshot
+        replaces everything before it); the history retains the ``history_limit`` last frames
+        broadcast, so the resume works when that many cover what is needed.
+        """
+        if self.history_limit == 0 or since.epoch != self.epoch or since.revision > self.revision:
+            return None
+        needed = [
+            frame
+            for frame in self.broadcast
+            if frame.cursor.epoch == self.epoch and frame.cursor.revision > since.revision
+        ]
+        snapshots = [i for i, frame in enumerate(needed) if isinstance(frame, SnapshotFrame)]
+        if snapshots:
+            needed = needed[snapshots[-1] :]
+        return needed if len(needed) <= self.history_limit else None
 
     def stall(self, index: int) -> None:
         self.observers[index].stalled = True

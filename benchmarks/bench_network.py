@@ -1,0 +1,422 @@
+"""Network delivery: frames/s to N SSE clients over loopback, against the same stack's baselines.
+
+The server (this process: the hub, hypercorn's trio worker, the app) publishes F changed frames
+in bursts of 100, waiting between bursts until every client's hub queue is empty (the clients
+keep up, nothing overflows). The clients are another process (``_sse_clients.py``) of raw
+sockets that only count events, so that the server is what is measured. Baselines, measured in
+the same run on the same stack (hypercorn + Starlette routing, the same ASGI ``send``), stream
+the same pre-encoded event bytes with no hub at all:
+
+- ``(a) one event per write``: one ``send`` per event: what a server that writes each frame as it
+  comes does at best (it would also encode per client);
+- ``(b) 100 events per write``: one ``send`` per 100 events: the best any batching can do.
+
+Figures are events delivered per second of wall time, from the first publish (or the first
+baseline write) until every client has counted all its events. The goal from issue 15: at 100
+clients, ``>= 10 x (a)`` and ``>= 0.5 x (b)``.
+
+Also measured: encodings per frame (the server's encoder count / frames; goal 1 at every N),
+the publish cost (CPU ns per ``publish_changed``) with 100 SSE clients against 100 local no-op
+observers (goal <= 1.5), and what one stalled client (connected, never reading) changes for the
+publish cost and for the other clients' delivery rate.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+
+import trio
+from hypercorn.config import Config
+from hypercorn.trio import serve
+from starlette.applications import Starlette
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
+
+from _harness import (
+    ROOT_POOL_SIZE,
+    BenchmarkError,
+    Goal,
+    HubFactory,
+    Row,
+    Scale,
+    Sink,
+    Tally,
+    collect_garbage,
+    cpu_ns,
+    gc_paused,
+    make_roots,
+    run_script,
+    run_trio,
+    wait_for,
+)
+from workflow_hub import ChangedFrame, Cursor, WorkflowActivityHub, WorkflowActivityPublisher
+from workflow_hub.server import create_app
+from workflow_hub.server._encode import FrameEncoder
+
+BURST = 100
+CLIENTS_SCRIPT = Path(__file__).resolve().parent / "_sse_clients.py"
+
+
+@dataclass(frozen=True)
+class _Shape:
+    clients: tuple[int, ...]
+    fast_events: int
+    """Events in total (all clients) for a run of the server or baseline (b)."""
+    slow_events: int
+    """Events in total for baseline (a), which is an order of magnitude slower."""
+    max_frames: int
+    repeats: int
+    stall_clients: int
+
+
+_SHAPES = {
+    "full": _Shape((1, 10, 100), 400_000, 40_000, 20_000, 3, 10),
+    "quick": _Shape((1, 10, 100), 150_000, 15_000, 10_000, 1, 10),
+    "smoke": _Shape((1, 3), 600, 300, 200, 1, 2),
+}
+
+
+def _frames(clients: int, total: int, shape: _Shape) -> int:
+    frames = min(shape.max_frames, max(BURST, total // clients))
+    return frames - frames % BURST
+
+
+@dataclass
+class _Run:
+    seconds: float
+    events: int
+    publish_ns: int = 0
+    frames: int = 0
+    encodings: int = 0
+
+    @property
+    def rate(self) -> float:
+        return self.events / self.seconds
+
+
+# --- the client process ----------------------------------------------------------------------
+
+
+class _Clients:
+    def __init__(self, process: trio.Process) -> None:
+        self._process = process
+        self._buffer = b""
+
+    async def line(self) -> str:
+        assert self._process.stdout is not None
+        while b"\n" not in self._buffer:
+            data = await self._process.stdout.receive_some(4096)
+            if not data:
+                raise BenchmarkError("the client process ended early")
+            self._buffer += data
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        return line.decode()
+
+
+async def _with_clients(
+    port: int,
+    path: str,
+    clients: int,
+    events: int,
+    stalled: int,
+    body: Callable[[_Clients], Awaitable[_Run]],
+) -> _Run:
+    command = [sys.executable, str(CLIENTS_SCRIPT), str(port), path, str(clients), str(events)]
+    command.append(str(stalled))
+    async with trio.open_nursery() as nursery:
+        process: trio.Process = await nursery.start(
+            partial(trio.run_process, command, stdout=subprocess.PIPE, check=False)
+        )
+        try:
+            with trio.fail_after(300):
+                clients_io = _Clients(process)
+                if await clients_io.line() != "ready":
+                    raise BenchmarkError("the clients did not get ready")
+                return await body(clients_io)
+        finally:
+            process.kill()
+
+
+def _config() -> Config:
+    config = Config()
+    config.bind = ["127.0.0.1:0"]
+    config.graceful_timeout = 0.5
+    config.accesslog = None
+    config.errorlog = None
+    return config
+
+
+async def _serving(app: object, task_status: trio.TaskStatus[int]) -> None:
+    async with trio.open_nursery() as nursery:
+        found: list[str] = await nursery.start(partial(serve, app, _config()))  # type: ignore[arg-type]
+        task_status.started(int(found[0].rpartition(":")[2]))
+
+
+# --- the server under test -------------------------------------------------------------------
+
+
+async def _drained(hub: WorkflowActivityHub, stalled: int) -> None:
+    """Until every keeping-up client's queue is empty (a stalled one's never is)."""
+    while True:
+        stats = hub.statistics()
+        if stats.pending_frames - (stats.deepest_queue if stalled else 0) == 0:
+            return
+        await trio.lowlevel.checkpoint()
+
+
+async def _publish(
+    hub: WorkflowActivityHub, publisher: WorkflowActivityPublisher, frames: int, stalled: int
+) -> int:
+    """Publish ``frames`` changed frames in bursts; CPU ns spent inside the publish calls."""
+    roots = make_roots(ROOT_POOL_SIZE)
+    spent = 0
+    for start in range(0, frames, BURST):
+        began = cpu_ns()
+        for index in range(start, start + BURST):
+            publisher.publish_changed(roots[index % ROOT_POOL_SIZE])
+        spent += cpu_ns() - began
+        await _drained(hub, stalled)
+    return spent
+
+
+async def _server_run(hub_factory: HubFactory, clients: int, frames: int, stalled: int = 0) -> _Run:
+    async with hub_factory() as hub, trio.open_nursery() as nursery:
+        publisher = hub.register_publisher()
+        publisher.publish_snapshot("ready", make_roots(ROOT_POOL_SIZE))
+        app = create_app(hub)
+        port = await nursery.start(_serving, app)
+
+        async def body(clients_io: _Clients) -> _Run:
+            encodings = app.encoder.encodings
+            started = time.perf_counter()
+            spent = await _publish(hub, publisher, frames, stalled)
+            if await clients_io.line() != "done":
+                raise BenchmarkError("the clients did not finish")
+            seconds = time.perf_counter() - started
+            return _Run(
+                seconds,
+                clients * frames,
+                publish_ns=spent,
+                frames=frames,
+                encodings=app.encoder.encodings - encodings,
+            )
+
+        run = await _with_clients(port, "/v1/activity", clients, frames + 1, stalled, body)
+        nursery.cancel_scope.cancel()
+    return run
+
+
+async def _local_run(hub_factory: HubFactory, observers: int, frames: int) -> _Run:
+    """The same publishing with local no-op observers instead of clients: the publish cost."""
+    tally = Tally()
+    async with hub_factory() as hub:
+        publisher = hub.register_publisher()
+        publisher.publish_snapshot("ready", make_roots(ROOT_POOL_SIZE))
+        for _ in range(observers):
+            hub.observe(Sink(tally))
+        await wait_for(tally, observers)
+        started = time.perf_counter()
+        spent = await _publish(hub, publisher, frames, 0)
+        await wait_for(tally, observers * (frames + 1))
+        return _Run(time.perf_counter() - started, observers * frames, spent, frames)
+
+
+# --- the baselines ---------------------------------------------------------------------------
+
+
+def _event_bytes(frames: int) -> list[bytes]:
+    encoder = FrameEncoder()
+    roots = make_roots(ROOT_POOL_SIZE)
+    return [
+        encoder.sse(ChangedFrame(cursor=Cursor(epoch="e" * 32, revision=index + 2), root=root))
+        for index, root in enumerate(roots[i % ROOT_POOL_SIZE] for i in range(frames))
+    ]
+
+
+async def _baseline_run(clients: int, frames: int, per_write: int) -> _Run:
+    events = _event_bytes(frames)
+    chunks = [b"".join(events[i : i + per_write]) for i in range(0, frames, per_write)]
+    hello = b": hello\n\n"
+    go = trio.Event()
+
+    async def stream(scope: Scope, receive: Receive, send: Send) -> None:
+        headers = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-store")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": hello, "more_body": True})
+        await go.wait()
+        for chunk in chunks:
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    # An ASGI callable that is not a function, so Starlette routes to it as it is (the way the
+    # server's own stream endpoints are plain ASGI callables behind the same routing).
+    app = Starlette(routes=[Route("/stream", _Asgi(stream))])
+    async with trio.open_nursery() as nursery:
+        port = await nursery.start(_serving, app)
+
+        async def body(clients_io: _Clients) -> _Run:
+            started = time.perf_counter()
+            go.set()
+            if await clients_io.line() != "done":
+                raise BenchmarkError("the clients did not finish")
+            return _Run(time.perf_counter() - started, clients * frames)
+
+        run = await _with_clients(port, "/stream", clients, frames + 1, 0, body)
+        nursery.cancel_scope.cancel()
+    return run
+
+
+class _Asgi:
+    """Makes an ASGI function look like an ASGI app to Starlette (which calls functions with a
+    request)."""
+
+    def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]]) -> None:
+        self._app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self._app(scope, receive, send)
+
+
+def _interleaved(repeats: int, candidates: dict[str, Callable[[], _Run]]) -> dict[str, list[_Run]]:
+    """Each candidate ``repeats`` times, interleaved (A B C, A B C): noise falls on all alike.
+
+    The collector is paused in every run alike: a collection landing inside a burst of publishes
+    (likelier with 100 connections' worth of objects) would be charged to publishing.
+    """
+    runs: dict[str, list[_Run]] = {name: [] for name in candidates}
+    for _ in range(repeats):
+        for name, measure in candidates.items():
+            collect_garbage(True)
+            with gc_paused():
+                runs[name].append(measure())
+    return runs
+
+
+def _fastest(runs: list[_Run]) -> _Run:
+    return min(runs, key=lambda run: run.seconds / run.events)
+
+
+def _cheapest(runs: list[_Run]) -> float:
+    """The lowest publish cost of the runs, in ns per publish."""
+    return min(run.publish_ns / max(run.frames, 1) for run in runs)
+
+
+def run(
+    scale: Scale, *, hub_factory: HubFactory = WorkflowActivityHub, label: str = "hub"
+) -> list[Row]:
+    # One hub configuration is enough here: what is measured is the server, not the hub's
+    # options (metrics on or off is the metrics benchmark's business).
+    if label != "hub":
+        return []
+    shape = _SHAPES.get(scale.name, _SHAPES["quick"])
+    rows: list[Row] = []
+    for clients in shape.clients:
+        frames = _frames(clients, shape.fast_events, shape)
+        slow_frames = _frames(clients, shape.slow_events, shape)
+        runs = _interleaved(
+            shape.repeats,
+            {
+                "ours": partial(run_trio, _server_run, hub_factory, clients, frames),
+                "one": partial(run_trio, _baseline_run, clients, slow_frames, 1),
+                "many": partial(run_trio, _baseline_run, clients, frames, BURST),
+            },
+        )
+        ours, one, many = (_fastest(runs[name]) for name in ("ours", "one", "many"))
+        top = clients == max(shape.clients)
+        case = f"SSE, {clients} clients"
+        rows += [
+            Row(
+                benchmark="network",
+                case=case,
+                variant=label,
+                value=ours.rate,
+                unit="events/s",
+                reference="(a) one event per write",
+                reference_value=one.rate,
+                goal=Goal(op=">=", threshold=10) if top else None,
+                note=f"{frames} frames, bursts of {BURST}",
+            ),
+            Row(
+                benchmark="network",
+                case=case,
+                variant=label,
+                value=ours.rate,
+                unit="events/s",
+                reference="(b) 100 events per write",
+                reference_value=many.rate,
+                goal=Goal(op=">=", threshold=0.5) if top else None,
+            ),
+            Row(
+                benchmark="network",
+                case=f"encodings per frame, {clients} clients",
+                variant=label,
+                value=max(run.encodings / run.frames for run in runs["ours"]),
+                unit="x",
+                reference="one encoding per frame",
+                reference_value=1.0,
+                goal=Goal(op="<=", threshold=1.0),
+            ),
+        ]
+    top_clients = max(shape.clients)
+    frames = _frames(top_clients, shape.fast_events, shape)
+    runs = _interleaved(
+        shape.repeats,
+        {
+            "remote": partial(run_trio, _server_run, hub_factory, top_clients, frames),
+            "local": partial(run_trio, _local_run, hub_factory, top_clients, frames),
+        },
+    )
+    rows.append(
+        Row(
+            benchmark="network",
+            case=f"publish cost, {top_clients} SSE clients",
+            variant=label,
+            value=_cheapest(runs["remote"]),
+            unit="ns",
+            reference=f"{top_clients} local no-op observers",
+            reference_value=_cheapest(runs["local"]),
+            goal=Goal(op="<=", threshold=1.5),
+        )
+    )
+    few = shape.stall_clients
+    frames = _frames(few, shape.fast_events // 4, shape)
+    runs = _interleaved(
+        shape.repeats,
+        {
+            "calm": partial(run_trio, _server_run, hub_factory, few, frames, 0),
+            "stalled": partial(run_trio, _server_run, hub_factory, few, frames, 1),
+        },
+    )
+    rows += [
+        Row(
+            benchmark="network",
+            case=f"publish cost, {few} clients + 1 stalled",
+            variant=label,
+            value=_cheapest(runs["stalled"]),
+            unit="ns",
+            reference=f"{few} clients",
+            reference_value=_cheapest(runs["calm"]),
+            goal=Goal(op="<=", threshold=1.5),
+        ),
+        Row(
+            benchmark="network",
+            case=f"delivery, {few} clients + 1 stalled",
+            variant=label,
+            value=_fastest(runs["stalled"]).rate,
+            unit="events/s",
+            reference=f"{few} clients",
+            reference_value=_fastest(runs["calm"]).rate,
+            goal=Goal(op=">=", threshold=0.67),
+        ),
+    ]
+    return rows
+
+
+if __name__ == "__main__":
+    run_script(run)

@@ -1,0 +1,147 @@
+"""``workflow-hub serve``: the demo scheduler with the HTTP server on, printing its URL.
+
+Also :func:`start_serving`, which ``workflow-hub demo --serve`` uses. The server's dependencies
+(the ``server`` extra) are imported only when a server starts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from functools import partial
+from typing import TYPE_CHECKING
+
+import trio
+
+if TYPE_CHECKING:
+    from ._demo import Output
+    from ._hooks import HookRunner
+    from ._hub import WorkflowActivityHub
+
+__all__ = ["add_arguments", "dashboard_url", "run", "start_serving"]
+
+_DEFAULT_PORT = 8765
+_DEFAULT_DURATION = 3600.0
+
+
+def parse_address(text: str) -> tuple[str, int]:
+    """``PORT``, ``HOST:PORT`` or ``[IPv6]:PORT``."""
+    host, colon, port = text.rpartition(":")
+    if not colon:
+        host, port = "127.0.0.1", text
+    host = host.strip("[]") or "127.0.0.1"
+    if not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError(f"expected [HOST:]PORT with a port 0-65535, got {text!r}")
+    return host, int(port)
+
+
+async def start_serving(
+    nursery: trio.Nursery,
+    hub: WorkflowActivityHub,
+    runner: HookRunner,
+    output: Output,
+    address: str,
+    token: str | None,
+) -> str:
+    """Serve ``hub`` (and its hook events) in ``nursery``; the URL is shown by ``output``."""
+    from .server import serve_hub
+
+    host, port = parse_address(address)
+    url: str = await nursery.start(
+        partial(serve_hub, hub, host=host, port=port, token=token, runner=runner)
+    )
+    output.url = url
+    print(
+        f"workflow-hub: serving at {url} (dashboard: {dashboard_url(url)})",
+        file=sys.stderr,
+        flush=True,
+    )
+    return url
+
+
+def dashboard_url(url: str) -> str:
+    """Where a browser opens the live dashboard of a hub served at ``url``: its root page."""
+    return url.rstrip("/") + "/"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=_DEFAULT_PORT,
+        help=f"port (default {_DEFAULT_PORT}; 0 picks one)",
+    )
+    parser.add_argument("--token", default=None, help="the token clients must send")
+    parser.add_argument(
+        "--duration",
+        type=float,
+        default=_DEFAULT_DURATION,
+        metavar="SECONDS",
+        help="how long the demo scheduler runs (default one hour; Ctrl-C ends it earlier)",
+    )
+    parser.add_argument("--seed", type=int, default=None, help="reproducible ids and timing")
+
+
+def run(args: argparse.Namespace) -> int:
+    from ._demo import _main
+    from ._errors import ContractError
+
+    if args.duration <= 0:
+        print("workflow-hub serve: --duration must be > 0", file=sys.stderr)
+        return 2
+    host = args.host
+    address = f"[{host}]:{args.port}" if ":" in host else f"{host}:{args.port}"
+    demo_args = argparse.Namespace(
+        duration=args.duration,
+        seed=args.seed,
+        metrics_port=None,
+        serve=address,
+        token=args.token,
+    )
+    try:
+        trio.run(_main, demo_args, _Quiet())
+    except (ContractError, OSError, BaseExceptionGroup) as failure:
+        errors = _leaves(failure)
+        if not all(isinstance(error, ContractError | OSError) for error in errors):
+            raise
+        for error in errors:
+            print(f"workflow-hub serve: cannot serve at {address}: {error}", file=sys.stderr)
+        return 2 if all(isinstance(error, ContractError) for error in errors) else 1
+    return 0
+
+
+def _leaves(error: BaseException) -> list[BaseException]:
+    """The exceptions inside (nested) exception groups: what actually went wrong."""
+    if isinstance(error, BaseExceptionGroup):
+        return [leaf for inner in error.exceptions for leaf in _leaves(inner)]
+    return [error]
+
+
+class _Quiet:
+    """A server prints its URL (on stdout, for scripts) and nothing per frame."""
+
+    def __init__(self) -> None:
+        self.closed = trio.Event()
+        self._url: str | None = None
+
+    @property
+    def url(self) -> str | None:
+        return self._url
+
+    @url.setter
+    def url(self, value: str | None) -> None:
+        self._url = value
+        print(value, flush=True)
+
+    def frame(self, frame: object, view: object) -> None:
+        pass
+
+    def hook(self, event: object) -> None:
+        pass
+
+    def __enter__(self) -> _Quiet:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass

@@ -1,0 +1,26 @@
+"""Observe a hub over the network: an HTTP server (SSE and WebSocket) inside the scheduler.
+
+``url = await nursery.start(serve_hub, hub)`` serves the hub from the scheduler's own nursery;
+:func:`create_app` gives the ASGI application for mounting elsewhere. Needs the ``server`` extra
+(``pip install 'workflow-hub[server]'``). See ``docs/network.md``.
+"""
+
+from .._public import fixup_module_metadata
+from ._app import DEFAULT_EVENTS_BUFFER as DEFAULT_EVENTS_BUFFER
+from ._app import DEFAULT_KEEPALIVE as DEFAULT_KEEPALIVE
+from ._app import STATIC_DIR as STATIC_DIR
+from ._app import HubApp as HubApp
+from ._app import create_app as create_app
+from ._serve import serve_hub as serve_hub
+
+__all__ = [
+    "DEFAULT_EVENTS_BUFFER",
+    "DEFAULT_KEEPALIVE",
+    "STATIC_DIR",
+    "HubApp",
+    "create_app",
+    "serve_hub",
+]
+
+fixup_module_metadata(__name__, globals())
+del fixup_module_metadata

@@ -1,0 +1,109 @@
+"""``serve_hub``: the hub's HTTP server as one task in the scheduler's own trio nursery."""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+from collections.abc import Sequence
+from typing import Any, Final, cast
+
+import trio
+from hypercorn.config import Config
+from hypercorn.trio import serve
+
+from .._errors import ContractError
+from .._hooks import HookRunner
+from .._hub import WorkflowActivityHub
+from .._metrics import HubMetrics
+from ._app import DEFAULT_EVENTS_BUFFER, DEFAULT_KEEPALIVE, HubApp
+
+__all__ = ["SHUTDOWN_GRACE", "serve_hub"]
+
+logger = logging.getLogger("workflow_hub.server")
+
+SHUTDOWN_GRACE: Final = 0.8
+"""Seconds open connections get to finish once the server stops; then they are cut."""
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+async def serve_hub(
+    hub: WorkflowActivityHub,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    token: str | None = None,
+    runner: HookRunner | None = None,
+    metrics: HubMetrics | None = None,
+    insecure: bool = False,
+    cors_origins: Sequence[str] | None = None,
+    keepalive: float = DEFAULT_KEEPALIVE,
+    events_buffer: int = DEFAULT_EVENTS_BUFFER,
+    task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve ``hub`` over HTTP until cancelled: ``url = await nursery.start(serve_hub, hub)``.
+
+    ``nursery.start`` returns the base URL actually bound (``port=0`` picks a free port). The
+    server is hypercorn's trio worker in the caller's nursery: no thread, no second event loop.
+    Binding anything but a loopback address needs a ``token`` (or ``insecure=True``: for a
+    trusted network, or a proxy in front that authenticates). When the task is cancelled, every
+    stream ends cleanly (SSE streams end, WebSockets get close code 1001) and the server is gone
+    within a second.
+    """
+    if not isinstance(host, str) or not host:
+        raise ContractError("host", f"expected a host name or address, got {host!r}")
+    if type(port) is not int or not 0 <= port <= 65535:
+        raise ContractError("port", f"expected a port number 0-65535, got {port!r}")
+    if token is None and not insecure and not _is_loopback(host):
+        raise ContractError(
+            "token",
+            f"binding {host!r} (not a loopback address) without a token would let anyone on the "
+            "network read the hub: pass token=..., or insecure=True if something in front "
+            "authenticates",
+        )
+    app = HubApp(
+        hub,
+        token=token,
+        runner=runner,
+        metrics=metrics,
+        cors_origins=cors_origins,
+        keepalive=keepalive,
+        events_buffer=events_buffer,
+    )
+    config = Config()
+    config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
+    config.graceful_timeout = SHUTDOWN_GRACE
+    config.errorlog = logger
+    config.accesslog = None
+    config.keep_alive_timeout = 30
+    # WebSocket pings at the SSE keep-alive interval: proxies close idle connections either way.
+    config.websocket_ping_interval = keepalive
+
+    stopping = trio.Event()
+    # The server runs shielded from the caller's cancellation, so that a cancelled nursery still
+    # gets a graceful end; the deadline set below bounds it.
+    server_scope = trio.CancelScope(shield=True)
+
+    async def run_server(*, task_status: trio.TaskStatus[list[str]]) -> None:
+        with server_scope:
+            # hypercorn types its app parameter with its own TypedDicts; Starlette's are plain dicts.
+            await serve(
+                cast(Any, app), config, shutdown_trigger=stopping.wait, task_status=task_status
+            )
+
+    async with trio.open_nursery() as nursery:
+        binds: list[str] = await nursery.start(run_server)
+        try:
+            task_status.started(binds[0])
+            await trio.sleep_forever()
+        finally:
+            app.close()
+            stopping.set()
+            server_scope.deadline = trio.current_time() + SHUTDOWN_GRACE + 0.15

@@ -1,0 +1,559 @@
+/*
+ * The live dashboard: follows /v1/activity (frames) and /v1/events (hook events) with
+ * EventSource, folds frames with fold.js exactly as ActivityView does, and draws the result.
+ *
+ * Connection: the page reconnects by itself, with `since=<last event id>` so that the server
+ * resumes from its history (no snapshot) whenever it can. After a reconnect the connection reads
+ * `live` when the stream resumed, `resynced` when it began again with a snapshot.
+ * A token (when the server needs one) lives in sessionStorage for this tab only; a `?token=` in
+ * the address is moved there and removed from the address bar at once.
+ */
+(function () {
+  "use strict";
+
+  var Fold = window.WorkflowHubFold;
+  var TOKEN_KEY = "workflow-hub.token";
+  var FEED_LIMIT = 50;
+  var MIN_RETRY_MS = 250;
+  var MAX_RETRY_MS = 4000;
+  var FRAME_KINDS = ["snapshot", "changed", "removed"];
+  var EVENT_TYPES = [
+    "workflow_lifecycle",
+    "workflow_stage_completed",
+    "workflow_activity_changed",
+    "workflow_heartbeat",
+  ];
+
+  // Text symbols beside every label: colour is never the only signal.
+  var SYMBOLS = {
+    working: "▶", blocked: "■", idle: "○", unknown: "?",
+    attention: "⚠", live: "●", reconnecting: "↻", resynced: "⟳", connecting: "○", "needs-token": "!",
+    running: "▶", completed: "✓", cached: "✓", failed: "✗", cancelled: "✗", killed: "✗",
+    pending: "·", awaiting_input: "?", paused: "‖", blocked_node: "■", skipped: "↷",
+  };
+
+  function $(selector) {
+    return document.querySelector(selector);
+  }
+
+  var ui = {
+    connection: $('[data-testid="connection"]'),
+    connectionLabel: $('[data-role="connection-label"]'),
+    epoch: $('[data-role="epoch"]'),
+    revision: $('[data-role="revision"]'),
+    tokenForm: $('[data-testid="token-form"]'),
+    tokenInput: $("#token-input"),
+    tokenProblem: $('[data-role="token-problem"]'),
+    aggregate: $('[data-testid="aggregate"]'),
+    aggregateLabel: $('[data-role="aggregate-label"]'),
+    aggregateMessage: $('[data-testid="aggregate-message"]'),
+    aggregateAttention: $('[data-role="aggregate-attention"]'),
+    stale: $('[data-testid="stale"]'),
+    superseded: $('[data-testid="superseded"]'),
+    rootCount: $('[data-role="root-count"]'),
+    rootsEmpty: $('[data-testid="roots-empty"]'),
+    roots: $('[data-testid="roots"]'),
+    feedStatus: $('[data-testid="feed-status"]'),
+    feed: $('[data-testid="feed"]'),
+  };
+
+  var model;
+  var connection = "connecting";
+  var activity = null;
+  var events = null;
+  var retryTimer = null;
+  var eventsTimer = null;
+  var retryDelay = MIN_RETRY_MS;
+  var openRoots = new Set();
+
+  function resetModel() {
+    model = {
+      view: new Fold.ActivityView(),
+      feed: new Fold.EventFeed(FEED_LIMIT),
+      lastEventId: null,
+      frames: 0,
+      snapshots: 0,
+      reconnects: 0,
+      afterReconnect: false,
+      replaced: null, // {from, to}: a snapshot of a new epoch replaced the one shown
+    };
+  }
+
+  // --- token -----------------------------------------------------------------------------
+
+  function storedToken() {
+    try {
+      return window.sessionStorage.getItem(TOKEN_KEY);
+    } catch (error) {
+      return null;
+    }
+  }
+
+  function storeToken(token) {
+    try {
+      window.sessionStorage.setItem(TOKEN_KEY, token);
+    } catch (error) {
+      // Storage refused (privacy mode): the token then lasts as long as this page.
+      memoryToken = token;
+    }
+  }
+
+  var memoryToken = null;
+
+  function token() {
+    return storedToken() || memoryToken;
+  }
+
+  function takeTokenFromAddress() {
+    var url = new URL(window.location.href);
+    if (!url.searchParams.has("token")) return;
+    storeToken(url.searchParams.get("token"));
+    url.searchParams.delete("token");
+    window.history.replaceState(window.history.state, "", url.pathname + url.search + url.hash);
+  }
+
+  function streamUrl(path, params) {
+    var url = new URL(path, document.baseURI);
+    var current = token();
+    if (current) url.searchParams.set("token", current); // EventSource cannot send headers
+    Object.keys(params || {}).forEach(function (key) {
+      url.searchParams.set(key, params[key]);
+    });
+    return url.toString();
+  }
+
+  function probe(path, signal) {
+    var headers = {};
+    var current = token();
+    if (current) headers.Authorization = "Bearer " + current;
+    return window.fetch(new URL(path, document.baseURI).toString(), {
+      headers: headers,
+      cache: "no-store",
+      signal: signal,
+    });
+  }
+
+  function askForToken() {
+    var refused = Boolean(token());
+    closeStreams();
+    resetModel();
+    openRoots.clear();
+    connection = "needs-token";
+    ui.tokenProblem.textContent = refused
+      ? "The server refused that token. Enter the token the server was started with."
+      : "Enter the token the server was started with. It is kept for this tab only and never " +
+        "shown in the address bar.";
+    ui.tokenForm.hidden = false;
+    render();
+    renderFeed();
+    ui.feedStatus.textContent = "Hook events appear once connected.";
+    ui.tokenInput.focus();
+  }
+
+  ui.tokenForm.addEventListener("submit", function (submit) {
+    submit.preventDefault();
+    var value = ui.tokenInput.value;
+    ui.tokenInput.value = "";
+    if (!value) return;
+    storeToken(value);
+    ui.tokenForm.hidden = true;
+    connection = "connecting";
+    render();
+    start();
+  });
+
+  // --- activity stream -------------------------------------------------------------------
+
+  function closeStreams() {
+    window.clearTimeout(retryTimer);
+    window.clearTimeout(eventsTimer);
+    if (activity) activity.close();
+    if (events) events.close();
+    activity = null;
+    events = null;
+  }
+
+  function start() {
+    retryDelay = MIN_RETRY_MS;
+    probeThenConnect();
+    connectEvents();
+  }
+
+  function probeThenConnect() {
+    probe("v1/snapshot").then(
+      function (response) {
+        if (response.status === 401 || response.status === 403) {
+          askForToken();
+        } else {
+          connect();
+        }
+      },
+      function () {
+        scheduleRetry(); // the server is not there (yet)
+      }
+    );
+  }
+
+  function scheduleRetry() {
+    window.clearTimeout(retryTimer);
+    retryTimer = window.setTimeout(probeThenConnect, retryDelay);
+    retryDelay = Math.min(retryDelay * 2, MAX_RETRY_MS);
+  }
+
+  function connect() {
+    if (activity) activity.close();
+    var params = {};
+    if (model.lastEventId) params.since = model.lastEventId;
+    var source = new window.EventSource(streamUrl("v1/activity", params));
+    var opened = false;
+    activity = source;
+    source.onopen = function () {
+      if (activity !== source) return;
+      opened = true;
+      retryDelay = MIN_RETRY_MS;
+      setConnection("live");
+    };
+    FRAME_KINDS.forEach(function (kind) {
+      source.addEventListener(kind, function (message) {
+        if (activity === source) onFrame(message);
+      });
+    });
+    source.onerror = function () {
+      if (activity !== source) return;
+      // Reconnect ourselves (with `since`) rather than let EventSource retry at its own pace:
+      // the same path then handles a dropped stream, a stopped server and a refused token.
+      // EventSource closes for good on an HTTP error (a cursor the server cannot parse, a 5xx)
+      // and keeps CONNECTING on a network error (the server went away). A stream refused
+      // before it opened is asked for a fresh snapshot next time rather than the same request.
+      var refused = !opened && source.readyState === window.EventSource.CLOSED;
+      source.close();
+      activity = null;
+      if (refused) model.lastEventId = null;
+      model.afterReconnect = true;
+      model.reconnects += 1;
+      setConnection("reconnecting");
+      scheduleRetry();
+    };
+  }
+
+  function onFrame(message) {
+    var frame = JSON.parse(message.data);
+    var before = model.view.cursor;
+    var change = model.view.apply(frame);
+    model.frames += 1;
+    if (message.lastEventId) model.lastEventId = message.lastEventId;
+    if (frame.kind === "snapshot" && change.kind !== "rejected") {
+      model.snapshots += 1;
+      if (before && before.epoch !== frame.cursor.epoch) {
+        model.replaced = { from: before.epoch, to: frame.cursor.epoch };
+      }
+      if (model.afterReconnect) connection = "resynced";
+    }
+    scheduleRender();
+  }
+
+  // A frame after a quiet spell is drawn at once; a burst of them (a resume, a busy scheduler)
+  // is drawn at most every 20 ms.
+  var renderTimer = null;
+  var lastRender = 0;
+
+  var feedTimer = null;
+
+  function scheduleFeed() {
+    if (feedTimer !== null) return;
+    feedTimer = window.setTimeout(function () {
+      feedTimer = null;
+      renderFeed();
+    }, 20);
+  }
+
+  function scheduleRender() {
+    if (renderTimer !== null) return;
+    var wait = lastRender + 20 - Date.now();
+    if (wait <= 0) {
+      render();
+      return;
+    }
+    renderTimer = window.setTimeout(function () {
+      renderTimer = null;
+      render();
+    }, wait);
+  }
+
+  function setConnection(state) {
+    connection = state;
+    renderConnection();
+  }
+
+  // --- hook events -----------------------------------------------------------------------
+
+  function connectEvents() {
+    window.clearTimeout(eventsTimer);
+    if (events) events.close();
+    var source = new window.EventSource(streamUrl("v1/events"));
+    events = source;
+    source.onopen = function () {
+      if (events !== source) return;
+      if (!model.feed.entries.length) ui.feedStatus.textContent = "No hook events yet.";
+    };
+    EVENT_TYPES.forEach(function (type) {
+      source.addEventListener(type, function (message) {
+        if (events !== source) return;
+        model.feed.push(type, JSON.parse(message.data));
+        scheduleFeed();
+      });
+    });
+    source.addEventListener("dropped", function (message) {
+      if (events !== source) return;
+      model.feed.drop(JSON.parse(message.data).count);
+      scheduleFeed();
+    });
+    source.onerror = function () {
+      if (events !== source) return;
+      source.close();
+      events = null;
+      // Hooks are notifications: nothing to resume. Find out whether the server has them at all.
+      var controller = new AbortController();
+      probe("v1/events", controller.signal).then(
+        function (response) {
+          controller.abort();
+          if (response.status === 404) {
+            ui.feedStatus.textContent =
+              "This server publishes no hook events (it was started without a hook runner).";
+          } else if (response.status !== 401 && response.status !== 403) {
+            eventsTimer = window.setTimeout(connectEvents, MAX_RETRY_MS / 2);
+          }
+        },
+        function () {
+          eventsTimer = window.setTimeout(connectEvents, MAX_RETRY_MS / 2);
+        }
+      );
+    };
+  }
+
+  // --- drawing ---------------------------------------------------------------------------
+
+  function words(value) {
+    return String(value).replace(/_/g, " ");
+  }
+
+  function plural(count, noun) {
+    return count + " " + noun + (count === 1 ? "" : "s");
+  }
+
+  function shownId(id) {
+    // Ids are kept raw; an empty or space-padded one is shown quoted so that it stays visible.
+    return id === "" || id.trim() !== id ? JSON.stringify(id) : id;
+  }
+
+  function element(tag, className, text) {
+    var node = document.createElement(tag);
+    if (className) node.className = className;
+    if (text !== undefined) node.textContent = text;
+    return node;
+  }
+
+  function badge(kind, value, text) {
+    var node = element("span", "badge " + kind + "-" + value);
+    var symbol = element("span", "symbol", SYMBOLS[kind === "node" && value === "blocked" ? "blocked_node" : value] || "•");
+    symbol.setAttribute("aria-hidden", "true");
+    node.appendChild(symbol);
+    node.appendChild(document.createTextNode(" " + (text || words(value))));
+    return node;
+  }
+
+  function render() {
+    lastRender = Date.now();
+    renderConnection();
+    renderAggregate();
+    renderSuperseded();
+    renderRoots();
+  }
+
+  function renderConnection() {
+    var cursor = model.view.cursor;
+    var data = ui.connection.dataset;
+    data.state = connection;
+    data.cursor = cursor ? Fold.formatCursor(cursor) : "";
+    data.epoch = cursor ? cursor.epoch : "";
+    data.revision = cursor ? String(cursor.revision) : "";
+    data.frames = String(model.frames);
+    data.snapshots = String(model.snapshots);
+    data.reconnects = String(model.reconnects);
+    var symbol = element("span", "symbol", SYMBOLS[connection] || "•");
+    symbol.setAttribute("aria-hidden", "true");
+    ui.connectionLabel.replaceChildren(symbol, document.createTextNode(" " + words(connection)));
+    ui.connectionLabel.className = "badge connection-" + connection;
+    ui.epoch.textContent = cursor ? cursor.epoch : "–";
+    ui.revision.textContent = cursor ? String(cursor.revision) : "–";
+    // While disconnected the picture is the last one received: say so beside the status.
+    var stale = connection === "reconnecting" && cursor !== null;
+    ui.stale.hidden = !stale;
+    ui.stale.textContent = stale
+      ? "Reconnecting: this is the state as of revision " + cursor.revision + "; it may have changed."
+      : "";
+    document.body.dataset.connection = connection;
+  }
+
+  function renderAggregate() {
+    var status = Fold.aggregate(model.view);
+    var data = ui.aggregate.dataset;
+    data.status = status.state;
+    data.reason = status.reason || "";
+    data.attention = String(status.attention);
+    var label = status.state + (status.reason ? " · " + words(status.reason) : "");
+    var symbol = element("span", "symbol", SYMBOLS[status.state]);
+    symbol.setAttribute("aria-hidden", "true");
+    ui.aggregateLabel.replaceChildren(symbol, document.createTextNode(" " + label));
+    ui.aggregateLabel.className = "badge big state-" + status.state;
+    ui.aggregateMessage.textContent = status.message;
+    ui.aggregateAttention.hidden = !status.attention;
+    document.title = status.state + " · workflow-hub";
+  }
+
+  function renderSuperseded() {
+    var view = model.view;
+    var text = "";
+    if (view.superseded) {
+      text =
+        "Superseded: a frame of a new publisher arrived without its snapshot, so the roots of " +
+        "epoch " + view.cursor.epoch + " are no longer anyone's. Waiting for a snapshot.";
+    } else if (model.replaced && view.cursor && view.cursor.epoch === model.replaced.to &&
+               view.availability !== "ready") {
+      text =
+        "Superseded: a new publisher (epoch " + model.replaced.to + ") replaced epoch " +
+        model.replaced.from + ". Its activity is not known yet.";
+    }
+    ui.superseded.hidden = !text;
+    ui.superseded.textContent = text;
+    ui.superseded.dataset.state = text ? "superseded" : "current";
+  }
+
+  function renderRoots() {
+    var roots = model.view.roots();
+    var existing = new Map();
+    Array.prototype.forEach.call(ui.roots.children, function (item) {
+      existing.set(item.getAttribute("data-root-id"), item);
+    });
+    var focused = document.activeElement;
+    var refocus = null;
+    roots.forEach(function (root, index) {
+      var item = existing.get(root.rootRunId);
+      existing.delete(root.rootRunId);
+      // Every frame parses into new objects, so an unchanged root is the very same object.
+      if (!item || item.__root !== root) {
+        var fresh = rootItem(root);
+        fresh.__root = root;
+        if (item) {
+          if (item.contains(focused)) refocus = fresh.querySelector("summary");
+          item.replaceWith(fresh);
+        }
+        item = fresh;
+      }
+      if (ui.roots.children[index] !== item) {
+        ui.roots.insertBefore(item, ui.roots.children[index] || null);
+      }
+    });
+    existing.forEach(function (item) {
+      item.remove();
+    });
+    if (refocus) refocus.focus();
+    ui.rootCount.textContent = model.view.known() ? "(" + roots.length + ")" : "";
+    ui.rootsEmpty.hidden = roots.length > 0;
+    ui.rootsEmpty.textContent = model.view.known()
+      ? "No roots: nothing is running."
+      : "Activity unknown: no roots are shown until the source is ready.";
+  }
+
+  function rootItem(root) {
+    var item = element("li", "root");
+    item.setAttribute("data-root-id", root.rootRunId);
+    item.dataset.state = root.state;
+    item.dataset.reason = root.reason;
+    item.dataset.attention = String(root.needsAttention);
+
+    var head = element("div", "root-head");
+    head.appendChild(element("h3", "root-id", shownId(root.rootRunId)));
+    head.appendChild(badge("state", root.state));
+    head.appendChild(element("span", "reason", words(root.reason)));
+    if (root.needsAttention) head.appendChild(badge("flag", "attention", "needs attention"));
+    item.appendChild(head);
+
+    var counts = element("dl", "counts");
+    [
+      ["active executions", String(root.activeExecutionCount)],
+      ["actionable blocks", String(root.actionableBlockCount)],
+      ["needs attention", root.needsAttention ? "yes" : "no"],
+    ].forEach(function (pair) {
+      var group = element("div");
+      group.appendChild(element("dt", "", pair[0]));
+      group.appendChild(element("dd", "", pair[1]));
+      counts.appendChild(group);
+    });
+    item.appendChild(counts);
+
+    if (root.graph) item.appendChild(graphDetails(root));
+    return item;
+  }
+
+  function graphDetails(root) {
+    var nodes = root.graph.nodes;
+    var details = element("details", "graph");
+    details.open = openRoots.has(root.rootRunId);
+    details.addEventListener("toggle", function () {
+      if (details.open) openRoots.add(root.rootRunId);
+      else openRoots.delete(root.rootRunId);
+    });
+    var running = nodes.filter(function (node) { return node.status === "running"; });
+    var stages = nodes.filter(function (node) { return node.kind === "stage"; }).length;
+    var tools = nodes.length - stages;
+    var parts = [plural(stages, "stage")];
+    if (tools) parts.push(plural(tools, "tool"));
+    if (running.length) {
+      parts.push("running: " + running.map(function (node) { return node.name; }).join(", "));
+    }
+    var summary = element("summary", "", parts.join(" · "));
+    details.appendChild(summary);
+    var list = element("ol", "nodes");
+    nodes.forEach(function (node) {
+      var entry = element("li", "node");
+      entry.setAttribute("data-node-id", node.id);
+      entry.dataset.status = node.status;
+      entry.dataset.kind = node.kind;
+      entry.style.setProperty("--depth", String(node.depth));
+      entry.appendChild(element("span", "node-kind", node.kind));
+      entry.appendChild(element("span", "node-name", shownId(node.name)));
+      entry.appendChild(badge("node", node.status));
+      if (node.pendingPrompt) {
+        entry.appendChild(element("span", "prompt", "waits for: " + node.pendingPrompt.message));
+      }
+      list.appendChild(entry);
+    });
+    details.appendChild(list);
+    (root.graph.runPrompts || []).forEach(function (prompt) {
+      details.appendChild(element("p", "prompt", "run " + prompt.runId + " asks: " + prompt.message));
+    });
+    return details;
+  }
+
+  function renderFeed() {
+    var entries = model.feed.entries;
+    var items = entries.map(function (entry) {
+      var item = element("li", "event");
+      item.dataset.type = entry.type;
+      item.dataset.seq = String(entry.seq);
+      var label = element("span", "badge event-" + entry.label, entry.label);
+      item.appendChild(label);
+      item.appendChild(document.createTextNode(" " + entry.text));
+      return item;
+    });
+    ui.feed.replaceChildren.apply(ui.feed, items);
+    if (entries.length) ui.feedStatus.textContent =
+      "The latest " + entries.length + " of " + model.feed.received + " (at most " + FEED_LIMIT + ").";
+  }
+
+  resetModel();
+  takeTokenFromAddress();
+  render();
+  start();
+})();

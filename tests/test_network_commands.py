@@ -1,0 +1,79 @@
+"""`workflow-hub serve`, `watch` and `snapshot`, and `demo --serve` (issue 15), as users run them.
+
+Each command runs as a real process on loopback with a port of its own choosing (port 0), bounded
+by a timeout.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from workflow_hub import SnapshotFrame
+from workflow_hub.wire import loads
+
+CLI = [sys.executable, "-m", "workflow_hub._cli"]
+ENV = {**os.environ, "PYTHONUNBUFFERED": "1"}
+
+
+def command(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*CLI, *args], capture_output=True, text=True, timeout=timeout, env=ENV, check=False
+    )
+
+
+def test_serve_prints_its_url_and_snapshot_and_watch_read_it() -> None:
+    with subprocess.Popen(
+        [*CLI, "serve", "--port", "0", "--duration", "4", "--seed", "3"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=ENV,
+    ) as server:
+        assert server.stdout is not None
+        url = server.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:")
+        snapshot = command("snapshot", url)
+        watched = command("watch", url, "--duration", "1.5")
+        server.wait(timeout=30)
+    assert server.returncode == 0
+    assert snapshot.returncode == 0, snapshot.stderr
+    assert isinstance(loads(SnapshotFrame, snapshot.stdout), SnapshotFrame)
+    assert watched.returncode == 0, watched.stderr
+    lines = watched.stdout.splitlines()
+    assert "connection live" in lines
+    assert any(line.startswith("frame snapshot") for line in lines)
+    assert any(line.startswith("hook ") for line in lines)  # serve passes its HookRunner
+
+
+def test_serve_refuses_a_public_address_without_a_token() -> None:
+    result = command("serve", "--host", "0.0.0.0", "--port", "0", "--duration", "1")
+    assert result.returncode == 2
+    assert "token" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_snapshot_of_a_server_that_wants_a_token_says_so() -> None:
+    with subprocess.Popen(
+        [*CLI, "serve", "--port", "0", "--duration", "3", "--token", "s3cret"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=ENV,
+    ) as server:
+        assert server.stdout is not None
+        url = server.stdout.readline().strip()
+        refused = command("snapshot", url, "--token", "wrong")
+        allowed = command("snapshot", url, "--token", "s3cret")
+        server.wait(timeout=30)
+    assert refused.returncode == 1
+    assert "401" in refused.stderr
+    assert allowed.returncode == 0, allowed.stderr
+
+
+def test_demo_serve_prints_the_url_beside_the_view() -> None:
+    result = command("demo", "--serve", "127.0.0.1:0", "--duration", "2", "--seed", "1")
+    assert result.returncode == 0, result.stderr
+    assert "serving at http://127.0.0.1:" in result.stderr
+    assert result.stdout.startswith("frame snapshot")
