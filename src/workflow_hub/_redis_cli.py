@@ -177,7 +177,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser, *, shared: bool = True)
     parser.add_argument(
         "--prefix",
         default=DEFAULT_PREFIX,
-        help=f"with --redis: the key prefix (default {DEFAULT_PREFIX})",
+        help=f"with --redis or --fleet: the key prefix (default {DEFAULT_PREFIX})",
     )
     if shared:
         parser.add_argument(

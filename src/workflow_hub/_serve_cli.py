@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from ._hooks import HookRunner
     from ._hub import WorkflowActivityHub
 
-__all__ = ["add_arguments", "dashboard_url", "run", "start_serving"]
+__all__ = ["add_arguments", "dashboard_url", "run", "run_fleet", "start_serving"]
 
 _DEFAULT_PORT = 8765
 _DEFAULT_DURATION = 3600.0
@@ -109,6 +109,61 @@ def run(args: argparse.Namespace) -> int:
             print(f"workflow-hub serve: cannot serve at {address}: {error}", file=sys.stderr)
         return 2 if all(isinstance(error, ContractError) for error in errors) else 1
     return 0
+
+
+def run_fleet(args: argparse.Namespace) -> int:
+    """``serve --fleet redis://...``: every source mirrored under ``--prefix``, over HTTP."""
+    from ._errors import ContractError
+
+    try:
+        import coredis  # noqa: F401
+    except ImportError:
+        print(
+            "workflow-hub serve: --fleet needs the 'redis' extra: pip install 'workflow-hub[redis]'",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        trio.run(_serve_fleet, args)
+    except KeyboardInterrupt:
+        return 0
+    except (ContractError, OSError, BaseExceptionGroup) as failure:
+        errors = _leaves(failure)
+        if not all(isinstance(error, ContractError | OSError) for error in errors):
+            raise
+        for error in errors:
+            print(f"workflow-hub serve: cannot serve the fleet: {error}", file=sys.stderr)
+        return 2 if all(isinstance(error, ContractError) for error in errors) else 1
+    return 0
+
+
+async def _serve_fleet(args: argparse.Namespace) -> None:
+    import coredis
+
+    from .server import serve_fleet
+
+    # --duration is the demo's (default one hour); a fleet is served until Ctrl-C unless it is given.
+    given = args.duration is not None and args.duration != _DEFAULT_DURATION
+    duration = args.duration if given else float("inf")
+    with trio.move_on_after(duration):
+        async with coredis.Redis.from_url(args.fleet) as redis, trio.open_nursery() as nursery:
+            url: str = await nursery.start(
+                partial(
+                    serve_fleet,
+                    redis,
+                    prefix=args.prefix,
+                    host=args.host,
+                    port=args.port,
+                    token=args.token,
+                )
+            )
+            print(url, flush=True)
+            print(
+                f"workflow-hub: serving the fleet {args.prefix!r} from {args.fleet} at {url} "
+                f"(dashboard: {dashboard_url(url)})",
+                file=sys.stderr,
+                flush=True,
+            )
 
 
 def _leaves(error: BaseException) -> list[BaseException]:

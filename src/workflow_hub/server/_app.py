@@ -39,7 +39,14 @@ from .._observers import FrameStream
 from ._encode import FrameEncoder, cursor_text, sse_comment
 from ._events import HookEventClient, HookEventFanout
 
-__all__ = ["DEFAULT_EVENTS_BUFFER", "DEFAULT_KEEPALIVE", "STATIC_DIR", "HubApp", "create_app"]
+__all__ = [
+    "DEFAULT_EVENTS_BUFFER",
+    "DEFAULT_KEEPALIVE",
+    "STATIC_DIR",
+    "HubApp",
+    "StreamTracker",
+    "create_app",
+]
 
 logger = logging.getLogger("workflow_hub.server")
 
@@ -63,6 +70,10 @@ _SSE_HEADERS: Final = [
     # nginx and some other proxies buffer responses unless told not to.
     (b"x-accel-buffering", b"no"),
 ]
+
+
+def _is_open_path(path: str) -> bool:
+    return path in _OPEN_PATHS or path.startswith(_OPEN_PREFIXES)
 
 
 def _parse_cursor(text: str, field: str) -> Cursor:
@@ -121,11 +132,14 @@ class _NoStore:
 class _Guard:
     """The token check, inside CORS (so that a browser can read a 401) and outside the routes."""
 
-    __slots__ = ("_app", "_token")
+    __slots__ = ("_app", "_is_open", "_token")
 
-    def __init__(self, app: ASGIApp, token: str | None) -> None:
+    def __init__(
+        self, app: ASGIApp, token: str | None, is_open: Callable[[str], bool] | None = None
+    ) -> None:
         self._app = app
         self._token = None if token is None else token.encode()
+        self._is_open = is_open or _is_open_path
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self._token is None or scope["type"] not in ("http", "websocket"):
@@ -145,8 +159,7 @@ class _Guard:
         await self._app(scope, receive, send)
 
     def _allowed(self, scope: Scope) -> bool:
-        path: str = scope["path"]
-        if path in _OPEN_PATHS or path.startswith(_OPEN_PREFIXES):
+        if self._is_open(scope["path"]):
             return True
         given = Headers(scope=scope).get("authorization", "")
         scheme, _, credentials = given.partition(" ")
@@ -254,8 +267,64 @@ class _HookStream(Response):
             await send({"type": "http.response.body", "body": body, "more_body": True})
 
 
+class StreamTracker:
+    """Open event streams, so that :meth:`close` can end them all (shared by the hub's and the
+    fleet's applications)."""
+
+    def __init__(self) -> None:
+        self._streams: set[trio.CancelScope] = set()
+        self._closed = False
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def close(self) -> None:
+        """End every open stream now and every stream opened later at once. Idempotent."""
+        self._closed = True
+        for scope in list(self._streams):
+            scope.cancel()
+
+    @contextmanager
+    def _tracked(self) -> Iterator[trio.CancelScope]:
+        scope = trio.CancelScope()
+        if self._closed:
+            scope.cancel()
+        self._streams.add(scope)
+        try:
+            with scope:
+                yield scope
+        finally:
+            self._streams.discard(scope)
+
+    async def stream_until_done(
+        self, receive: Receive, send: Send, produce: Callable[[], Awaitable[None]]
+    ) -> None:
+        """Run ``produce`` until it returns (hub disposed), the app closes or the client leaves.
+
+        Unless the client left, the response then ends properly (the last chunk), so the
+        client sees the stream end rather than a broken connection.
+        """
+        gone = False
+        async with trio.open_nursery() as nursery:
+
+            async def watch_disconnect() -> None:
+                nonlocal gone
+                while (await receive())["type"] != "http.disconnect":
+                    pass
+                gone = True
+                nursery.cancel_scope.cancel()
+
+            nursery.start_soon(watch_disconnect)
+            with self._tracked():
+                await produce()
+            nursery.cancel_scope.cancel()
+        if not gone:
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
 @final
-class HubApp:
+class HubApp(StreamTracker):
     """The ASGI application of one hub; what :func:`create_app` returns.
 
     Mount it in any ASGI server that runs on trio, or let :func:`~workflow_hub.server.serve_hub`
@@ -298,8 +367,7 @@ class HubApp:
         self.events_buffer = events_buffer
         self.encoder = FrameEncoder()
         self._fanout = HookEventFanout(runner) if runner is not None else None
-        self._streams: set[trio.CancelScope] = set()
-        self._closed = False
+        super().__init__()
         routes: list[Route | WebSocketRoute | Mount] = [
             Route("/healthz", self._healthz),
             Route("/metrics", self._metrics),
@@ -328,59 +396,12 @@ class HubApp:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await self._app(scope, receive, send)
 
-    @property
-    def closed(self) -> bool:
-        return self._closed
-
-    def close(self) -> None:
-        """End every open stream now and every stream opened later at once. Idempotent."""
-        self._closed = True
-        for scope in list(self._streams):
-            scope.cancel()
-
     # --- streaming helpers -----------------------------------------------------------------
 
     @asynccontextmanager
     async def subscribe(self, since: Cursor | None) -> AsyncIterator[FrameStream]:
         async with self.hub.subscribe(since=since) as stream:
             yield stream
-
-    @contextmanager
-    def _tracked(self) -> Iterator[trio.CancelScope]:
-        scope = trio.CancelScope()
-        if self._closed:
-            scope.cancel()
-        self._streams.add(scope)
-        try:
-            with scope:
-                yield scope
-        finally:
-            self._streams.discard(scope)
-
-    async def stream_until_done(
-        self, receive: Receive, send: Send, produce: Callable[[], Awaitable[None]]
-    ) -> None:
-        """Run ``produce`` until it returns (hub disposed), the app closes or the client leaves.
-
-        Unless the client left, the response then ends properly (the last chunk), so the
-        client sees the stream end rather than a broken connection.
-        """
-        gone = False
-        async with trio.open_nursery() as nursery:
-
-            async def watch_disconnect() -> None:
-                nonlocal gone
-                while (await receive())["type"] != "http.disconnect":
-                    pass
-                gone = True
-                nursery.cancel_scope.cancel()
-
-            nursery.start_soon(watch_disconnect)
-            with self._tracked():
-                await produce()
-            nursery.cancel_scope.cancel()
-        if not gone:
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     # --- endpoints -------------------------------------------------------------------------
 

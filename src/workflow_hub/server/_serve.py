@@ -5,19 +5,21 @@ from __future__ import annotations
 import ipaddress
 import logging
 from collections.abc import Sequence
+from functools import partial
 from typing import Any, Final, cast
 
 import trio
 from hypercorn.config import Config
 from hypercorn.trio import serve
+from starlette.types import ASGIApp
 
 from .._errors import ContractError
 from .._hooks import HookRunner
 from .._hub import WorkflowActivityHub
 from .._metrics import HubMetrics
-from ._app import DEFAULT_EVENTS_BUFFER, DEFAULT_KEEPALIVE, HubApp
+from ._app import DEFAULT_EVENTS_BUFFER, DEFAULT_KEEPALIVE, HubApp, StreamTracker
 
-__all__ = ["SHUTDOWN_GRACE", "serve_hub"]
+__all__ = ["SHUTDOWN_GRACE", "check_binding", "run_asgi", "serve_hub"]
 
 logger = logging.getLogger("workflow_hub.server")
 
@@ -57,6 +59,25 @@ async def serve_hub(
     stream ends cleanly (SSE streams end, WebSockets get close code 1001) and the server is gone
     within a second.
     """
+    check_binding(host, port, token, insecure)
+    app = HubApp(
+        hub,
+        token=token,
+        runner=runner,
+        metrics=metrics,
+        cors_origins=cors_origins,
+        keepalive=keepalive,
+        events_buffer=events_buffer,
+    )
+    async with trio.open_nursery() as nursery:
+        url: str = await nursery.start(
+            partial(run_asgi, app, app, host=host, port=port, keepalive=keepalive)
+        )
+        task_status.started(url)
+
+
+def check_binding(host: str, port: int, token: str | None, insecure: bool) -> None:
+    """Refuse a bad address, and a non-loopback one without a token (unless ``insecure``)."""
     if not isinstance(host, str) or not host:
         raise ContractError("host", f"expected a host name or address, got {host!r}")
     if type(port) is not int or not 0 <= port <= 65535:
@@ -68,15 +89,18 @@ async def serve_hub(
             "network read the hub: pass token=..., or insecure=True if something in front "
             "authenticates",
         )
-    app = HubApp(
-        hub,
-        token=token,
-        runner=runner,
-        metrics=metrics,
-        cors_origins=cors_origins,
-        keepalive=keepalive,
-        events_buffer=events_buffer,
-    )
+
+
+async def run_asgi(
+    app: ASGIApp,
+    streams: StreamTracker,
+    *,
+    host: str,
+    port: int,
+    keepalive: float,
+    task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Run ``app`` with hypercorn's trio worker until cancelled; ``streams`` end first."""
     config = Config()
     config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
     config.graceful_timeout = SHUTDOWN_GRACE
@@ -104,6 +128,6 @@ async def serve_hub(
             task_status.started(binds[0])
             await trio.sleep_forever()
         finally:
-            app.close()
+            streams.close()
             stopping.set()
             server_scope.deadline = trio.current_time() + SHUTDOWN_GRACE + 0.15

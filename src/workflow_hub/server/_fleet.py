@@ -1,0 +1,363 @@
+"""``serve_fleet``: every source of a Redis fleet over HTTP, each with a single hub's endpoints.
+
+One :func:`~workflow_hub.redis.follow_fleet` reads the fleet (one follower per source, whatever
+the number of HTTP clients) and feeds one :class:`_Relay` per source. A relay keeps the source's
+folded state (for a client's first snapshot) and the last ``history`` frames, each encoded once
+as an SSE event. A client holds nothing but its position in that history: it sends everything
+from there in one write, and when it fell behind further than the history reaches it gets one
+fresh snapshot instead (bounded per client, never a silent gap). The event ids are positions,
+``<relay>-<position>``, so a reconnecting client resumes where it was while the relay still holds
+the frames after it, and gets a fresh snapshot otherwise.
+
+Each source is served under ``/sources/{source}/`` with the paths of a single hub's server
+(``v1/snapshot``, ``v1/activity``, the page), so the single-hub dashboard shows one source
+unchanged; ``/`` is the fleet's page, one section per source, and ``/v1/sources`` lists them.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import secrets
+from collections import deque
+from collections.abc import Sequence
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final, final
+
+import trio
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from .._contract import Frame
+from .._errors import ContractError
+from .._redis_fleet import DEFAULT_STALE_AFTER, follow_fleet
+from .._redis_keys import DEFAULT_PREFIX, check_name
+from .._view import ActivityView
+from .._wire import dumps
+from ._app import (
+    _SSE_HEADERS,
+    DEFAULT_KEEPALIVE,
+    STATIC_DIR,
+    StreamTracker,
+    _error,
+    _Guard,
+    _is_open_path,
+    _NoStore,
+)
+from ._encode import cursor_text, sse_comment, sse_event
+from ._serve import check_binding, run_asgi
+
+if TYPE_CHECKING:
+    import coredis
+
+__all__ = ["DEFAULT_FLEET_HISTORY", "FleetApp", "serve_fleet"]
+
+logger = logging.getLogger("workflow_hub.server")
+
+DEFAULT_FLEET_HISTORY: Final = 1024
+"""Frames each source keeps for clients that are behind or reconnect."""
+
+# The page of one source and its files: readable without the token, like the single hub's page.
+_SOURCE_PAGE: Final = re.compile(r"^/sources/[^/]+/(static/.*)?$")
+
+
+def _is_open_fleet_path(path: str) -> bool:
+    return _is_open_path(path) or _SOURCE_PAGE.match(path) is not None
+
+
+@final
+class _Relay:
+    """One source: its folded state and its last frames, each encoded once for every client."""
+
+    __slots__ = ("_changed", "_snapshot", "boot", "end", "events", "source", "view")
+
+    def __init__(self, source: str, history: int) -> None:
+        self.source = source
+        # Positions are only meaningful to this relay: an id from another server run (or
+        # another relay) names a different sequence and gets a fresh snapshot.
+        self.boot = secrets.token_hex(4)
+        self.view = ActivityView()
+        self.events: deque[bytes] = deque(maxlen=history)
+        self.end = 0  # the position after the last frame
+        self._snapshot: bytes | None = None
+        self._changed = trio.Event()
+
+    @property
+    def start(self) -> int:
+        """The position of the oldest frame still held."""
+        return self.end - len(self.events)
+
+    def event_id(self, position: int) -> str:
+        return f"{self.boot}-{position}"
+
+    def push(self, frame: Frame) -> None:
+        # Every frame the follower delivered, as a local subscriber would get it; the view
+        # folds it with ActivityView's rules, the same the page's fold applies.
+        self.view.apply(frame)
+        self.end += 1
+        self.events.append(sse_event(frame.kind, dumps(frame), self.event_id(self.end)))
+        self._snapshot = None
+        self._changed.set()
+        self._changed = trio.Event()
+
+    def snapshot(self) -> bytes | None:
+        """The state at :attr:`end` as one snapshot event; ``None`` before the first frame."""
+        if self._snapshot is None:
+            frame = self.view.snapshot_frame()
+            if frame is None:
+                return None
+            self._snapshot = sse_event(frame.kind, dumps(frame), self.event_id(self.end))
+        return self._snapshot
+
+    def resume_position(self, since: str | None) -> int | None:
+        """Where a client that last saw ``since`` continues, if the frames after it are held."""
+        if not since:
+            return None
+        boot, _, text = since.partition("-")
+        if boot != self.boot or not text.isdigit():
+            return None
+        position = int(text)
+        return position if self.start <= position <= self.end else None
+
+    def take(self, position: int | None) -> tuple[bytes | None, int]:
+        """Everything after ``position`` as one chunk, or a snapshot if it is no longer held."""
+        if position is None or position < self.start:
+            return self.snapshot(), self.end
+        if position >= self.end:
+            return None, position
+        events = self.events
+        first = position - self.start
+        if first == 0:
+            return b"".join(events), self.end
+        return b"".join([events[index] for index in range(first, len(events))]), self.end
+
+    async def wait(self) -> None:
+        await self._changed.wait()
+
+    def describe(self) -> dict[str, Any]:
+        view = self.view
+        cursor = view.cursor
+        return {
+            "source": self.source,
+            "availability": None if view.availability is None else str(view.availability),
+            "cursor": None if cursor is None else cursor_text(cursor),
+            "roots": len(view.roots),
+            "path": f"sources/{self.source}/",
+        }
+
+
+@final
+class _SourceStream(Response):
+    """``/sources/{source}/v1/activity``: a snapshot (or a resume), then every frame, as SSE."""
+
+    def __init__(self, app: FleetApp, relay: _Relay, position: int | None) -> None:
+        self._fleet = app
+        self._relay = relay
+        self._position = position
+        self.status_code = 200
+        self.background = None
+        self.raw_headers = list(_SSE_HEADERS)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        resumed = b"false" if self._position is None else b"true"
+        headers = [*self.raw_headers, (b"x-workflow-hub-resumed", resumed)]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await self._fleet.stream_until_done(receive, send, partial(self._events, send))
+
+    async def _events(self, send: Send) -> None:
+        relay = self._relay
+        position = self._position
+        keepalive = self._fleet.keepalive
+        while True:
+            body, position = relay.take(position)
+            if body is None:
+                with trio.move_on_after(keepalive) as idle:
+                    await relay.wait()
+                if not idle.cancelled_caught:
+                    continue
+                body = self._fleet.keepalive_bytes
+            await send({"type": "http.response.body", "body": body, "more_body": True})
+
+
+@final
+class FleetApp(StreamTracker):
+    """The ASGI application of a fleet; :meth:`run` (in a nursery) follows the fleet.
+
+    :func:`serve_fleet` does both. Mounted elsewhere: ``await nursery.start(app.run)`` first.
+    """
+
+    def __init__(
+        self,
+        redis: coredis.Redis[Any],
+        *,
+        prefix: str = DEFAULT_PREFIX,
+        token: str | None = None,
+        history: int = DEFAULT_FLEET_HISTORY,
+        stale_after: float = DEFAULT_STALE_AFTER,
+        keepalive: float = DEFAULT_KEEPALIVE,
+        static_dir: Path | None = STATIC_DIR,
+    ) -> None:
+        check_name(prefix, "prefix")
+        if token is not None and (not isinstance(token, str) or not token):
+            raise ContractError("token", "expected a non-empty string or None")
+        if type(history) is not int or history < 1:
+            raise ContractError("history", f"expected an int >= 1, got {history!r}")
+        if not isinstance(keepalive, int | float) or not keepalive > 0:
+            raise ContractError("keepalive", f"expected seconds > 0, got {keepalive!r}")
+        super().__init__()
+        self.redis = redis
+        self.prefix = prefix
+        self.history = history
+        self.stale_after = stale_after
+        self.keepalive = float(keepalive)
+        self.keepalive_bytes = sse_comment("keep-alive")
+        self.relays: dict[str, _Relay] = {}
+        routes: list[Route | Mount] = [
+            Route("/healthz", self._healthz),
+            Route("/v1/sources", self._sources),
+            Route("/sources/{source}/v1/snapshot", self._snapshot),
+            Route("/sources/{source}/v1/activity", self._activity),
+            Route("/sources/{source}/v1/events", self._no_events),
+        ]
+        if static_dir is not None:
+            self.static_dir = static_dir
+            files = StaticFiles(directory=static_dir, check_dir=False)
+            routes += [
+                Route("/", self._fleet_page),
+                Route("/sources/{source}/", self._source_page),
+                Mount("/sources/{source}/static", files),
+                Mount("/static", files),
+            ]
+        inner: ASGIApp = _Guard(Starlette(routes=routes), token, _is_open_fleet_path)
+        self._app = _NoStore(inner)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self._app(scope, receive, send)
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Follow the fleet until cancelled; then every stream ends."""
+        try:
+            async with follow_fleet(
+                self.redis, prefix=self.prefix, stale_after=self.stale_after
+            ) as fleet:
+                task_status.started()
+                async for source, frame in fleet:
+                    relay = self.relays.get(source)
+                    if relay is None:
+                        relay = self.relays[source] = _Relay(source, self.history)
+                        logger.info("serving fleet source %r", source)
+                    relay.push(frame)
+        finally:
+            self.close()
+
+    # --- endpoints -------------------------------------------------------------------------
+
+    def _relay(self, request: Request) -> _Relay | Response:
+        source = request.path_params["source"]
+        relay = self.relays.get(source)
+        if relay is None:
+            return _error(404, f"no source {source!r} in this fleet (yet)", "source")
+        return relay
+
+    async def _healthz(self, request: Request) -> Response:
+        return JSONResponse({"status": "ok", "sources": len(self.relays)})
+
+    async def _sources(self, request: Request) -> Response:
+        return JSONResponse(
+            {
+                "prefix": self.prefix,
+                "sources": [self.relays[name].describe() for name in sorted(self.relays)],
+            }
+        )
+
+    async def _snapshot(self, request: Request) -> Response:
+        relay = self._relay(request)
+        if not isinstance(relay, _Relay):
+            return relay
+        frame = relay.view.snapshot_frame()
+        if frame is None:
+            return _error(503, "no snapshot of this source yet", "source")
+        etag = f'"{cursor_text(frame.cursor)}"'
+        if request.headers.get("if-none-match") == etag:
+            return Response(status_code=304, headers={"ETag": etag})
+        return Response(dumps(frame), media_type="application/json", headers={"ETag": etag})
+
+    async def _activity(self, request: Request) -> Response:
+        relay = self._relay(request)
+        if not isinstance(relay, _Relay):
+            return relay
+        since = request.query_params.get("since")
+        if since is None:
+            since = request.headers.get("last-event-id")
+        return _SourceStream(self, relay, relay.resume_position(since))
+
+    async def _no_events(self, request: Request) -> Response:
+        return _error(404, "hook events are not mirrored into Redis: a fleet has none")
+
+    async def _fleet_page(self, request: Request) -> Response:
+        return self._page("fleet.html")
+
+    async def _source_page(self, request: Request) -> Response:
+        return self._page("index.html")
+
+    def _page(self, name: str) -> Response:
+        page = self.static_dir / name
+        if not page.is_file():
+            return _error(404, "no web page is installed")
+        return FileResponse(page, media_type="text/html")
+
+
+async def serve_fleet(
+    redis: coredis.Redis[Any],
+    *,
+    prefix: str = DEFAULT_PREFIX,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    token: str | None = None,
+    insecure: bool = False,
+    history: int = DEFAULT_FLEET_HISTORY,
+    stale_after: float = DEFAULT_STALE_AFTER,
+    keepalive: float = DEFAULT_KEEPALIVE,
+    cors_origins: Sequence[str] | None = None,
+    task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve every source mirrored under ``prefix``: ``url = await nursery.start(serve_fleet, redis)``.
+
+    ``redis`` is a coredis client the caller opened. Each source gets a single hub's endpoints
+    under ``/sources/{source}/``; ``/v1/sources`` lists the sources and ``/`` shows them all.
+    ``history`` frames per source are kept for clients that are behind or reconnect (beyond
+    it they get a fresh snapshot). The binding rules are those of
+    :func:`~workflow_hub.server.serve_hub`.
+    """
+    check_binding(host, port, token, insecure)
+    app = FleetApp(
+        redis,
+        prefix=prefix,
+        token=token,
+        history=history,
+        stale_after=stale_after,
+        keepalive=keepalive,
+    )
+    asgi: ASGIApp = app
+    if cors_origins:
+        from starlette.middleware.cors import CORSMiddleware
+
+        asgi = CORSMiddleware(
+            app,
+            allow_origins=list(cors_origins),
+            allow_methods=["GET"],
+            allow_headers=["Authorization", "Last-Event-ID"],
+            expose_headers=["ETag", "X-Workflow-Hub-Resumed"],
+        )
+    async with trio.open_nursery() as nursery:
+        await nursery.start(app.run)
+        url: str = await nursery.start(
+            partial(run_asgi, asgi, app, host=host, port=port, keepalive=keepalive)
+        )
+        task_status.started(url)
+        await trio.sleep_forever()
