@@ -23,6 +23,7 @@ import bench_publish
 import bench_redis
 import bench_resume
 import bench_snapshot
+import bench_tracker
 from _harness import (
     HUB_VARIANTS,
     RESULTS_PATH,
@@ -47,6 +48,7 @@ BENCHMARKS: dict[str, Benchmark] = {
     "network": bench_network.run,
     "redis": bench_redis.run,
     "resume": bench_resume.run,
+    "tracker": bench_tracker.run,
 }
 
 

@@ -88,6 +88,8 @@ def test_plain_output_shows_every_state_of_the_table() -> None:
         "heartbeat",
     ):
         assert summary in text, summary
+    # The last row of the table: a failed executor that ended needs attention, blocking nothing.
+    assert "smoke-check idle/quiescent active=0 blocks=0 !attention" in text
     assert text.splitlines()[-1].startswith("frame snapshot")
     assert "unavailable" in text.splitlines()[-1]
 

@@ -14,8 +14,15 @@ import pytest
 import trio
 import trio.testing
 
-from workflow_hub import HeartbeatEvent, WorkflowActivityHub, WorkflowEvent, open_hub
-from workflow_hub._heartbeat import latest_boundary, next_boundary, run_heartbeats
+from workflow_hub import (
+    ContractError,
+    HeartbeatEvent,
+    WorkflowActivityHub,
+    WorkflowEvent,
+    open_hub,
+    run_heartbeats,
+)
+from workflow_hub._heartbeat import latest_boundary, next_boundary
 from workflow_hub._tracker import RunTracker
 
 
@@ -186,3 +193,67 @@ def test_boundaries_are_start_plus_n_intervals_the_first_strictly_after_start() 
     assert next_boundary(1_000, 60_000, 1_000) == 61_000
     assert next_boundary(1_000, 60_000, 0) == 61_000
     assert next_boundary(1_000, 60_000, 61_000) == 121_000
+
+
+# --- issue 12 item 8: intervals that cannot be scheduled ------------------------------------
+
+
+@pytest.mark.parametrize("interval", [5e-324, 1e-9, 1 / 120_000, 1e308])
+def test_an_interval_that_cannot_be_scheduled_is_refused_at_add_run(interval: float) -> None:
+    """C1: a denormal, sub-millisecond or overflowing interval is a ContractError naming the
+    argument, and the run is not tracked (it used to crash the heartbeat task)."""
+    hub = WorkflowActivityHub()
+    tracker = RunTracker(hub.register_publisher(), owner_session_id="s", clock=lambda: 0.0)
+    tracker.start()
+    with pytest.raises(ContractError, match="heartbeat_interval_minutes"):
+        tracker.add_run("r", status="running", heartbeat_interval_minutes=interval)
+    assert "r" not in tracker
+
+
+def test_boundaries_never_overflow() -> None:
+    """§5: the boundary arithmetic is safe for any accepted interval and any finite times."""
+    smallest = 1 / 60_000 * 60_000  # the shortest accepted interval, in milliseconds
+    assert latest_boundary(0, smallest, 1e300) == 1e300
+    assert next_boundary(0, smallest, 1e300) is None  # floats cannot tell the next one apart
+    assert latest_boundary(-1.7e308, smallest, 1.7e308) is None
+    assert next_boundary(-1.7e308, smallest, 1.7e308) is None
+    assert next_boundary(0, 1e300, 5) == 1e300
+
+
+async def test_the_shortest_interval_far_from_its_start_beats_without_crashing(
+    autojump_clock: trio.testing.MockClock, hub: WorkflowActivityHub, beats: Beats
+) -> None:
+    """§5: a run whose next boundary floats cannot represent beats once, then waits quietly."""
+    far = 1e20
+    tracker = RunTracker(
+        hub.register_publisher(), owner_session_id="s", clock=lambda: far + trio_ms()
+    )
+    tracker.start()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(tracker.run_heartbeats)
+        tracker.add_run("r", status="running", heartbeat_interval_minutes=1 / 60_000, started_at=0)
+        await settle_at(5.0)
+        nursery.cancel_scope.cancel()
+    assert beats.at() == [("r", far)]
+
+
+def test_heartbeat_bookkeeping_has_one_owner() -> None:
+    """Issue 13: the schedule owns its state; the heartbeat module needs no tracker internals."""
+    import ast
+    import inspect
+
+    import workflow_hub._heartbeat as heartbeat_module
+
+    tree = ast.parse(inspect.getsource(heartbeat_module))
+    imported = {
+        node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module
+    }
+    assert "_tracker" not in imported
+    # Nothing in the module touches another object's private attribute.
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr.startswith("_"):
+            assert isinstance(node.value, ast.Name), node.attr
+            assert node.value.id == "self", node.attr
+    assert not any(
+        name.startswith("_heartbeat") for name in RunTracker.__slots__ if name != "_heartbeats"
+    )

@@ -115,7 +115,7 @@ async def test_a_thread_drives_a_tracker_in_call_order(hub: WorkflowActivityHub)
 
     def schedule() -> str:
         portal.call_soon(tracker.add_run, "root", status="running")
-        portal.call_soon(tracker.add_stage, "root", "ask", "Ask")
+        portal.call_soon(tracker.add_stage, "root", "ask", "Ask", status="running")
         portal.call_soon(tracker.open_prompt, "root", "p", "confirm", "Ship it?", stage_id="ask")
         return portal.call_blocking(lambda: tracker.activity("root").reason)
 

@@ -137,7 +137,7 @@ async def test_a_real_change_publishes_one_changed_frame(scene: Scene) -> None:
     assert frame.root == scene.tracker.activity("root")
     assert (frame.root.state, frame.root.reason, frame.root.owner_session_id) == (
         "working",
-        "executing",
+        "automatic_continuation",
         "session-1",
     )
 
@@ -173,9 +173,9 @@ async def test_changes_of_a_nested_run_publish_its_root(scene: Scene) -> None:
     """§5: nested child runs belong to their root; their changes publish the root."""
     tracker = scene.tracker
     tracker.add_run("root", status="running")
-    tracker.add_stage("root", "spawn", "Spawn", status="completed")
-    tracker.add_run("child", parent_run_id="root", status="running")
-    tracker.add_stage("child", "ask", "Ask")
+    tracker.add_stage("root", "spawn", "Spawn", status="running")
+    tracker.add_run("child", parent_run_id="root", host_stage_id="spawn", status="running")
+    tracker.add_stage("child", "ask", "Ask", status="running")
     tracker.open_prompt("child", "p1", "confirm", "Deploy?", stage_id="ask")
     await scene.settle()
     assert fold([known_empty(scene), *scene.frames]) == {"root": tracker.activity("root")}
@@ -186,7 +186,8 @@ async def test_removing_a_root_publishes_removed(scene: Scene) -> None:
     """§5/P5: a root that goes away is published as removed, with its nested runs."""
     tracker = scene.tracker
     tracker.add_run("root", status="running")
-    tracker.add_run("child", parent_run_id="root")
+    tracker.add_run("child", parent_run_id="root", status="running")
+    tracker.add_stage("child", "build", "Build", status="running")
     tracker.remove_run("root")
     await scene.settle()
     assert scene.kinds() == ["changed", "changed", "removed"]
@@ -495,7 +496,9 @@ async def test_historical_runs_never_emit_lifecycle_events(scene: Scene) -> None
     tracker.set_run_status("root", "killed")
     await scene.settle()
     assert scene.hooks.lifecycle() == []
-    assert [type(e) for e in scene.hooks.events] == [ActivityChangedEvent] * 2
+    # Only activity changes: idle, blocked by the prompt, idle again once the run was killed
+    # (D2: a prompt left open on a killed run is no wait).
+    assert [type(e) for e in scene.hooks.events] == [ActivityChangedEvent] * 3
 
 
 async def test_released_runs_stop_emitting_and_stop_working(scene: Scene) -> None:
@@ -727,3 +730,91 @@ async def test_execution_order_is_the_order_nodes_first_left_pending(
         ("b", None),
         ("c", 0),
     ]
+
+
+# --- issue 12 item 9: parent ids are looked up ---------------------------------------------
+
+
+def plain_tracker() -> RunTracker:
+    hub = WorkflowActivityHub()
+    tracker = RunTracker(hub.register_publisher(), owner_session_id="s", clock=lambda: 1.0)
+    tracker.start()
+    tracker.add_run("root", status="running")
+    tracker.add_stage("root", "plan", "Plan")
+    return tracker
+
+
+@pytest.mark.parametrize("kind", ["stage", "tool"])
+def test_an_unknown_parent_id_raises_key_error_and_changes_nothing(kind: str) -> None:
+    """§5/C1: as the scheduler guide says, every id is looked up first; unknown ones raise."""
+    tracker = plain_tracker()
+    before = tracker.activity("root")
+    add = tracker.add_stage if kind == "stage" else tracker.add_tool
+    with pytest.raises(KeyError, match="nope"):
+        add("root", "build", "Build", parent_ids=["plan", "nope"])
+    assert tracker.activity("root") == before
+    add("root", "build", "Build", parent_ids=["plan"])  # the id is still free
+
+
+def test_a_stage_that_is_its_own_parent_is_refused() -> None:
+    """C1: a self-reference is a ContractError naming parent_ids; nothing changes."""
+    tracker = plain_tracker()
+    with pytest.raises(ContractError, match="parent_ids"):
+        tracker.add_stage("root", "build", "Build", parent_ids=["build"])
+    tracker.add_stage("root", "build", "Build")
+
+
+def test_a_host_stage_must_be_a_stage_of_the_parent_run() -> None:
+    """§5: host_stage_id names a stage of the parent run; a root has no host."""
+    tracker = plain_tracker()
+    with pytest.raises(KeyError):
+        tracker.add_run("child", parent_run_id="root", host_stage_id="nope")
+    with pytest.raises(ContractError, match="host_stage_id"):
+        tracker.add_run("other", host_stage_id="plan")
+    assert "child" not in tracker
+    assert "other" not in tracker
+
+
+# --- issue 12: following a reload -----------------------------------------------------------
+
+
+async def test_replace_publisher_moves_the_tracker_to_the_new_generation(
+    hub: WorkflowActivityHub,
+) -> None:
+    """P1/P2: after a new publisher fences the old one, replace_publisher republishes a full
+    snapshot through the new one, and later facts go there without PublisherFenced."""
+    tracker = RunTracker(hub.register_publisher(), owner_session_id="s", clock=lambda: 1.0)
+    tracker.start()
+    tracker.add_run("root", status="running")
+    tracker.add_stage("root", "build", "Build", status="running")
+    successor = hub.register_publisher()  # the reload: the tracker's publisher is fenced
+    assert hub.snapshot_frame().availability == "unavailable"
+    tracker.replace_publisher(successor)
+    assert tracker.publisher is successor
+    frame = hub.snapshot_frame()
+    assert frame.availability == "ready"
+    assert frame.roots == (tracker.activity("root"),)
+    fenced = [d for d in hub.diagnostics() if d.kind == "PublisherFenced"]
+    tracker.set_stage_status("root", "build", "completed")
+    assert hub.snapshot_frame().roots == (tracker.activity("root"),)
+    assert [d for d in hub.diagnostics() if d.kind == "PublisherFenced"] == fenced
+
+
+def test_replace_publisher_inside_hydrating_publishes_recovering() -> None:
+    """§5: a tracker that hydrates tells the new generation it is recovering, then ready."""
+    hub = WorkflowActivityHub()
+    tracker = RunTracker(hub.register_publisher(), owner_session_id="s", clock=lambda: 1.0)
+    with tracker.hydrating():
+        tracker.add_run("root", status="running", live=False)
+        tracker.replace_publisher(hub.register_publisher())
+        assert hub.snapshot_frame().availability == "recovering"
+    assert hub.snapshot_frame().roots == (tracker.activity("root"),)
+
+
+def test_replace_publisher_refuses_a_non_publisher() -> None:
+    """C1: a bad argument is a ContractError naming it, and the publisher stays."""
+    tracker = plain_tracker()
+    publisher = tracker.publisher
+    with pytest.raises(ContractError, match="publisher"):
+        tracker.replace_publisher(object())  # type: ignore[arg-type]
+    assert tracker.publisher is publisher

@@ -1,4 +1,6 @@
-"""The state table of SPEC §5, row by row, as the pure derivation applies it (no hub involved).
+"""The readable definition (``derive_root``) on hand-built records: rows of SPEC §5 and the graph.
+
+The decisions issue 18 overturned are tested, through the tracker, in ``test_tracker_rules.py``.
 
 Each test builds the records of one root (the root run first, parents before children) and asks
 ``derive_root`` for its summary.
@@ -75,7 +77,7 @@ def run(
         live=live,
         status=RunStatus(status),
         stop_requested=stop,
-        interventions=set(interventions),
+        interventions=dict.fromkeys(interventions, False),
     )
     for node in nodes:
         record.nodes[node.node_id] = node
@@ -204,12 +206,6 @@ def test_row_runnable_step_with_nothing_running_is_automatic_continuation() -> N
     assert summary(activity) == ("working", "automatic_continuation", 0, 0, False)
 
 
-def test_row_a_live_pending_run_is_automatic_continuation() -> None:
-    """§5 row 7: a live run registered but not started yet will start by itself."""
-    activity = derive(run("root", "pending"))
-    assert summary(activity) == ("working", "automatic_continuation", 0, 0, False)
-
-
 def test_row_a_step_being_retried_is_working_retrying() -> None:
     """§5 row 8: a step is being retried -> working / retrying."""
     activity = derive(run("root", "running", stage("fetch", "running", retrying=True)))
@@ -235,43 +231,12 @@ def test_row_intentionally_stopped_is_idle_quiescent_without_attention() -> None
         assert summary(activity) == ("idle", "quiescent", 0, 0, False), status
 
 
-def test_row_a_failed_executor_that_ended_is_quiescent_with_attention() -> None:
-    """§5 row 10: a failed executor ended with no prompt or approval -> quiescent, attention."""
-    activity = derive(run("root", "failed", stage("deploy", "failed")))
-    assert summary(activity) == ("idle", "quiescent", 0, 0, True)
-
-
-def test_row_a_blocked_executor_that_ended_is_quiescent_with_attention() -> None:
-    """§5 row 10: a blocked executor ended with nothing pending -> quiescent, attention."""
-    activity = derive(run("root", "blocked", stage("deploy", "blocked")))
-    assert summary(activity) == ("idle", "quiescent", 0, 0, True)
-
-
-def test_row_an_ended_executor_with_a_prompt_pending_stays_blocked() -> None:
-    """§5 row 10 (converse): an ended executor whose prompt is still pending is blocked."""
-    activity = derive(run("root", "blocked", stage("ask", "awaiting_input", prompt="p")))
-    assert summary(activity) == ("blocked", "awaiting_input", 0, 1, True)
-
-
-# --- working-reason priority -----------------------------------------------------------------
-
-
 def test_stopping_wins_when_all_working_units_belong_to_stopping_runs() -> None:
     """§5 priority: stopping > retrying, when the retry belongs to the stopping run."""
     activity = derive(
         run("root", "running", stage("a", "running", retrying=True), stage("b"), stop=True)
     )
     assert (activity.state, activity.reason) == ("working", "stopping")
-
-
-def test_a_continuation_beside_a_stopping_run_is_independent_work() -> None:
-    """§5 priority: stopping only when nothing independent continues."""
-    activity = derive(
-        run("root", "running"),
-        run("a", "running", stage("build"), parent="root", stop=True),
-        run("b", "pending", parent="root"),
-    )
-    assert activity.reason == "automatic_continuation"
 
 
 def test_retrying_beats_executing() -> None:
@@ -288,20 +253,6 @@ def test_executing_beats_automatic_continuation() -> None:
         run("b", "pending", parent="root"),
     )
     assert activity.reason == "executing"
-
-
-def test_manual_intervention_beats_awaiting_input_when_both_wait() -> None:
-    """§5 (decision): with both kinds of wait, the root is blocked on manual intervention."""
-    activity = derive(
-        run("root", "running", stage("ask", "awaiting_input", prompt="p"), interventions=[None])
-    )
-    assert summary(activity) == ("blocked", "manual_intervention", 0, 2, True)
-
-
-def test_a_wait_beats_a_pause() -> None:
-    """§5: an unresolved wait without progressing work is blocked, even in a paused root."""
-    activity = derive(run("root", "paused", stage("ask", "awaiting_input", prompt="p")))
-    assert (activity.state, activity.reason) == ("blocked", "awaiting_input")
 
 
 def test_a_paused_run_still_draining_is_working() -> None:
@@ -329,40 +280,6 @@ def test_a_stop_on_a_paused_or_ended_run_is_in_effect_while_its_work_drains() ->
         assert summary(activity) == ("working", "stopping", 1, 0, False), status
 
 
-def test_a_kill_on_a_pending_run_is_stopping() -> None:
-    """§5 row 6: a run killed before it started still has to settle -> working / stopping."""
-    activity = derive(run("root", "pending", stop=True))
-    assert summary(activity) == ("working", "stopping", 0, 0, False)
-
-
-def test_a_quit_between_stages_is_stopping() -> None:
-    """§5 row 6: a quit while nothing runs yet (the next stage is ready) is stopping, not a
-    continuation: the executor will not start the next stage."""
-    activity = derive(
-        run("root", "running", stage("plan", "completed"), stage("build", "pending"), stop=True)
-    )
-    assert summary(activity) == ("working", "stopping", 0, 0, False)
-
-
-def test_a_stop_stays_in_effect_while_a_nested_run_without_nodes_drains() -> None:
-    """§5 row 6: a nested running run that reports no nodes is one execution; the root's kill is
-    in effect until it settles, though the root's outcome is already reported."""
-    activity = derive(
-        run("root", "killed", stop=True),
-        run("child", "running", parent="root"),
-    )
-    assert summary(activity) == ("working", "stopping", 1, 0, False)
-
-
-def test_a_stop_stays_in_effect_while_a_nested_retry_waits_for_its_next_attempt() -> None:
-    """§5 row 6: a nested run's active retry is work draining: the stop is still in effect."""
-    activity = derive(
-        run("root", "killed", stop=True),
-        run("child", "running", stage("fetch", "pending", retrying=True), parent="root"),
-    )
-    assert summary(activity) == ("working", "stopping", 0, 0, False)
-
-
 def test_an_independent_retry_beside_a_stopping_run_keeps_its_reason() -> None:
     """§5 rows 6 and 8: a sibling retrying on its own keeps retrying while another run stops."""
     activity = derive(
@@ -374,27 +291,6 @@ def test_an_independent_retry_beside_a_stopping_run_keeps_its_reason() -> None:
 
 
 # --- retries ---------------------------------------------------------------------------------
-
-
-def test_a_retry_waiting_in_a_paused_run_is_idle_paused() -> None:
-    """§5 row 5: nobody starts the next attempt of a paused run: paused, nothing draining."""
-    activity = derive(run("root", "paused", stage("fetch", "pending", retrying=True)))
-    assert summary(activity) == ("idle", "paused", 0, 0, False)
-
-
-def test_a_retry_waiting_in_a_run_nested_in_a_paused_run_is_idle_paused() -> None:
-    """§5 row 5: a run inside a paused run does not retry by itself either."""
-    activity = derive(
-        run("root", "paused"),
-        run("child", "pending", stage("fetch", "pending", retrying=True), parent="root"),
-    )
-    assert summary(activity) == ("idle", "paused", 0, 0, False)
-
-
-def test_a_retry_waiting_in_an_ended_run_is_idle_quiescent() -> None:
-    """§5 row 9: a killed run retries nothing, even with a retry flag left on a pending stage."""
-    activity = derive(run("root", "killed", stage("fetch", "pending", retrying=True), stop=True))
-    assert summary(activity) == ("idle", "quiescent", 0, 0, False)
 
 
 def test_a_retry_running_in_a_paused_run_still_drains() -> None:
@@ -422,15 +318,6 @@ def test_nested_child_work_belongs_to_its_root() -> None:
     assert summary(activity) == ("working", "executing", 2, 0, False)
 
 
-def test_a_parent_waiting_for_a_blocked_child_is_blocked_not_continuing() -> None:
-    """§5 row 3: a parent waiting on its child's prompt is not an automatic continuation."""
-    activity = derive(
-        run("root", "running", stage("spawn", "completed")),
-        run("child", "running", stage("ask", "awaiting_input", prompt="p"), parent="root"),
-    )
-    assert summary(activity) == ("blocked", "awaiting_input", 0, 1, True)
-
-
 def test_runs_nested_in_a_stopping_run_are_stopping() -> None:
     """§5 row 6: a quit on a run covers the work of the runs nested in it."""
     activity = derive(
@@ -444,15 +331,6 @@ def test_runs_nested_in_a_paused_run_do_not_continue_by_themselves() -> None:
     """§5 row 5: a pending child of a paused run waits for the resume."""
     activity = derive(run("root", "paused"), run("child", "pending", parent="root"))
     assert (activity.state, activity.reason) == ("idle", "paused")
-
-
-def test_a_failed_nested_run_needs_attention_while_the_root_works() -> None:
-    """§5: needs_attention = blocks > 0 or an ended failure, anywhere in the root."""
-    activity = derive(
-        run("root", "running", stage("next")),
-        run("child", "failed", stage("build", "failed"), parent="root"),
-    )
-    assert summary(activity) == ("working", "executing", 1, 0, True)
 
 
 def test_nested_node_ids_are_run_id_colon_node_id_with_the_runs_depth() -> None:
@@ -503,12 +381,6 @@ def test_a_restored_open_prompt_still_blocks() -> None:
     assert summary(activity) == ("blocked", "awaiting_input", 0, 1, True)
 
 
-def test_a_restored_failure_still_needs_attention() -> None:
-    """§5: an ended failure needs attention, live or restored."""
-    activity = derive(run("root", "failed", stage("deploy", "failed"), live=False))
-    assert summary(activity) == ("idle", "quiescent", 0, 0, True)
-
-
 def test_a_live_child_of_a_restored_root_works() -> None:
     """§5: liveness is per run: a live nested run's work counts."""
     activity = derive(
@@ -527,29 +399,6 @@ def test_active_execution_count_counts_running_stages_and_tools_of_live_runs() -
         run("old", "running", stage("c"), parent="root", live=False),
     )
     assert activity.active_execution_count == 3
-
-
-def test_a_running_run_with_no_nodes_is_one_execution() -> None:
-    """§5 (decision): a live running run that reports no stages is its own unit of work."""
-    activity = derive(run("root", "running"))
-    assert summary(activity) == ("working", "executing", 1, 0, False)
-
-
-def test_actionable_block_count_is_human_waits_plus_manual_waits() -> None:
-    """§5: actionable_block_count = human waits + manual waits."""
-    activity = derive(
-        run(
-            "root",
-            "running",
-            stage("ask", "awaiting_input", prompt="p1"),
-            stage("review", "awaiting_input"),
-            stage("deploy", "failed"),
-            run_prompts=["q1"],
-            interventions=["deploy", None],
-        ),
-        run("child", "running", stage("c", "awaiting_input", prompt="p2"), parent="root"),
-    )
-    assert activity.actionable_block_count == 6
 
 
 def test_a_stage_awaiting_input_with_its_prompt_is_one_wait() -> None:

@@ -3,7 +3,6 @@
 The public API is what this module exports; everything in a ``_private`` module is an internal.
 """
 
-from ._heartbeat import run_heartbeats as run_heartbeats
 from ._hooks import HOOK_EVENT_TYPES as HOOK_EVENT_TYPES
 from ._hooks import ExtensionHooks as ExtensionHooks
 from ._hooks import HandlerFailure as HandlerFailure
@@ -20,6 +19,7 @@ from ._public import fixup_module_metadata
 from ._publisher import WorkflowActivityPublisher as WorkflowActivityPublisher
 from ._threads import ThreadPublisher as ThreadPublisher
 from ._tracker import RunTracker as RunTracker
+from ._tracker import run_heartbeats as run_heartbeats
 from .contract import *  # noqa: F403  (the contract's own __all__ is the list)
 from .contract import __all__ as _contract_all
 

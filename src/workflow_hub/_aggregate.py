@@ -23,6 +23,7 @@ import attrs
 from ._contract import RootActivity, SnapshotFrame
 from ._enums import Availability, Reason, State
 from ._errors import ContractError
+from ._rules import BLOCKED_PRIORITY, WORKING_PRIORITY
 from ._view import ActivityView
 
 __all__ = ["AggregateState", "AggregateStatus", "aggregate"]
@@ -69,18 +70,11 @@ class AggregateStatus:
         return self.message
 
 
-# Among working roots: a retry says more than plain execution, which says more than a pending
-# continuation (SPEC §5's own order). ``stopping`` is reported only when every working root is
-# stopping, mirroring SPEC §5: independent work that continues keeps its own reason.
-_WORKING_RANK: Mapping[Reason, int] = {
-    Reason.RETRYING: 0,
-    Reason.EXECUTING: 1,
-    Reason.AUTOMATIC_CONTINUATION: 2,
-}
-_BLOCKED_RANK: Mapping[Reason, int] = {
-    Reason.AWAITING_INPUT: 0,
-    Reason.MANUAL_INTERVENTION: 1,
-}
+# The priorities are SPEC §5's, shared with the derivation of one root (``_rules.py``).
+# ``stopping`` is reported only when every working root is stopping: independent work that
+# continues keeps its own reason, across roots as within one.
+_WORKING_RANK: Mapping[Reason, int] = {reason: i for i, reason in enumerate(WORKING_PRIORITY)}
+_BLOCKED_RANK: Mapping[Reason, int] = {reason: i for i, reason in enumerate(BLOCKED_PRIORITY)}
 _SEPARATOR = " · "
 
 

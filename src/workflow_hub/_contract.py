@@ -681,7 +681,3 @@ def unchecked(cls: type[_V], **fields: object) -> _V:
     for name, value in fields.items():
         object.__setattr__(instance, name, value)
     return instance
-
-
-# The old name, for branches written before the rename (the tracker's); remove once none uses it.
-trusted = unchecked

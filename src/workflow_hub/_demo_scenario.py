@@ -1,4 +1,4 @@
-"""The demo's simulated scheduler: five workflows that exercise every row of the state table.
+"""The demo's simulated scheduler: six workflows that exercise every row of the state table.
 
 The script is written in *script seconds* for a nominal 20-second run and scaled to the demo's
 ``--duration``, so a 3-second run shows the same story, only faster. Every step reports facts to
@@ -15,6 +15,8 @@ What happens, in script seconds:
   re-run by an explicit continuation (``delivery: replay``).
 - ``docs-site``: paused (idle) and later resumed.
 - ``load-test``: a quit is requested while its work drains (stopping), then it ends cancelled.
+- ``smoke-check``: its probe fails and its executor ends (idle, quiescent, needs attention: a
+  settled failure); later someone acknowledges the failure.
 
 Top-level runs beat every 5 script seconds (``heartbeat_interval_minutes`` scaled to match).
 """
@@ -151,7 +153,12 @@ def _script(rng: random.Random, beat: float) -> list[tuple[float, Step]]:
             t.answer_prompt("data-migration", "confirm-1")
             t.set_stage_status("data-migration", "approve", "completed")
             t.set_stage_status("data-migration", "migrate", "running")
-            t.add_run("verify-migration", parent_run_id="data-migration", status="running")
+            t.add_run(
+                "verify-migration",
+                parent_run_id="data-migration",
+                host_stage_id="migrate",
+                status="running",
+            )
             t.add_stage("verify-migration", "row-counts", "row counts")
             t.set_stage_status("verify-migration", "row-counts", "running")
 
@@ -234,6 +241,24 @@ def _script(rng: random.Random, beat: float) -> list[tuple[float, Step]]:
         with t.batch():
             t.set_stage_status("load-test", "ramp-up", "skipped")
             t.set_run_status("load-test", "cancelled")
+
+    # --- smoke-check: a failure whose executor ended, acknowledged later ---------------------
+    @step(3.0)
+    def smoke_starts(t: RunTracker) -> None:
+        with t.batch():
+            t.add_run("smoke-check", status="running", heartbeat_interval_minutes=beat)
+            t.add_stage("smoke-check", "probe", "probe")
+            t.set_stage_status("smoke-check", "probe", "running")
+
+    @step(6.0)
+    def smoke_fails(t: RunTracker) -> None:
+        with t.batch():
+            t.set_stage_status("smoke-check", "probe", "failed")
+            t.set_run_status("smoke-check", "failed", executor_ended=True)
+
+    @step(15.5)
+    def smoke_acknowledged(t: RunTracker) -> None:
+        t.acknowledge_failure("smoke-check")
 
     steps.sort(key=lambda pair: pair[0])
     return steps

@@ -1,33 +1,14 @@
-"""What a run tracker knows, and the pure derivation of a root's summary from it (SPEC §5).
+"""What a run tracker knows, and the readable definition of a root's summary (SPEC §5, D1-D8).
 
-The tracker (``_tracker.py``) records facts in the small mutable records below; :func:`derive_root`
-turns the records of one root into its :class:`RootActivity`. Derivation reads nothing else: no
-clock, no hub, no history of earlier summaries, so the same facts always give the same summary and
-every row of the state table can be tested without a running hub.
+The tracker (``_tracker.py``) records facts in the small mutable records below. :func:`derive_root`
+is the *definition*: it reads the facts of one root's runs and applies the rules D1-D8 one by one,
+each in its own small function, with nothing cached. The tracker does not call it on every fact:
+``_rootstate.py`` keeps the same answer up to date incrementally, and the tests check after every
+fact of random scenarios that the two agree, so this module stays the one a reader checks against
+SPEC.md.
 
-The rules, in the order they are applied (``docs/scheduler-guide.md`` tells the same story for
-scheduler authors):
-
-* Only *live* runs (an executor owns them now) contribute work. A unit of work is a running stage
-  or tool (one active execution each); a ``running`` run with no stages or tools of its own and no
-  unfinished child runs (a run that reports no graph is its own unit of work: one execution); or
-  an active retry: a stage flagged ``retrying`` that runs, or that waits ``pending`` for its next
-  attempt while its run is ``pending``/``running`` with no paused ancestor (nobody starts the next
-  attempt in a paused or ended run). :func:`_own_work` is the one place that says so.
-* A run whose quit or kill request is in effect is *stopping*, and so is everything nested in it.
-  The request is in effect while the run is ``pending``/``running`` or while a unit of work remains
-  in it or in a run nested in it.
-* A live ``pending``/``running`` run that is not stopping, runs nothing, retries nothing, has no
-  wait and no paused stage of its own, no unfinished child run and no paused ancestor, is an
-  *automatic continuation*: its executor will move it on without anyone's help.
-* Waits come from every run, live or restored: each open prompt and each stage in
-  ``awaiting_input`` without one is a human wait; each intervention is a manual wait.
-* If anything works, the root is ``working``; the reason is ``stopping`` when every working unit
-  belongs to a stopping run, otherwise the best of ``retrying`` > ``executing`` >
-  ``automatic_continuation`` among the independent units. Otherwise waits make it ``blocked``
-  (``manual_intervention`` before ``awaiting_input``); otherwise a paused run or stage makes it
-  ``idle``/``paused``; otherwise it is ``idle``/``quiescent``.
-* ``needs_attention`` is true when there is a wait or a run that ended ``failed`` or ``blocked``.
+Besides the facts, the records carry a few fields the incremental bookkeeping owns (marked
+*bookkeeping* below); :func:`derive_root` never reads them.
 """
 
 from __future__ import annotations
@@ -38,6 +19,7 @@ from typing import ClassVar, Literal, TypeAlias
 import attrs
 
 from ._contract import (
+    GraphNode,
     NodePrompt,
     RootActivity,
     RootGraph,
@@ -45,25 +27,38 @@ from ._contract import (
     StageNode,
     Timestamp,
     ToolNode,
+    unchecked,
 )
-from ._enums import PromptKind, Reason, RunStatus, StageStatus, State, ToolNodeStatus
+from ._enums import PromptKind, RunStatus, StageStatus, ToolNodeStatus
+from ._rules import state_and_reason
 
 __all__ = [
+    "ATTENTION_BEARING",
+    "FAILURES",
     "NodeRecord",
     "PromptRecord",
     "RunRecord",
     "StageRecord",
     "ToolRecord",
+    "Totals",
     "derive_root",
     "nested_id",
 ]
 
 # Statuses in which an executor moves a run forward by itself.
 ADVANCING = frozenset({RunStatus.PENDING, RunStatus.RUNNING})
-# Statuses of a run that has not finished: it may still advance, or resume.
-UNFINISHED = ADVANCING | {RunStatus.PAUSED}
-# Ended outcomes that need someone to look (the last row of the state table).
-ENDED_FAILURES = frozenset({RunStatus.FAILED, RunStatus.BLOCKED})
+# D2: only runs in these statuses carry waits.
+ATTENTION_BEARING = frozenset(
+    {RunStatus.RUNNING, RunStatus.PENDING, RunStatus.FAILED, RunStatus.BLOCKED}
+)
+# D3: failures that need intervention while their executor is there.
+FAILURES = frozenset({RunStatus.FAILED, RunStatus.BLOCKED})
+# D6: a parent in one of these statuses lets its children run.
+DONE_STAGE = frozenset({StageStatus.COMPLETED})
+DONE_TOOL = frozenset({ToolNodeStatus.COMPLETED, ToolNodeStatus.CACHED})
+# D6: statuses that let a run continue past its nodes (a running stage hosting a child too).
+SETTLED_STAGE = frozenset({StageStatus.COMPLETED, StageStatus.SKIPPED})
+SETTLED_TOOL = frozenset({ToolNodeStatus.COMPLETED, ToolNodeStatus.CACHED, ToolNodeStatus.FAILED})
 
 
 def nested_id(run_id: str, node_id: str) -> str:
@@ -71,7 +66,7 @@ def nested_id(run_id: str, node_id: str) -> str:
     return f"{run_id}:{node_id}"
 
 
-@attrs.define(kw_only=True)
+@attrs.define(kw_only=True, eq=False)
 class PromptRecord:
     """An open prompt, on a run or (``stage_id`` set) on one of its stages."""
 
@@ -83,7 +78,7 @@ class PromptRecord:
     stage_id: str | None
 
 
-@attrs.define(kw_only=True)
+@attrs.define(kw_only=True, eq=False)
 class StageRecord:
     """A stage of one run. ``node_id`` is the scheduler's raw id, unique in its run."""
 
@@ -96,13 +91,31 @@ class StageRecord:
     retrying: bool = False
     execution_order: int | None = None
     prompt: PromptRecord | None = None
+    # Bookkeeping: child runs this stage hosts, parents not yet done, nodes whose parent it is,
+    # what it adds to its run's counts, its position among its run's nodes, its graph node.
+    hosted: int = 0
+    unmet_parents: int = 0
+    dependents: list[NodeRecord] = attrs.field(factory=list)
+    counts: tuple[int, ...] = ()
+    position: int = 0
+    graph_node: GraphNode | None = None
 
     @property
     def running(self) -> bool:
         return self.status is StageStatus.RUNNING
 
+    @property
+    def done(self) -> bool:
+        """Whether its dependents may run (D6)."""
+        return self.status in DONE_STAGE
 
-@attrs.define(kw_only=True)
+    @property
+    def waits_for_human(self) -> bool:
+        """D4, D5: an open prompt or ``awaiting_input``."""
+        return self.prompt is not None or self.status is StageStatus.AWAITING_INPUT
+
+
+@attrs.define(kw_only=True, eq=False)
 class ToolRecord:
     """A tool node of one run. ``node_id`` is the scheduler's raw id, unique in its run."""
 
@@ -114,16 +127,26 @@ class ToolRecord:
     status: ToolNodeStatus
     ordinal: int = 0
     execution_order: int | None = None
+    # Bookkeeping, as for stages.
+    unmet_parents: int = 0
+    dependents: list[NodeRecord] = attrs.field(factory=list)
+    counts: tuple[int, ...] = ()
+    position: int = 0
+    graph_node: GraphNode | None = None
 
     @property
     def running(self) -> bool:
         return self.status is ToolNodeStatus.RUNNING
 
+    @property
+    def done(self) -> bool:
+        return self.status in DONE_TOOL
+
 
 NodeRecord: TypeAlias = StageRecord | ToolRecord
 
 
-@attrs.define(kw_only=True)
+@attrs.define(kw_only=True, eq=False)
 class RunRecord:
     """Everything the tracker knows about one run (root or nested)."""
 
@@ -133,196 +156,224 @@ class RunRecord:
     depth: int
     live: bool
     status: RunStatus
+    # The stage of the parent run that hosts this run (a nested run started by a stage).
+    host_stage_id: str | None = None
     stop_requested: bool = False
+    # The executor reported that it has finished with the run (D3: a failure then is settled).
+    executor_ended: bool = False
+    acknowledged: bool = False
     children: list[str] = attrs.field(factory=list)
     nodes: dict[str, NodeRecord] = attrs.field(factory=dict)
     prompts: dict[str, PromptRecord] = attrs.field(factory=dict)
-    # Keys are a stage id, or None for an intervention on the run itself.
-    interventions: set[str | None] = attrs.field(factory=set)
-    heartbeat_interval_minutes: int | float | None = None
-    started_at: Timestamp | None = None
-    # Heartbeat bookkeeping (see _heartbeat.py): since when the run has been eligible, and the
-    # last boundary emitted for it.
-    beat_since: Timestamp | None = None
-    last_beat: Timestamp | None = None
-
-
-@attrs.frozen
-class _Tally:
-    """What one root's runs add up to, before the state table turns it into a summary."""
-
-    executions: int
-    stopping_units: int
-    reasons: frozenset[Reason]
-    human_waits: int
-    manual_waits: int
-    paused: bool
-    ended_failure: bool
-
-
-@attrs.frozen
-class _OwnWork:
-    """The units of work one run has of its own (the work of its nested runs is theirs)."""
-
-    # Running stages and tools: one active execution each.
-    running: int = 0
-    # Running stages flagged ``retrying`` (already counted in ``running``).
-    running_retries: int = 0
-    # Stages flagged ``retrying`` that wait, ``pending``, for their next attempt.
-    waiting_retries: int = 0
-    # A running run with no stages or tools and no unfinished nested run: one execution.
-    nodeless: bool = False
+    # Keys are a stage id, or None for an intervention on the run itself; the value says
+    # whether it is a budget stop.
+    interventions: dict[str | None, bool] = attrs.field(factory=dict)
+    # Bookkeeping: whether a stop covers the run (D1), the sums of its nodes' counts, what it
+    # adds to its root's totals.
+    stopping: bool = False
+    open_run_prompts: int = 0
+    node_counts: list[int] = attrs.field(factory=list)
+    counts: tuple[int, ...] = ()
+    # Bookkeeping for the graph: the run's graph nodes in declaration order, its run prompts.
+    graph_nodes: list[GraphNode] = attrs.field(factory=list)
+    graph_prompts: tuple[RunPrompt, ...] = ()
 
     @property
-    def executions(self) -> int:
-        return self.running + (1 if self.nodeless else 0)
-
-    @property
-    def retrying(self) -> bool:
-        return bool(self.running_retries or self.waiting_retries)
-
-    @property
-    def draining(self) -> bool:
-        """Whether anything works in the run itself: this is what keeps a stop in effect."""
-        return bool(self.running or self.waiting_retries or self.nodeless)
+    def budget_stop(self) -> bool:
+        return any(self.interventions.values())
 
 
-_NO_WORK = _OwnWork()
+# --- D1-D8, one rule at a time ----------------------------------------------------------------
 
 
-def _own_work(run: RunRecord, *, paused_scope: set[str], waits_for_child: set[str]) -> _OwnWork:
-    """The one definition of a unit of work, shared by the counts, the reasons and stopping."""
-    if not run.live:
-        return _NO_WORK  # restored history never works
-    # A retry waiting for its next attempt is work only while its run moves on by itself: in a
-    # paused run (or one nested in a paused run) or an ended one, nobody starts that attempt.
-    retries_advance = run.status in ADVANCING and run.run_id not in paused_scope
-    running = running_retries = waiting_retries = 0
-    for node in run.nodes.values():
-        retried = isinstance(node, StageRecord) and node.retrying
-        if node.running:
-            running += 1
-            if retried:
-                running_retries += 1
-        elif retried and retries_advance and node.status is StageStatus.PENDING:
-            waiting_retries += 1
-    nodeless = (
-        run.status is RunStatus.RUNNING and not run.nodes and run.run_id not in waits_for_child
-    )
-    return _OwnWork(
-        running=running,
-        running_retries=running_retries,
-        waiting_retries=waiting_retries,
-        nodeless=nodeless,
-    )
-
-
-def _tally(runs: Sequence[RunRecord]) -> _Tally:
-    # Runs that are paused or nested in a paused run (parents come before their children). A run
-    # in this scope does not continue by itself; work already running still drains.
-    paused_scope: set[str] = set()
-    for run in runs:
-        if run.status is RunStatus.PAUSED or run.parent_run_id in paused_scope:
-            paused_scope.add(run.run_id)
-    # Runs with an unfinished nested run of their own: what happens is the nested run's story.
-    waits_for_child = {
-        run.parent_run_id
-        for run in runs
-        if run.parent_run_id is not None and run.status in UNFINISHED
-    }
-    work = {
-        run.run_id: _own_work(run, paused_scope=paused_scope, waits_for_child=waits_for_child)
-        for run in runs
-    }
-    # Runs with work draining in them or in a run nested in them, in one pass from the leaves up
-    # (children come after their parents, so the reversed order meets them first).
-    draining: set[str] = set()
-    for run in reversed(runs):
-        if work[run.run_id].draining or any(child in draining for child in run.children):
-            draining.add(run.run_id)
-    # A quit or kill is in effect while its run still advances or still drains, and it covers
-    # every run nested in it.
+def _stopping_runs(runs: Sequence[RunRecord]) -> set[str]:
+    """D1: runs with a quit or kill in effect on them or on an ancestor (parents come first)."""
     stopping: set[str] = set()
     for run in runs:
-        in_effect = run.stop_requested and (run.status in ADVANCING or run.run_id in draining)
-        if in_effect or run.parent_run_id in stopping:
+        if run.stop_requested or run.parent_run_id in stopping:
             stopping.add(run.run_id)
+    return stopping
 
-    executions = 0
-    stopping_units = 0
-    reasons: set[Reason] = set()
-    human_waits = 0
-    manual_waits = 0
-    paused = False
-    ended_failure = False
 
-    for run in runs:
-        stages = [node for node in run.nodes.values() if isinstance(node, StageRecord)]
-        waiting_stages = sum(
-            1
-            for stage in stages
-            if stage.prompt is not None or stage.status is StageStatus.AWAITING_INPUT
-        )
-        run_prompts = sum(1 for prompt in run.prompts.values() if prompt.stage_id is None)
-        own_waits = waiting_stages + run_prompts + len(run.interventions)
-        human_waits += waiting_stages + run_prompts
-        manual_waits += len(run.interventions)
-        ended_failure = ended_failure or run.status in ENDED_FAILURES
-        paused_stage = run.status in UNFINISHED and any(
-            stage.status is StageStatus.PAUSED for stage in stages
-        )
-        paused = paused or run.status is RunStatus.PAUSED or paused_stage
+def _hosting_stages(runs: Sequence[RunRecord]) -> set[tuple[str, str]]:
+    """(run id, stage id) of every stage that hosts a nested run of this root."""
+    return {
+        (run.parent_run_id, run.host_stage_id)
+        for run in runs
+        if run.parent_run_id is not None and run.host_stage_id is not None
+    }
 
-        if not run.live:
-            continue  # restored history never works
-        own = work[run.run_id]
-        executions += own.executions
-        if run.run_id in stopping:
-            if own.draining or run.status in ADVANCING:
-                stopping_units += 1
+
+def _stages(run: RunRecord) -> list[StageRecord]:
+    return [node for node in run.nodes.values() if isinstance(node, StageRecord)]
+
+
+def _human_waits(run: RunRecord) -> int:
+    """D2: open prompts on the run, and stages that wait for a human unless paused."""
+    if run.status not in ATTENTION_BEARING:
+        return 0
+    on_run = sum(1 for prompt in run.prompts.values() if prompt.stage_id is None)
+    on_stages = sum(
+        1
+        for stage in _stages(run)
+        if stage.waits_for_human and stage.status is not StageStatus.PAUSED
+    )
+    return on_run + on_stages
+
+
+def _failure(run: RunRecord) -> Literal["manual", "settled"] | None:
+    """D3: an active failure or intervention is a manual wait; once the executor has ended it
+    is a settled failure, except a budget stop; an acknowledged failure is neither."""
+    if run.status not in ATTENTION_BEARING or run.acknowledged:
+        return None
+    if run.status not in FAILURES and not run.interventions:
+        return None
+    executor_there = run.live and not run.executor_ended
+    return "manual" if executor_there or run.budget_stop else "settled"
+
+
+def _executions(run: RunRecord, hosting: set[tuple[str, str]]) -> int:
+    """D4: running stages and tools of a live run, except stages that wait for a human or
+    host a nested run."""
+    if not run.live:
+        return 0
+    count = 0
+    for node in run.nodes.values():
+        if not node.running:
             continue
-        if own.retrying:
-            reasons.add(Reason.RETRYING)
-        if own.running > own.running_retries or own.nodeless:
-            reasons.add(Reason.EXECUTING)
-        if (
-            run.status in ADVANCING
-            and not own.draining
-            and not own_waits
-            and not paused_stage
-            and run.run_id not in waits_for_child
-            and run.run_id not in paused_scope
+        if isinstance(node, StageRecord) and (
+            node.waits_for_human or (run.run_id, node.node_id) in hosting
         ):
-            reasons.add(Reason.AUTOMATIC_CONTINUATION)
+            continue
+        count += 1
+    return count
 
-    return _Tally(
-        executions=executions,
-        stopping_units=stopping_units,
-        reasons=frozenset(reasons),
-        human_waits=human_waits,
-        manual_waits=manual_waits,
-        paused=paused,
-        ended_failure=ended_failure,
+
+def _retries(run: RunRecord) -> int:
+    """D5: stages of a live run marked retrying that do not wait for a human."""
+    if not run.live:
+        return 0
+    return sum(1 for stage in _stages(run) if stage.retrying and not stage.waits_for_human)
+
+
+def _runnable(
+    run: RunRecord, hosting: set[tuple[str, str]], stopping: set[str]
+) -> Literal["plain", "through_host"] | None:
+    """D6: whether a live, running, non-stopping run has runnable work; ``through_host`` when it
+    continues only through a running stage that hosts a nested run."""
+    if not run.live or run.status is not RunStatus.RUNNING or run.run_id in stopping:
+        return None
+    for node in run.nodes.values():
+        if node.status == "pending" and all(
+            parent in run.nodes and run.nodes[parent].done for parent in node.parent_ids
+        ):
+            return "plain"
+    if run.prompts or run.interventions:
+        return None
+    through_host = False
+    for node in run.nodes.values():
+        if isinstance(node, StageRecord):
+            if node.status in SETTLED_STAGE:
+                continue
+            if node.running and (run.run_id, node.node_id) in hosting:
+                through_host = True
+                continue
+            return None
+        if node.status not in SETTLED_TOOL:
+            return None
+    return "through_host" if through_host else "plain"
+
+
+def _paused(run: RunRecord) -> bool:
+    """D7: a paused run, or a running run with a paused stage."""
+    if run.status is RunStatus.PAUSED:
+        return True
+    return run.status is RunStatus.RUNNING and any(
+        stage.status is StageStatus.PAUSED for stage in _stages(run)
     )
 
 
-_WORKING_PRIORITY = (Reason.RETRYING, Reason.EXECUTING, Reason.AUTOMATIC_CONTINUATION)
+@attrs.frozen(kw_only=True)
+class Totals:
+    """What D1-D7 found in one root; :meth:`summary` applies D8."""
+
+    executions: int = 0
+    stopping_executions: int = 0
+    retries: int = 0
+    independent_retries: int = 0
+    human_waits: int = 0
+    manual_waits: int = 0
+    settled_failures: int = 0
+    runnable: int = 0
+    runnable_through_host: int = 0
+    paused: int = 0
+
+    def summary(
+        self, root_run_id: str, owner_session_id: str, graph: RootGraph | None
+    ) -> RootActivity:
+        blocks = self.human_waits + self.manual_waits
+        # D6: continuing only through a stage that hosts a nested run counts only when the
+        # root has no actionable block and nothing paused.
+        runnable = self.runnable > 0 or (
+            self.runnable_through_host > 0 and blocks == 0 and self.paused == 0
+        )
+        state, reason = state_and_reason(
+            executions=self.executions,
+            stopping_executions=self.stopping_executions,
+            retrying=self.retries > 0,
+            independent=runnable or self.independent_retries > 0,
+            runnable=runnable,
+            human_waits=self.human_waits,
+            manual_waits=self.manual_waits,
+            paused=self.paused > 0,
+        )
+        return unchecked(
+            RootActivity,
+            root_run_id=root_run_id,
+            owner_session_id=owner_session_id,
+            state=state,
+            reason=reason,
+            active_execution_count=self.executions,
+            actionable_block_count=blocks,
+            needs_attention=blocks > 0 or self.settled_failures > 0,
+            graph=graph,
+        )
 
 
-def _state_and_reason(tally: _Tally) -> tuple[State, Reason]:
-    for reason in _WORKING_PRIORITY:
-        if reason in tally.reasons:
-            return State.WORKING, reason
-    if tally.stopping_units:
-        # Every working unit belongs to a stopping run: nothing independent continues.
-        return State.WORKING, Reason.STOPPING
-    if tally.manual_waits:
-        return State.BLOCKED, Reason.MANUAL_INTERVENTION
-    if tally.human_waits:
-        return State.BLOCKED, Reason.AWAITING_INPUT
-    if tally.paused:
-        return State.IDLE, Reason.PAUSED
-    return State.IDLE, Reason.QUIESCENT
+def _totals(runs: Sequence[RunRecord]) -> Totals:
+    stopping = _stopping_runs(runs)
+    hosting = _hosting_stages(runs)
+    executions = stopping_executions = retries = independent_retries = 0
+    human = manual = settled = runnable = through_host = paused = 0
+    for run in runs:
+        own = _executions(run, hosting)
+        executions += own
+        retried = _retries(run)
+        retries += retried
+        if run.run_id in stopping:
+            stopping_executions += own
+        else:
+            independent_retries += retried
+        human += _human_waits(run)
+        failure = _failure(run)
+        manual += failure == "manual"
+        settled += failure == "settled"
+        continues = _runnable(run, hosting, stopping)
+        runnable += continues == "plain"
+        through_host += continues == "through_host"
+        paused += _paused(run)
+    return Totals(
+        executions=executions,
+        stopping_executions=stopping_executions,
+        retries=retries,
+        independent_retries=independent_retries,
+        human_waits=human,
+        manual_waits=manual,
+        settled_failures=settled,
+        runnable=runnable,
+        runnable_through_host=through_host,
+        paused=paused,
+    )
 
 
 def _node_prompt(prompt: PromptRecord) -> NodePrompt:
@@ -389,17 +440,6 @@ def derive_root(
     runs: Sequence[RunRecord], *, owner_session_id: str, include_graph: bool = False
 ) -> RootActivity:
     """The summary of one root from the records of its runs: the root first, parents before
-    their children (the order :meth:`RunTracker` keeps). A pure function of its arguments."""
-    tally = _tally(runs)
-    state, reason = _state_and_reason(tally)
-    blocks = tally.human_waits + tally.manual_waits
-    return RootActivity(
-        root_run_id=runs[0].root_run_id,
-        owner_session_id=owner_session_id,
-        state=state,
-        reason=reason,
-        active_execution_count=tally.executions,
-        actionable_block_count=blocks,
-        needs_attention=blocks > 0 or tally.ended_failure,
-        graph=_graph(runs) if include_graph else None,
-    )
+    their children (the order :meth:`RunTracker` keeps). A pure function of the facts."""
+    graph = _graph(runs) if include_graph else None
+    return _totals(runs).summary(runs[0].root_run_id, owner_session_id, graph)

@@ -2,8 +2,9 @@
 
 A scheduler that embeds the hub should not compute :class:`RootActivity` by hand. It tells a
 :class:`RunTracker` what happens (a run was added, a stage started, a prompt opened, a kill was
-requested ...) and the tracker keeps the records, derives each root's summary with the state table
-of SPEC §5 (``_derive.py``), and publishes through a :class:`WorkflowActivityPublisher`:
+requested ...) and the tracker keeps the records, keeps each root's summary by SPEC §5's rules D1-D8
+up to date fact by fact (``_rootstate.py``; ``_derive.py`` is the readable definition it must
+equal), and publishes through a :class:`WorkflowActivityPublisher`:
 
 * a ``changed`` frame only when a root's summary really changed, ``removed`` when a root goes away;
 * lifecycle events only for live runs and only on a real status change (control requests always);
@@ -29,6 +30,7 @@ from typing import final
 import trio
 
 from ._contract import (
+    HeartbeatEvent,
     LifecycleInput,
     LifecycleTarget,
     PromptTarget,
@@ -45,7 +47,6 @@ from ._derive import (
     RunRecord,
     StageRecord,
     ToolRecord,
-    derive_root,
     nested_id,
 )
 from ._enums import (
@@ -60,12 +61,13 @@ from ._enums import (
     ToolNodeStatus,
 )
 from ._errors import ContractError
+from ._heartbeat import HeartbeatSchedule, check_interval
 from ._publisher import WorkflowActivityPublisher
+from ._rootstate import RootState, refresh_run_prompts
 from ._validate import (
     check_bool,
     check_count,
     check_number,
-    check_positive_number,
     check_str,
     enum_check,
     instance_check,
@@ -73,7 +75,7 @@ from ._validate import (
     tuple_check,
 )
 
-__all__ = ["RunTracker"]
+__all__ = ["RunTracker", "run_heartbeats"]
 
 _check_run_status = enum_check(RunStatus)
 _check_stage_status = enum_check(StageStatus)
@@ -83,7 +85,7 @@ _check_attribution = optional(enum_check(Attribution))
 _check_prompt_kind = enum_check(PromptKind)
 _check_ids = tuple_check(check_str)
 _check_choices = optional(tuple_check(check_str))
-_check_interval = optional(check_positive_number)
+_check_interval = optional(check_interval)
 _check_timestamp = optional(check_number)
 _check_publisher = instance_check(WorkflowActivityPublisher)
 
@@ -156,14 +158,14 @@ class RunTracker:
         "_clock",
         "_dirty",
         "_event_id_factory",
-        "_heartbeat_wakeup",
-        "_heartbeats_running",
+        "_heartbeats",
         "_hydrating",
         "_include_graph",
         "_next_execution_order",
         "_owner_session_id",
         "_published",
         "_publisher",
+        "_root_states",
         "_roots",
         "_runs",
         "_started",
@@ -196,8 +198,10 @@ class RunTracker:
         self._hydrating = False
         self._batch_depth = 0
         self._dirty: dict[str, None] = {}
-        self._heartbeat_wakeup: trio.Event | None = None
-        self._heartbeats_running = False
+        self._root_states: dict[str, RootState] = {}
+        self._heartbeats = HeartbeatSchedule(
+            emit=self._publish_heartbeat, clock=self._now, owner_session_id=owner_session_id
+        )
 
     # --- reading ---------------------------------------------------------------------------
 
@@ -302,43 +306,53 @@ class RunTracker:
         run_id: str,
         *,
         parent_run_id: str | None = None,
+        host_stage_id: str | None = None,
         live: bool = True,
         status: RunStatus | str = RunStatus.PENDING,
+        executor_ended: bool = False,
         heartbeat_interval_minutes: float | None = None,
         started_at: Timestamp | None = None,
     ) -> None:
         """Track a new run: a root, or (``parent_run_id``) a run nested in an existing one.
 
-        A nested run belongs to its parent's root. ``live`` says whether this scheduler's executor
-        owns the run now (restored history is ``live=False``; see :meth:`take_ownership`).
-        ``heartbeat_interval_minutes`` makes a running top-level run beat at ``started_at + n *
-        interval``; ``started_at`` defaults to the moment the run is first seen running. A run
-        added in a status other than ``pending`` emits its run event (without a previous status).
+        A nested run belongs to its parent's root. ``host_stage_id`` names the stage of the parent
+        run that started it (that stage is then no execution of its own: the nested run's stages
+        and tools are). ``live`` says whether this scheduler's executor owns the run now (restored
+        history is ``live=False``; see :meth:`take_ownership`). ``executor_ended`` is as for
+        :meth:`set_run_status`. ``heartbeat_interval_minutes`` (at least one millisecond) makes a
+        running top-level run beat at ``started_at + n * interval``; ``started_at`` defaults to the
+        moment the run is first seen running. A run added in a status other than ``pending``
+        emits its run event (without a previous status).
         """
         check_str(run_id, "run_id")
         check_bool(live, "live")
         run_status = _check_run_status(status, "status")
+        check_bool(executor_ended, "executor_ended")
         interval = _check_interval(heartbeat_interval_minutes, "heartbeat_interval_minutes")
         start = _check_timestamp(started_at, "started_at")
         if run_id in self._runs:
             raise ValueError(f"run {run_id!r} is already tracked")
         parent = None
+        host = None
         if parent_run_id is not None:
             parent = self._run(check_str(parent_run_id, "parent_run_id"))
+        if host_stage_id is not None:
+            if parent is None:
+                raise ContractError("host_stage_id", "only a nested run has a host stage")
+            host = self._stage(parent, check_str(host_stage_id, "host_stage_id"))
         self._require_started()
 
         now = self._now()
-        if start is None and run_status is RunStatus.RUNNING:
-            start = now
         record = RunRecord(
             run_id=run_id,
             root_run_id=run_id if parent is None else parent.root_run_id,
             parent_run_id=parent_run_id,
+            host_stage_id=host_stage_id,
             depth=0 if parent is None else parent.depth + 1,
             live=live,
             status=run_status,
-            heartbeat_interval_minutes=interval,
-            started_at=start,
+            executor_ended=executor_ended,
+            stopping=parent is not None and parent.stopping,
         )
         event = None
         if run_status is not RunStatus.PENDING:
@@ -346,34 +360,57 @@ class RunTracker:
         self._runs[run_id] = record
         if parent is None:
             self._roots[run_id] = None
+            self._root_states[run_id] = RootState(run_id)
+            if interval is not None:
+                self._heartbeats.watch(run_id, interval, start)
         else:
             parent.children.append(run_id)
+        state = self._root_states[record.root_run_id]
+        state.add_run(record)
+        if parent is not None and host is not None:
+            host.hosted += 1
+            state.refresh_node(parent, host, graph=False)
         self._emit(event)
-        self._touched(record.root_run_id, now)
+        self._touched(record, now)
 
-    def set_run_status(self, run_id: str, status: RunStatus | str) -> None:
+    def set_run_status(
+        self, run_id: str, status: RunStatus | str, *, executor_ended: bool = False
+    ) -> None:
         """Record a run's new status; a live run emits a run event with its previous status.
 
+        ``executor_ended=True`` says the executor has finished with the run: a ``failed`` or
+        ``blocked`` run then is a *settled* failure (it needs attention, but nobody can act on
+        it), where without it the failure is *active*: the executor waits for an intervention
+        (``blocked / manual_intervention``). The flag holds until the next call; reporting the same
+        status with another flag changes the flag and emits nothing.
+
         A run that comes back to ``pending``/``running`` from any other status starts afresh: an
-        earlier quit or kill request no longer applies to it.
+        earlier quit or kill request and an acknowledged failure no longer apply to it.
         """
         run = self._run(run_id)
         new = _check_run_status(status, "status")
+        check_bool(executor_ended, "executor_ended")
         self._require_started()
         previous = run.status
-        if new is previous:
+        if new is previous and executor_ended is run.executor_ended:
             return
         now = self._now()
-        event = self._event(
-            run, RunTarget(run_id=run_id, previous_status=previous, status=new), now
-        )
+        event = None
+        if new is not previous:
+            event = self._event(
+                run, RunTarget(run_id=run_id, previous_status=previous, status=new), now
+            )
         run.status = new
-        if new in ADVANCING and previous not in ADVANCING:
+        run.executor_ended = executor_ended
+        restarted = new in ADVANCING and previous not in ADVANCING
+        if restarted:
+            run.acknowledged = False
+        if restarted and run.stop_requested:
             run.stop_requested = False
-        if new is RunStatus.RUNNING and run.started_at is None:
-            run.started_at = now
+            self._restop(run)
+        self._root_states[run.root_run_id].refresh_run(run)
         self._emit(event)
-        self._touched(run.root_run_id, now)
+        self._touched(run, now)
 
     def take_ownership(self, run_id: str) -> None:
         """This scheduler's executor now owns the run and its nested runs: they are live.
@@ -410,30 +447,43 @@ class RunTracker:
         now = self._now()
         target = RunTarget(run_id=run_id, status=run.status, action=requested)
         event = self._event(run, target, now, attribution=by)
+        stop = run.stop_requested
         if requested in _STOP_ACTIONS:
-            run.stop_requested = True
+            stop = True
         elif requested is ControlAction.RESUME:
-            run.stop_requested = False
+            stop = False
+        if stop is not run.stop_requested:
+            run.stop_requested = stop
+            self._restop(run)
         self._emit(event)
-        self._touched(run.root_run_id, now)
+        self._touched(run, now)
 
     def remove_run(self, run_id: str) -> None:
         """Forget a run and everything nested in it. Removing a root publishes ``removed``."""
         run = self._run(run_id)
         self._require_started()
         now = self._now()
-        for doomed in self._subtree(run):
-            del self._runs[doomed.run_id]
+        doomed = self._subtree(run)
+        for member in doomed:
+            del self._runs[member.run_id]
         if run.parent_run_id is None:
             del self._roots[run_id]
+            del self._root_states[run_id]
             self._next_execution_order.pop(run_id, None)
             self._dirty.pop(run_id, None)
             if self._publishing and self._published.pop(run_id, None) is not None:
                 self._publisher.publish_removed(run_id)
-            self._wake_heartbeats()
-        else:
-            self._runs[run.parent_run_id].children.remove(run_id)
-            self._touched(run.root_run_id, now)
+            self._heartbeats.forget(run_id)
+            return
+        parent = self._runs[run.parent_run_id]
+        parent.children.remove(run_id)
+        state = self._root_states[run.root_run_id]
+        state.drop_runs(doomed)
+        if run.host_stage_id is not None:
+            host = self._stage(parent, run.host_stage_id)
+            host.hosted -= 1
+            state.refresh_node(parent, host, graph=False)
+        self._touched(parent, now)
 
     # --- stages and tools ------------------------------------------------------------------
 
@@ -446,7 +496,8 @@ class RunTracker:
         parent_ids: Iterable[str] = (),
         status: StageStatus | str = StageStatus.PENDING,
     ) -> None:
-        """Declare a stage of a run. ``parent_ids`` are ids of stages or tools of the same run.
+        """Declare a stage of a run. ``parent_ids`` are ids of stages or tools of the same run,
+        declared before it (an unknown id raises ``KeyError``; the stage's own id is refused).
 
         Its canonical id is ``"{run_id}:{stage_id}"``. A stage added in a status other than
         ``pending`` emits its stage event (without a previous status).
@@ -470,7 +521,10 @@ class RunTracker:
         ordinal: int = 0,
         status: ToolNodeStatus | str = ToolNodeStatus.PENDING,
     ) -> None:
-        """Declare a tool node of a run (``ordinal`` orders tools that share a parent)."""
+        """Declare a tool node of a run (``ordinal`` orders tools that share a parent).
+
+        ``parent_ids`` are as for :meth:`add_stage`.
+        """
         run = self._run(run_id)
         node = ToolRecord(
             node_id=check_str(tool_id, "tool_id"),
@@ -507,9 +561,10 @@ class RunTracker:
         self._require_started()
         now = self._now()
         event = self._node_event(run, stage, new, now, replay=replay)
+        was_done = stage.done
         stage.status = new
         stage.retrying = retrying
-        self._node_status_changed(run, stage, event, now)
+        self._node_status_changed(run, stage, was_done, event, now)
 
     def set_tool_status(
         self,
@@ -527,8 +582,9 @@ class RunTracker:
         self._require_started()
         now = self._now()
         event = self._node_event(run, tool, new, now, replay=replay)
+        was_done = tool.done
         tool.status = new
-        self._node_status_changed(run, tool, event, now)
+        self._node_status_changed(run, tool, was_done, event, now)
 
     # --- prompts and interventions ---------------------------------------------------------
 
@@ -578,8 +634,9 @@ class RunTracker:
         run.prompts[prompt_id] = prompt
         if stage is not None:
             stage.prompt = prompt
+        self._prompts_changed(run, stage, opened=1)
         self._emit(event)
-        self._touched(run.root_run_id, now)
+        self._touched(run, now)
 
     def answer_prompt(self, run_id: str, prompt_id: str) -> None:
         """The human answered: the prompt closes (``answered``)."""
@@ -589,20 +646,27 @@ class RunTracker:
         """The question was withdrawn: the prompt closes (``cancelled``)."""
         self._close_prompt(run_id, prompt_id, PromptStatus.CANCELLED)
 
-    def require_intervention(self, run_id: str, *, stage_id: str | None = None) -> None:
-        """An active failure needs intervention, or a budget stop needs approval.
+    def require_intervention(
+        self, run_id: str, *, stage_id: str | None = None, budget_stop: bool = False
+    ) -> None:
+        """An active failure needs intervention, or (``budget_stop=True``) a budget stop needs
+        approval, on the run or one of its stages.
 
-        Each (run, stage) pair is one manual wait until :meth:`clear_intervention`; requiring it
-        again changes nothing. Emits no lifecycle event (report stage or run statuses for that).
+        A run with at least one is a manual wait while its executor is there; once the run
+        ended (``executor_ended``) it is a settled failure instead, except a budget stop, which
+        keeps needing approval. Requiring the same (run, stage) again updates ``budget_stop``.
+        Emits no lifecycle event (report stage or run statuses for that).
         """
         run = self._run(run_id)
         if stage_id is not None:
             self._stage(run, stage_id)
+        check_bool(budget_stop, "budget_stop")
         self._require_started()
-        if stage_id not in run.interventions:
+        if run.interventions.get(stage_id) is not budget_stop:
             now = self._now()
-            run.interventions.add(stage_id)
-            self._touched(run.root_run_id, now)
+            run.interventions[stage_id] = budget_stop
+            self._root_states[run.root_run_id].refresh_run(run)
+            self._touched(run, now)
 
     def clear_intervention(self, run_id: str, *, stage_id: str | None = None) -> None:
         """The intervention or approval is no longer needed. Clearing an absent one is allowed."""
@@ -612,8 +676,41 @@ class RunTracker:
         self._require_started()
         if stage_id in run.interventions:
             now = self._now()
-            run.interventions.discard(stage_id)
-            self._touched(run.root_run_id, now)
+            del run.interventions[stage_id]
+            self._root_states[run.root_run_id].refresh_run(run)
+            self._touched(run, now)
+
+    def acknowledge_failure(self, run_id: str) -> None:
+        """Someone has seen the run's failure: it no longer needs attention or intervention.
+
+        An acknowledged run counts neither as a manual wait nor as a settled failure (its open
+        prompts still count as human waits). The acknowledgement holds until the run starts
+        afresh (comes back to ``pending``/``running`` from another status). Emits nothing.
+        """
+        run = self._run(run_id)
+        self._require_started()
+        if not run.acknowledged:
+            now = self._now()
+            run.acknowledged = True
+            self._root_states[run.root_run_id].refresh_run(run)
+            self._touched(run, now)
+
+    def replace_publisher(self, publisher: WorkflowActivityPublisher) -> None:
+        """Publish through ``publisher`` from now on: the way to follow a reload.
+
+        When the hub is replaced (``HookRunner.retire()`` and a new hub, or another
+        ``register_publisher()``), the old publisher is fenced and every call on it only
+        records ``PublisherFenced``. Hand the tracker the new generation's publisher: it
+        publishes what the new hub must know at once (a full ``ready`` snapshot, or
+        ``recovering`` inside :meth:`hydrating`; nothing before the first :meth:`start`), and
+        every later fact goes there. Heartbeats follow too.
+        """
+        checked = _check_publisher(publisher, "publisher")
+        self._publisher = checked
+        if self._hydrating:
+            checked.publish_snapshot(Availability.RECOVERING)
+        elif self._started:
+            self._publish_ready()
 
     # --- heartbeats ------------------------------------------------------------------------
 
@@ -624,9 +721,7 @@ class RunTracker:
 
         See :func:`workflow_hub.run_heartbeats`.
         """
-        from ._heartbeat import run_heartbeats
-
-        await run_heartbeats(self, task_status=task_status)
+        await self._heartbeats.run(task_status=task_status)
 
     # --- internals -------------------------------------------------------------------------
 
@@ -676,23 +771,42 @@ class RunTracker:
         return found
 
     def _derive(self, root_run_id: str) -> RootActivity:
-        return derive_root(
-            self._subtree(self._runs[root_run_id]),
-            owner_session_id=self._owner_session_id,
-            include_graph=self._include_graph,
+        return self._root_states[root_run_id].activity(
+            self._runs, self._owner_session_id, include_graph=self._include_graph
         )
+
+    def _restop(self, run: RunRecord) -> None:
+        """D1: the run's stop request changed; so may the stopping of every run nested in it."""
+        state = self._root_states[run.root_run_id]
+        for member in self._subtree(run):
+            parent = None if member.parent_run_id is None else self._runs[member.parent_run_id]
+            stopping = member.stop_requested or (parent is not None and parent.stopping)
+            if stopping is not member.stopping:
+                member.stopping = stopping
+                state.refresh_run(member)
 
     def _set_live(self, run_id: str, live: bool) -> None:
         run = self._run(run_id)
         self._require_started()
         now = self._now()
+        state = self._root_states[run.root_run_id]
         for member in self._subtree(run):
-            member.live = live
-        self._touched(run.root_run_id, now)
+            if member.live is not live:
+                member.live = live
+                state.refresh_run(member)
+        self._touched(run, now)
 
     def _add_node(self, run: RunRecord, node: NodeRecord) -> None:
         if node.node_id in run.nodes:
             raise ValueError(f"run {run.run_id!r} already has a stage or tool {node.node_id!r}")
+        parents = []
+        for parent_id in node.parent_ids:
+            if parent_id == node.node_id:
+                raise ContractError("parent_ids", f"{parent_id!r} cannot be its own parent")
+            parent = run.nodes.get(parent_id)
+            if parent is None:
+                raise KeyError(f"run {run.run_id!r} has no stage or tool {parent_id!r}")
+            parents.append(parent)
         self._require_started()
         now = self._now()
         started = node.status != "pending"
@@ -700,10 +814,15 @@ class RunTracker:
             self._event(run, _node_target(run, node, node.status, None), now) if started else None
         )
         run.nodes[node.node_id] = node
+        for parent in parents:
+            parent.dependents.append(node)
+            if not parent.done:
+                node.unmet_parents += 1
         if started:
             self._order(run, node)
+        self._root_states[run.root_run_id].add_node(run, node, graph=self._include_graph)
         self._emit(event)
-        self._touched(run.root_run_id, now)
+        self._touched(run, now)
 
     def _node_event(
         self,
@@ -721,12 +840,36 @@ class RunTracker:
         return self._event(run, target, now, delivery=Delivery.REPLAY if replay else Delivery.LIVE)
 
     def _node_status_changed(
-        self, run: RunRecord, node: NodeRecord, event: LifecycleInput | None, now: float
+        self,
+        run: RunRecord,
+        node: NodeRecord,
+        was_done: bool,
+        event: LifecycleInput | None,
+        now: float,
     ) -> None:
         if node.status != "pending":
             self._order(run, node)
+        state = self._root_states[run.root_run_id]
+        if node.done is not was_done:
+            # D6: its dependents may have become runnable, or stopped being runnable.
+            step = -1 if node.done else 1
+            for dependent in node.dependents:
+                dependent.unmet_parents += step
+                state.refresh_node(run, dependent, graph=False)
+        state.refresh_node(run, node, graph=self._include_graph)
         self._emit(event)
-        self._touched(run.root_run_id, now)
+        self._touched(run, now)
+
+    def _prompts_changed(self, run: RunRecord, stage: StageRecord | None, *, opened: int) -> None:
+        state = self._root_states[run.root_run_id]
+        if stage is None:
+            run.open_run_prompts += opened
+            if self._include_graph:
+                refresh_run_prompts(run)
+                state.graph_changed()
+        else:
+            state.refresh_node(run, stage, graph=self._include_graph)
+        state.refresh_run(run)
 
     def _order(self, run: RunRecord, node: NodeRecord) -> None:
         # A node's execution order is the order in which it first left ``pending``, per root.
@@ -745,12 +888,15 @@ class RunTracker:
         now = self._now()
         event = self._prompt_event(run, prompt, status, now)
         del run.prompts[prompt_id]
+        stage = None
         if prompt.stage_id is not None:
-            stage = run.nodes.get(prompt.stage_id)
-            if isinstance(stage, StageRecord) and stage.prompt is prompt:
-                stage.prompt = None
+            found = run.nodes.get(prompt.stage_id)
+            if isinstance(found, StageRecord) and found.prompt is prompt:
+                found.prompt = None
+                stage = found
+        self._prompts_changed(run, stage, opened=-1)
         self._emit(event)
-        self._touched(run.root_run_id, now)
+        self._touched(run, now)
 
     def _prompt_event(
         self, run: RunRecord, prompt: PromptRecord, status: PromptStatus, now: float
@@ -795,9 +941,16 @@ class RunTracker:
         if event is not None:
             self._publisher.publish_lifecycle(event)
 
-    def _touched(self, root_run_id: str, now: float) -> None:
-        self._refresh_heartbeat(self._runs[root_run_id], now)
-        self._wake_heartbeats()
+    def _touched(self, run: RunRecord, now: float) -> None:
+        root_run_id = run.root_run_id
+        root = self._runs[root_run_id]
+        self._heartbeats.update(
+            root_run_id,
+            status=root.status,
+            live=root.live,
+            publishing=self._publishing,
+            now=now,
+        )
         if not self._publishing:
             return
         if self._batch_depth:
@@ -807,7 +960,10 @@ class RunTracker:
 
     def _publish_root(self, root_run_id: str) -> None:
         activity = self._derive(root_run_id)
-        if self._published.get(root_run_id) != activity:
+        published = self._published.get(root_run_id)
+        # The state caches its summary: the same object means nothing changed, and an equal
+        # graph shares its nodes, so comparing is cheap.
+        if published is not activity and published != activity:
             self._published[root_run_id] = activity
             self._publisher.publish_changed(activity)
 
@@ -828,35 +984,25 @@ class RunTracker:
         self._publisher.publish_snapshot(Availability.READY, list(activities.values()))
         self._refresh_heartbeats(now)
 
-    # Heartbeat eligibility is kept here, where every change passes; _heartbeat.py reads it.
-
-    def _refresh_heartbeat(self, run: RunRecord, now: float) -> None:
-        eligible = (
-            self._publishing
-            and run.parent_run_id is None
-            and run.live
-            and run.status is RunStatus.RUNNING
-            and run.heartbeat_interval_minutes is not None
-            and run.started_at is not None
-        )
-        if not eligible:
-            run.beat_since = None
-        elif run.beat_since is None:
-            run.beat_since = now
-
     def _refresh_heartbeats(self, now: float) -> None:
         for root_id in self._roots:
-            self._refresh_heartbeat(self._runs[root_id], now)
-        self._wake_heartbeats()
+            root = self._runs[root_id]
+            self._heartbeats.update(
+                root_id, status=root.status, live=root.live, publishing=self._publishing, now=now
+            )
 
-    def _wake_heartbeats(self) -> None:
-        wakeup = self._heartbeat_wakeup
-        if wakeup is not None:
-            self._heartbeat_wakeup = None
-            wakeup.set()
+    def _publish_heartbeat(self, event: HeartbeatEvent) -> None:
+        self._publisher.publish_heartbeat(event)
 
-    def _heartbeat_runs(self) -> Iterator[RunRecord]:
-        for root_id in self._roots:
-            run = self._runs[root_id]
-            if run.beat_since is not None:
-                yield run
+
+async def run_heartbeats(
+    tracker: RunTracker, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+) -> None:
+    """Emit the tracker's heartbeats until cancelled. Start it in a nursery you own:
+    ``await nursery.start(run_heartbeats, tracker)`` (or ``nursery.start(tracker.run_heartbeats)``).
+
+    Boundaries that passed before the task started are skipped. One task per tracker: a second
+    one raises :class:`RuntimeError`. The task wakes at the next boundary and whenever the
+    tracker's facts change, so a run that starts, pauses or resumes is picked up at once.
+    """
+    await tracker.run_heartbeats(task_status=task_status)

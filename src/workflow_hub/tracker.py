@@ -3,10 +3,10 @@
 Everything here is also exported by ``workflow_hub``; see docs/scheduler-guide.md.
 """
 
-from ._heartbeat import run_heartbeats as run_heartbeats
 from ._public import fixup_module_metadata
 from ._threads import ThreadPublisher as ThreadPublisher
 from ._tracker import RunTracker as RunTracker
+from ._tracker import run_heartbeats as run_heartbeats
 
 __all__ = ["RunTracker", "ThreadPublisher", "run_heartbeats"]
 

@@ -1,0 +1,110 @@
+"""Tracker cost: what one reported fact costs a scheduler, as its workflow grows (issue 18).
+
+One root run with S stages (10, 100, 1 000) in a chain (each stage's parent is the one before),
+reported to a :class:`RunTracker` on a hub with no observers, with and without ``include_graph``.
+The timed workload is F facts that each change the root's summary, so every fact is derived and
+published: stage ``k`` (cycling through all S) is set ``running`` (working / executing), then
+``completed`` (working / automatic_continuation). Setup (declaring the stages) is not timed.
+
+Issue 18's goals, each a ratio measured in the same run:
+
+- without graph, the cost per fact at 1 000 stages is at most 2x the cost at 10 stages;
+- with graph, the cost per fact at 1 000 stages is at most 5x the cost without graph at 1 000.
+
+The rows at 100 stages are for information. This benchmark compares tracker configurations
+itself; it runs once, for the plain ``hub`` variant.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+
+from _harness import Goal, HubFactory, Row, Scale, best_of, cpu_ns, gc_paused, run_script
+from workflow_hub import RunTracker, WorkflowActivityHub
+
+STAGES = (10, 100, 1_000)
+FACTS = {"full": 4_000, "quick": 2_000, "smoke": 40}
+
+
+def _tracker(stages: int, *, graph: bool) -> RunTracker:
+    hub = WorkflowActivityHub()
+    tracker = RunTracker(
+        hub.register_publisher(),
+        owner_session_id="bench",
+        clock=lambda: 1_000.0,
+        event_id_factory=lambda: "event",
+        include_graph=graph,
+    )
+    tracker.start()
+    with tracker.batch():
+        tracker.add_run("root", status="running")
+        previous: list[str] = []
+        for index in range(stages):
+            stage_id = f"stage-{index}"
+            tracker.add_stage("root", stage_id, stage_id, parent_ids=previous)
+            previous = [stage_id]
+    return tracker
+
+
+def _per_fact_ns(stages: int, graph: bool, facts: int) -> float:
+    """Mean CPU ns of one fact over ``facts`` facts (setup excluded)."""
+    tracker = _tracker(stages, graph=graph)
+    set_status = tracker.set_stage_status
+    ids = [f"stage-{index}" for index in range(stages)]
+    with gc_paused():
+        start = cpu_ns()
+        for fact in range(facts // 2):
+            stage_id = ids[fact % stages]
+            set_status("root", stage_id, "running")
+            set_status("root", stage_id, "completed")
+        elapsed = cpu_ns() - start
+    return elapsed / (facts // 2 * 2)
+
+
+def run(
+    scale: Scale, *, hub_factory: HubFactory = WorkflowActivityHub, label: str = "hub"
+) -> list[Row]:
+    if label != "hub":
+        return []
+    facts = FACTS.get(scale.name, FACTS["full"])
+    candidates: dict[tuple[int, bool], Callable[[], float]] = {
+        (stages, graph): partial(_per_fact_ns, stages, graph, facts)
+        for stages in STAGES
+        for graph in (False, True)
+    }
+    best = best_of(scale, candidates)
+    small = STAGES[0]
+    large = STAGES[-1]
+    rows: list[Row] = []
+    for stages in STAGES:
+        rows.append(
+            Row(
+                benchmark="tracker",
+                case=f"per fact, {stages} stages, no graph",
+                variant=label,
+                value=best[stages, False],
+                unit="ns",
+                reference=f"{small} stages, no graph",
+                reference_value=best[small, False],
+                goal=Goal(op="<=", threshold=2) if stages == large else None,
+            )
+        )
+    for stages in STAGES:
+        rows.append(
+            Row(
+                benchmark="tracker",
+                case=f"per fact, {stages} stages, graph",
+                variant=label,
+                value=best[stages, True],
+                unit="ns",
+                reference=f"{stages} stages, no graph",
+                reference_value=best[stages, False],
+                goal=Goal(op="<=", threshold=5) if stages == large else None,
+            )
+        )
+    return rows
+
+
+if __name__ == "__main__":
+    run_script(run)
