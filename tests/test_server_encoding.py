@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections import deque
-
 import httpx
 import trio
 from hypercorn.config import Config
@@ -27,11 +25,9 @@ def _frames(count: int) -> list[Frame]:
 def test_a_backlog_is_joined_once_and_reused_for_the_same_frames() -> None:
     encoder = FrameEncoder()
     frames = _frames(5)
-    first = encoder.backlog(frames[0], deque(frames[1:]))
-    again_queue = deque(frames[1:])
-    again = encoder.backlog(frames[0], again_queue)
+    first = encoder.backlog(frames)
+    again = encoder.backlog(list(frames))
     assert again == first
-    assert not again_queue
     assert encoder.batches_joined == 1
     assert encoder.encodings == 5
     assert first == b"".join(encoder.sse(frame) for frame in frames)
@@ -40,10 +36,17 @@ def test_a_backlog_is_joined_once_and_reused_for_the_same_frames() -> None:
 def test_a_different_backlog_is_never_served_from_the_cache() -> None:
     encoder = FrameEncoder()
     frames = _frames(6)
-    encoder.backlog(frames[0], deque(frames[1:5]))
-    shorter = encoder.backlog(frames[0], deque(frames[2:5]))  # same first and last, one fewer
+    encoder.backlog(frames[0:5])
+    shorter = encoder.backlog([frames[0], *frames[2:5]])  # same first and last, one fewer
     assert shorter == b"".join(encoder.sse(f) for f in (frames[0], *frames[2:5]))
     assert encoder.batches_joined == 2
+
+
+def test_a_backlog_of_one_frame_is_its_event() -> None:
+    encoder = FrameEncoder()
+    (frame,) = _frames(1)
+    assert encoder.backlog([frame]) == encoder.sse(frame)
+    assert encoder.batches_joined == 0
 
 
 async def test_each_frame_is_encoded_once_for_many_clients() -> None:

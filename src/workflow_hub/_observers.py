@@ -122,6 +122,24 @@ class ObserverQueue:
                 metrics.sample_lag(frame)
         return frame
 
+    def take_all(self) -> list[Frame]:
+        """Take every pending frame at once, oldest first: their deliveries start now.
+
+        For consumers that handle a backlog as one unit (a transport writing it in one go).
+        With metrics, the same frames have their lag sampled as if they were taken one by one.
+        """
+        frames = list(self._frames)
+        self._frames.clear()
+        metrics = self._metrics
+        if metrics is not None:
+            count = len(frames)
+            index = self._until_sample - 1
+            while index < count:
+                metrics.sample_lag(frames[index])
+                index += LAG_SAMPLE_EVERY
+            self._until_sample = index - count + 1
+        return frames
+
     async def wait(self) -> bool:
         """Wait until a frame is pending (True) or the queue is disposed (False).
 
@@ -252,3 +270,19 @@ class FrameStream(metaclass=NoPublicConstructor):
             return await self.__anext__()
         except StopAsyncIteration:
             raise trio.EndOfChannel from None
+
+    async def receive_all(self) -> list[Frame]:
+        """Every pending frame, oldest first, waiting for one when none is pending.
+
+        For a consumer that handles a backlog as one unit, such as a transport that writes
+        everything a slow client missed in one write. The guarantees are those of
+        :meth:`receive`, frame for frame. Raises ``trio.EndOfChannel`` once the subscription
+        is disposed.
+        """
+        queue = self._queue
+        self._streak = 0
+        if queue._frames:
+            await trio.lowlevel.checkpoint()  # one per batch, so a busy consumer still yields
+        if not queue._frames and not await queue.wait():
+            raise trio.EndOfChannel
+        return queue.take_all()

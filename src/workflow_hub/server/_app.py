@@ -201,36 +201,19 @@ class _ActivityStream(Response):
 
     async def _send_frames(self, stream: FrameStream, send: Send) -> None:
         app = self._hub_app
-        encode = app.encoder.sse
         backlog = app.encoder.backlog
-        # The stream's own queue, drained directly once a frame has arrived: what is pending is
-        # taken without a coroutine call per frame (the hub's bound keeps it at most 256).
-        queue = stream._queue
-        pending = queue._frames
-        pop = queue.start_delivery
         keepalive = app.keepalive
         while True:
             with trio.move_on_after(keepalive) as idle:
-                frame = await stream.receive()
+                # A client that is behind gets everything pending in one write. The hub's queue
+                # bounds this: past its limit the hub replaced the backlog with one snapshot.
+                frames = await stream.receive_all()
             if idle.cancelled_caught:
                 await send(
                     {"type": "http.response.body", "body": app.keepalive_bytes, "more_body": True}
                 )
                 continue
-            # A client that is behind gets everything pending in one write. The hub's queue
-            # bounds this: past its limit the hub replaced the backlog with one snapshot.
-            if pending:
-                if queue._metrics is None:
-                    body = backlog(frame, pending)
-                else:
-                    # With metrics, each delivery goes through start_delivery(), which samples the lag.
-                    chunks = [encode(frame)]
-                    while pending:
-                        chunks.append(encode(pop()))
-                    body = b"".join(chunks)
-            else:
-                body = encode(frame)
-            await send({"type": "http.response.body", "body": body, "more_body": True})
+            await send({"type": "http.response.body", "body": backlog(frames), "more_body": True})
 
 
 @final

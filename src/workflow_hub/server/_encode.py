@@ -12,7 +12,7 @@ that tests and benchmarks can check the ratio to frames is 1.
 from __future__ import annotations
 
 import json
-from collections import deque
+from collections.abc import Sequence
 from typing import Final, final
 
 from .._contract import Cursor, Frame, WorkflowEvent
@@ -95,8 +95,8 @@ class FrameEncoder:
             return entry.sse
         return self._entry(frame).sse
 
-    def backlog(self, first: Frame, pending: deque[Frame]) -> bytes:
-        """``first`` and everything in ``pending`` as one chunk of SSE events; empties ``pending``.
+    def backlog(self, frames: Sequence[Frame]) -> bytes:
+        """``frames`` (at least one) as one chunk of SSE events, to be sent in one write.
 
         Clients that keep up hold the same backlog: the frames broadcast since they last wrote.
         A hub queue holds a contiguous run of the hub's broadcast frames, possibly after one
@@ -105,18 +105,17 @@ class FrameEncoder:
         last frame objects and the same length hold the same frames, and the chunk joined for
         one client is reused, as it is, for the others.
         """
-        count = len(pending)
-        last = pending[-1]
+        count = len(frames)
+        if count == 1:
+            return self.sse(frames[0])
+        first = frames[0]
+        last = frames[-1]
         key = (id(first), id(last), count)
         cached = self._batches.get(key)
         if cached is not None and cached[0] is first and cached[1] is last:
-            pending.clear()
             return cached[2]
         sse = self.sse
-        chunks = [sse(first)]
-        chunks.extend([sse(frame) for frame in pending])
-        pending.clear()
-        body = b"".join(chunks)
+        body = b"".join([sse(frame) for frame in frames])
         self.batches_joined += 1
         if len(self._batches) >= BATCHES_KEPT:
             self._batches.clear()
