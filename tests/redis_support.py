@@ -109,14 +109,22 @@ class RedisServer:
 
 
 class CuttableProxy:
-    """Forwards loopback connections to a port; ``cut()`` drops every open connection at once."""
+    """Forwards loopback connections to a port; ``cut()`` drops every open connection at once.
+
+    ``stall()`` stops forwarding (in both directions, new connections included) without closing
+    anything, until ``release()``: a client that is merely slow, which no timeout gives away.
+    It lets a test make a follower fall behind by as much as it likes, deterministically.
+    """
 
     def __init__(self, target_port: int) -> None:
         self.target_port = target_port
         self.port = 0
         self.cuts = 0
         self.connections = 0
+        self.stalls = 0
         self._scopes: set[trio.CancelScope] = set()
+        self._flowing = trio.Event()
+        self._flowing.set()
 
     @property
     def url(self) -> str:
@@ -132,6 +140,14 @@ class CuttableProxy:
         self.cuts += 1
         for scope in list(self._scopes):
             scope.cancel()
+
+    def stall(self) -> None:
+        if self._flowing.is_set():
+            self.stalls += 1
+            self._flowing = trio.Event()
+
+    def release(self) -> None:
+        self._flowing.set()
 
     async def _handle(self, client: trio.SocketStream) -> None:
         self.connections += 1
@@ -152,12 +168,14 @@ class CuttableProxy:
                 upstream.socket.close()
             client.socket.close()
 
-    @staticmethod
     async def _pump(
-        source: trio.SocketStream, sink: trio.SocketStream, scope: trio.CancelScope
+        self, source: trio.SocketStream, sink: trio.SocketStream, scope: trio.CancelScope
     ) -> None:
         try:
             while data := await source.receive_some(65536):
+                # Read during a stall, held until the release: nothing passes meanwhile.
+                while not self._flowing.is_set():
+                    await self._flowing.wait()
                 await sink.send_all(data)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass

@@ -39,6 +39,7 @@ from workflow_hub import (
 )
 from workflow_hub.redis import (
     FleetView,
+    Mirror,
     MirrorMetrics,
     RedisSource,
     SourceStream,
@@ -168,21 +169,74 @@ async def follow_into(
             assert view.apply(frame).applied, f"the view refused {frame!r}"
 
 
+async def trim_below(admin: coredis.Redis[bytes], key: str, keep: int) -> int:
+    """Trim ``key`` to at most ``keep`` entries, the first of them not a snapshot (a snapshot
+    would restart the sequence, so a follower would lose nothing); returns its ``seq``."""
+    newest = await admin.xrevrange(key, count=keep)
+    for kept, entry in reversed(list(enumerate(newest, start=1))):
+        frame = wire.loads(
+            SnapshotFrame | ChangedFrame | RemovedFrame, entry.field_values[b"frame"]
+        )
+        if not isinstance(frame, SnapshotFrame):
+            await admin.xtrim(key, threshold=kept, trim_strategy="maxlen")
+            return int(entry.field_values[b"seq"])
+    raise AssertionError(f"the newest {keep} entries are all snapshots")
+
+
+async def make_the_follower_lose_continuity(
+    mirror: Mirror,
+    stream: SourceStream,
+    admin: coredis.Redis[bytes],
+    key: str,
+    stalled: CuttableProxy,
+    seq_at_stall: int,
+) -> None:
+    """The follower's connection stalled at ``seq_at_stall``: once the mirror appended well
+    beyond it, trim the stream below that, release the follower and wait for its resync.
+
+    The follower had read everything when it stalled, so it can hold at most the first append
+    after the stall (a blocked XREAD is answered by it, the reply held in the proxy): a few
+    frames, published before the loop first yields. Trimmed to the newest 10 of 150 or more
+    later entries, the gap is certain, whatever the timing.
+    """
+    with trio.fail_after(10):
+        await eventually(lambda: mirror.statistics().last_seq >= seq_at_stall + 150)
+    resyncs_before = stream.statistics().resyncs
+    first_kept = await trim_below(admin, key, 10)
+    assert first_kept > seq_at_stall + 100
+    stalled.release()
+    with trio.fail_after(10):
+        await eventually(lambda: stream.statistics().resyncs > resyncs_before)
+
+
 @pytest.mark.parametrize("seed", [1, 2])
 async def test_follower_folds_the_hub_through_trims_a_restart_and_cut_connections(
     own_redis_server: RedisServer, prefix: str, seed: int
 ) -> None:
     """N2: 5 000 random frames, random trims, a Redis restart and two connection cuts; the
-    follower ends with the hub's roots and never saw a gap without a snapshot."""
+    follower ends with the hub's roots and never saw a gap without a snapshot.
+
+    A follower that keeps up need not lose continuity at all (the sequence survives shallow
+    trims and the restart when it had read everything), so once it is made to: its connection
+    stalls while the mirror appends a few hundred frames and the stream is trimmed below what
+    it has read; released, it must find the gap and resync from the checkpoint.
+    """
     rng = random.Random(seed)
     server = own_redis_server
     view = ActivityView()
     checker = ContinuityChecker()
+    frames_key = f"{prefix}:sched:frames"
     with trio.fail_after(60):
         async with open_hub() as hub, trio.open_nursery() as nursery:
             proxy = CuttableProxy(server.port)
             await nursery.start(proxy.run)
-            async with client(proxy.url) as via_proxy, client(server.url) as admin:
+            follower_proxy = CuttableProxy(server.port)
+            await nursery.start(follower_proxy.run)
+            async with (
+                client(proxy.url) as via_proxy,
+                client(follower_proxy.url) as follower_redis,
+                client(server.url) as admin,
+            ):
                 publisher = hub.register_publisher()
                 publisher.publish_snapshot(Availability.READY, [])
                 mirror = await nursery.start(
@@ -197,9 +251,12 @@ async def test_follower_folds_the_hub_through_trims_a_restart_and_cut_connection
                         refresh_interval=0.05,
                     )
                 )
-                await nursery.start(follow_into, via_proxy, "sched", prefix, view, checker)
+                await nursery.start(follow_into, follower_redis, "sched", prefix, view, checker)
+                assert checker.stream is not None
+                stream = checker.stream
                 trims = 0
                 connections_before_cuts = 0
+                seq_at_stall = 0
                 for index in range(5_000):
                     publish_random(publisher, rng)
                     if index % 5 == 0:
@@ -209,26 +266,39 @@ async def test_follower_folds_the_hub_through_trims_a_restart_and_cut_connection
                         # (A trim may meet the server restarting right now.)
                         with contextlib.suppress(coredis.exceptions.ConnectionError):
                             await admin.xtrim(
-                                f"{prefix}:sched:frames",
+                                frames_key,
                                 threshold=rng.randrange(20),
                                 trim_strategy="maxlen",
                             )
+                    if index == 1_800:
+                        # Caught up and reading entries (not waiting for a checkpoint), so the
+                        # only way it can lose continuity now is the gap made below.
+                        await wait_until_folded(view, hub, 10)
+                        follower_proxy.stall()
+                        seq_at_stall = mirror.statistics().last_seq
+                    if index == 2_200:
+                        await make_the_follower_lose_continuity(
+                            mirror, stream, admin, frames_key, follower_proxy, seq_at_stall
+                        )
+                        trims += 1
                     if index == 2_500:
                         server.restart()
                     if index in (1_200, 3_800):
                         if index == 1_200:
                             connections_before_cuts = proxy.connections
                         proxy.cut()
+                        follower_proxy.cut()
                 await wait_until_folded(view, hub, 30)
                 assert view.roots == hub.snapshot_frame().roots
                 assert view.rejected == 0
                 statistics = mirror.statistics()
                 assert statistics.reclaims >= 1, "the restart went unnoticed by the mirror"
                 assert trims > 0
-                assert checker.stream is not None
-                follower = checker.stream.statistics()
+                follower = stream.statistics()
                 assert follower.resyncs > 0, "continuity was never lost: the test proved nothing"
+                assert follower_proxy.stalls == 1
                 assert proxy.connections > connections_before_cuts, "no cut hit a connection"
+                assert follower_proxy.connections > 1, "no cut hit the follower's connection"
                 assert checker.frames - checker.snapshots > 1_000, "hardly any change was streamed"
                 nursery.cancel_scope.cancel()
 
