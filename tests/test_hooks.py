@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any, Final
 
 import attrs
@@ -28,12 +28,6 @@ from workflow_hub._hooks import HOOK_EVENT_TYPES, HandlerFailure, HookEventType,
 from .builders import heartbeat, root, run_lifecycle, stage_lifecycle
 
 HEARTBEAT: Final = "workflow_heartbeat"
-
-
-@pytest.fixture
-async def hub() -> AsyncIterator[WorkflowActivityHub]:
-    async with open_hub() as running:
-        yield running
 
 
 class Calls:

@@ -19,25 +19,13 @@ from workflow_hub import (
 from workflow_hub._observers import YIELD_EVERY
 
 from .builders import heartbeat, root, run_lifecycle, stage_lifecycle
-
-
-class Dispatcher:
-    def __init__(self) -> None:
-        self.events: list[WorkflowEvent] = []
-        self.gate: trio.Event | None = None
-        self.is_current: list[Callable[[], bool]] = []
-
-    async def __call__(self, event: WorkflowEvent, is_current: Callable[[], bool]) -> None:
-        self.events.append(event)
-        self.is_current.append(is_current)
-        if self.gate is not None:
-            await self.gate.wait()
+from .consumers import RecordingDispatcher
 
 
 async def test_changed_emits_activity_changed_with_the_frames_cursor() -> None:
     """P4: workflow_activity_changed carries the same cursor and root as the changed frame."""
     async with open_hub() as hub:
-        dispatcher = Dispatcher()
+        dispatcher = RecordingDispatcher()
         hub.bind_dispatcher(dispatcher)
         publisher = hub.register_publisher()
         publisher.publish_snapshot("ready", [])
@@ -50,7 +38,7 @@ async def test_changed_emits_activity_changed_with_the_frames_cursor() -> None:
 async def test_completed_stage_emits_lifecycle_then_stage_completed() -> None:
     """P6: a completed stage gives both hooks with the same id, cursor and payload."""
     async with open_hub() as hub:
-        dispatcher = Dispatcher()
+        dispatcher = RecordingDispatcher()
         hub.bind_dispatcher(dispatcher)
         publisher = hub.register_publisher()
         cursor = publisher.publish_lifecycle(stage_lifecycle("completed", delivery="replay"))
@@ -67,7 +55,7 @@ async def test_completed_stage_emits_lifecycle_then_stage_completed() -> None:
 async def test_other_outcomes_give_no_completion_hook() -> None:
     """P6: failed and skipped stages, and run outcomes, give only the lifecycle hook."""
     async with open_hub() as hub:
-        dispatcher = Dispatcher()
+        dispatcher = RecordingDispatcher()
         hub.bind_dispatcher(dispatcher)
         publisher = hub.register_publisher()
         publisher.publish_lifecycle(stage_lifecycle("failed"))
@@ -81,7 +69,7 @@ async def test_other_outcomes_give_no_completion_hook() -> None:
 async def test_heartbeat_is_dispatched_as_given() -> None:
     """P7: the heartbeat reaches the dispatcher unchanged."""
     async with open_hub() as hub:
-        dispatcher = Dispatcher()
+        dispatcher = RecordingDispatcher()
         hub.bind_dispatcher(dispatcher)
         event = heartbeat()
         hub.register_publisher().publish_heartbeat(event)
@@ -97,7 +85,7 @@ async def test_events_before_binding_are_buffered_and_delivered_first_in_order()
         first = publisher.publish_lifecycle(run_lifecycle(event_id="one"))
         publisher.publish_heartbeat(heartbeat())
         await trio.testing.wait_all_tasks_blocked()
-        dispatcher = Dispatcher()
+        dispatcher = RecordingDispatcher()
         hub.bind_dispatcher(dispatcher)
         publisher.publish_lifecycle(run_lifecycle(event_id="three"))
         assert dispatcher.events == []
@@ -113,7 +101,7 @@ async def test_events_published_before_the_hub_runs_are_kept() -> None:
     hub = WorkflowActivityHub()
     publisher = hub.register_publisher()
     publisher.publish_lifecycle(run_lifecycle())
-    dispatcher = Dispatcher()
+    dispatcher = RecordingDispatcher()
     hub.bind_dispatcher(dispatcher)
     async with hub:
         await trio.testing.wait_all_tasks_blocked()
@@ -123,7 +111,7 @@ async def test_events_published_before_the_hub_runs_are_kept() -> None:
 async def test_one_event_at_a_time() -> None:
     """K6: the dispatcher never sees event n+1 before it has finished with event n."""
     async with open_hub() as hub:
-        dispatcher = Dispatcher()
+        dispatcher = RecordingDispatcher()
         dispatcher.gate = trio.Event()
         hub.bind_dispatcher(dispatcher)
         publisher = hub.register_publisher()
@@ -148,7 +136,7 @@ async def test_events_of_a_retired_publisher_are_dropped_at_their_turn() -> None
         new.dispose()
         newest = hub.register_publisher()
         newest.publish_lifecycle(run_lifecycle(event_id="newest"))
-        dispatcher = Dispatcher()
+        dispatcher = RecordingDispatcher()
         hub.bind_dispatcher(dispatcher)
         await trio.testing.wait_all_tasks_blocked()
         assert [getattr(e, "event_id", None) for e in dispatcher.events] == ["newest"]
@@ -157,7 +145,7 @@ async def test_events_of_a_retired_publisher_are_dropped_at_their_turn() -> None
 async def test_is_current_follows_the_publisher() -> None:
     """K2/K4: the is_current callable turns False when the publisher is retired mid-dispatch."""
     async with open_hub() as hub:
-        dispatcher = Dispatcher()
+        dispatcher = RecordingDispatcher()
         dispatcher.gate = trio.Event()
         hub.bind_dispatcher(dispatcher)
         publisher = hub.register_publisher()
@@ -190,7 +178,7 @@ async def test_failing_dispatcher_is_recorded_and_dispatch_goes_on() -> None:
 async def test_binding_again_replaces_the_dispatcher() -> None:
     """K1: a second bind replaces the first dispatcher for events not yet started."""
     async with open_hub() as hub:
-        first, second = Dispatcher(), Dispatcher()
+        first, second = RecordingDispatcher(), RecordingDispatcher()
         hub.bind_dispatcher(first)
         publisher = hub.register_publisher()
         publisher.publish_heartbeat(heartbeat(1))
@@ -207,7 +195,7 @@ async def test_disposed_hub_drops_buffer_and_ignores_binding() -> None:
     async with open_hub() as hub:
         hub.register_publisher().publish_heartbeat(heartbeat())
         hub.dispose()
-        dispatcher = Dispatcher()
+        dispatcher = RecordingDispatcher()
         hub.bind_dispatcher(dispatcher)
         await trio.testing.wait_all_tasks_blocked()
         assert dispatcher.events == []
@@ -223,7 +211,7 @@ async def test_hook_buffer_is_bounded_dropping_the_oldest() -> None:
         stats = hub.statistics()
         assert stats.hook_events_pending == 3
         assert stats.hook_events_dropped == 7
-        dispatcher = Dispatcher()
+        dispatcher = RecordingDispatcher()
         hub.bind_dispatcher(dispatcher)
         await trio.testing.wait_all_tasks_blocked()
         assert [e.scheduled_at for e in dispatcher.events] == [7, 8, 9]  # type: ignore[union-attr]

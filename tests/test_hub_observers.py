@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
 import trio
 import trio.testing
@@ -18,12 +16,6 @@ from workflow_hub import (
 )
 
 from .builders import describe, fold, root, stage_lifecycle
-
-
-@pytest.fixture
-async def hub() -> AsyncIterator[WorkflowActivityHub]:
-    async with open_hub() as running:
-        yield running
 
 
 class Recorder:
