@@ -478,8 +478,12 @@ async def test_a_stream_drains_pending_frames_without_a_checkpoint() -> None:
     assert describe(frames) == [("snapshot", 1), ("changed", 2), ("changed", 3), ("changed", 4)]
 
 
-async def test_a_stream_waits_at_a_checkpoint_when_nothing_is_pending() -> None:
-    """O9: a stream with nothing pending parks (and so is cancellable) until a frame arrives."""
+async def test_a_stream_waits_at_a_checkpoint_when_nothing_is_pending(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """O9: a stream with nothing pending parks (and so is cancellable) until a frame arrives.
+
+    The mock clock jumps the second as soon as every task is blocked: no real time passes."""
     async with WorkflowActivityHub() as hub, hub.subscribe() as stream:
         await stream.receive()
         with trio.move_on_after(1) as waited:
