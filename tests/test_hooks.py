@@ -12,8 +12,12 @@ import trio
 import trio.testing
 
 from workflow_hub import (
+    HOOK_EVENT_TYPES,
     ActivityChangedEvent,
+    HandlerFailure,
     HeartbeatEvent,
+    HookEventType,
+    HookRunner,
     LifecycleEvent,
     LifecycleInput,
     StageCompletedEvent,
@@ -23,7 +27,6 @@ from workflow_hub import (
     WorkflowEvent,
     open_hub,
 )
-from workflow_hub._hooks import HOOK_EVENT_TYPES, HandlerFailure, HookEventType, HookRunner
 
 from .builders import heartbeat, root, run_lifecycle, stage_lifecycle
 

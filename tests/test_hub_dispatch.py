@@ -1,4 +1,7 @@
-"""The hub's hook queue under a bare dispatcher (SPEC K1, K2, K6, P4, P6, P7)."""
+"""The hub's hook queue under a bare dispatcher (SPEC K1, K2, K6, P4, P6, P7).
+
+The batching tests bound batch sizes by the internal ``YIELD_EVERY`` (``workflow_hub._observers``).
+"""
 
 from __future__ import annotations
 

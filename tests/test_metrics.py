@@ -450,7 +450,9 @@ def test_a_second_hub_metrics_on_one_registry_says_what_to_do(registry: Collecto
 
 
 async def test_the_hub_reports_to_any_instrumentation() -> None:
-    """The core's interface (13.3): a hub reports to whatever ``instrument()`` returned."""
+    """The core's interface (13.3): a hub reports to whatever ``instrument()`` returned.
+
+    The interface is internal (``workflow_hub._instruments``): imported by its private name."""
     from workflow_hub._instruments import HubInstruments
 
     calls: list[tuple[str, object]] = []
