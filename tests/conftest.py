@@ -1,15 +1,54 @@
-"""Shared pytest configuration: hypothesis profiles.
+"""Shared pytest configuration: hypothesis profiles, and the fixtures most hub tests start from.
 
 ``dev`` keeps everyday runs quick; ``ci`` tries more examples and is the default where the ``CI``
 environment variable is set (as it is for ``.ci/run``). ``HYPOTHESIS_PROFILE`` overrides both, e.g.
 ``HYPOTHESIS_PROFILE=ci make test``. Neither has a
 deadline: timings on a loaded 2-core CI machine are noise, not a property of the code.
+
+``hub`` is a running hub on the defaults, except that its epochs count (``epoch-0``, ``epoch-1``…)
+so frames compare by value; a module or test that needs other options says so with
+``@pytest.mark.hub_options(history_limit=8)`` (keywords of ``open_hub``). ``dispatcher`` is a
+:class:`RecordingDispatcher` bound to ``hub``.
 """
 
-import os
+from __future__ import annotations
 
+import os
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
 from hypothesis import settings
+
+from workflow_hub import WorkflowActivityHub, open_hub
+
+from .builders import counting_epochs
+from .consumers import RecordingDispatcher
 
 settings.register_profile("dev", max_examples=50, deadline=None)
 settings.register_profile("ci", max_examples=200, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "hub_options(**options): keywords for open_hub() in the shared hub fixture"
+    )
+
+
+@pytest.fixture
+async def hub(request: pytest.FixtureRequest) -> AsyncIterator[WorkflowActivityHub]:
+    """A running hub (counting epochs, options from ``hub_options``), disposed when the test ends."""
+    options: dict[str, Any] = {"epoch_factory": counting_epochs()}
+    for marker in reversed(list(request.node.iter_markers("hub_options"))):
+        options.update(marker.kwargs)
+    async with open_hub(**options) as running:
+        yield running
+
+
+@pytest.fixture
+def dispatcher(hub: WorkflowActivityHub) -> RecordingDispatcher:
+    """A recording dispatcher bound to ``hub``: every hook event the test causes, in order."""
+    recorder = RecordingDispatcher()
+    hub.bind_dispatcher(recorder)
+    return recorder

@@ -71,13 +71,14 @@ async def test_the_publisher_and_the_thread_portal_refuse_a_snapshot_alike(
 
 def test_the_conformance_defaults_are_one_copy() -> None:
     """Issue 13: the Python API, the suite object, the strategies, the CLI and the pytest plugin
-    take their defaults from one module."""
+    take their defaults from one module (the internal ``workflow_hub.testing._defaults``, which
+    this test is about, with the CLI's and the plugin's internal modules)."""
     import argparse
     import inspect
 
     from workflow_hub.testing import _conformance_cli, _defaults, _pytest_plugin
-    from workflow_hub.testing._operations import scenarios
     from workflow_hub.testing.conformance import ConformanceSuite, check_conformance
+    from workflow_hub.testing.strategies import scenarios
 
     expected = {
         "max_examples": _defaults.EXAMPLES,

@@ -3,7 +3,8 @@
 The page folds frames with ``_dashboard/fold.js``; here node runs that file on the same frames as
 ``ActivityView`` and ``aggregate`` (and the demo's event descriptions), and every intermediate
 picture must match: change kind, cursor, availability, roots in order (as wire JSON), sync and
-supersession flags, rejection count, and the aggregate with its message.
+supersession flags, rejection count, and the aggregate with its message. The demo's event
+descriptions come from the internal ``workflow_hub._demo`` (the command has no public API).
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""The demo (issue 6): `workflow-hub demo` end to end, in JSON, plain and metrics modes."""
+"""The demo (issue 6): `workflow-hub demo` end to end, in JSON, plain and metrics modes.
+
+The demo is a command, not an API: in-process runs import its internal module ``workflow_hub._demo``.
+"""
 
 from __future__ import annotations
 

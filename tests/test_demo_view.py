@@ -1,4 +1,8 @@
-"""The demo's live view (issue 12, item 5): data is never markup, and 80x24 stays readable."""
+"""The demo's live view (issue 12, item 5): data is never markup, and 80x24 stays readable.
+
+The view is the command's, not an API: these tests import the internal ``workflow_hub._demo`` and
+``workflow_hub._demo_rich``.
+"""
 
 from __future__ import annotations
 

@@ -4,11 +4,14 @@ Every async test runs under ``trio.testing.MockClock(autojump_threshold=0)``: py
 ``autojump_clock`` fixture, which must be an argument of the test itself to reach ``trio.run``.
 The tracker gets a clock derived from trio's, so epoch milliseconds are exactly
 ``trio.current_time() * 1000`` and the mock clock starts at 0.
+
+The boundary arithmetic (``latest_boundary``, ``next_boundary``) and the one-owner check are about
+the internal module ``workflow_hub._heartbeat``, so those tests import it by its private name.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 
 import pytest
 import trio
@@ -18,45 +21,22 @@ from workflow_hub import (
     ContractError,
     HeartbeatEvent,
     WorkflowActivityHub,
-    WorkflowEvent,
-    open_hub,
     run_heartbeats,
 )
 from workflow_hub._heartbeat import latest_boundary, next_boundary
-from workflow_hub._tracker import RunTracker
+from workflow_hub.tracker import RunTracker
+
+from .consumers import RecordingDispatcher
 
 
 def trio_ms() -> float:
     return trio.current_time() * 1000
 
 
-class Beats:
-    def __init__(self) -> None:
-        self.events: list[HeartbeatEvent] = []
-
-    async def __call__(self, event: WorkflowEvent, is_current: Callable[[], bool]) -> None:
-        if isinstance(event, HeartbeatEvent):
-            self.events.append(event)
-
-    def at(self) -> list[tuple[str, float]]:
-        return [(event.run_id, event.scheduled_at) for event in self.events]
-
-
 @pytest.fixture
-async def hub() -> AsyncIterator[WorkflowActivityHub]:
-    async with open_hub() as running:
-        yield running
-
-
-@pytest.fixture
-def beats(hub: WorkflowActivityHub) -> Beats:
-    recorder = Beats()
-    hub.bind_dispatcher(recorder)
-    return recorder
-
-
-@pytest.fixture
-async def tracker(hub: WorkflowActivityHub, beats: Beats) -> AsyncIterator[RunTracker]:
+async def tracker(
+    hub: WorkflowActivityHub, dispatcher: RecordingDispatcher
+) -> AsyncIterator[RunTracker]:
     tracker = RunTracker(hub.register_publisher(), owner_session_id="session-1", clock=trio_ms)
     tracker.start()
     async with trio.open_nursery() as nursery:
@@ -71,14 +51,14 @@ async def settle_at(seconds: float) -> None:
 
 
 async def test_a_running_run_beats_on_its_boundaries(
-    autojump_clock: trio.testing.MockClock, tracker: RunTracker, beats: Beats
+    autojump_clock: trio.testing.MockClock, tracker: RunTracker, dispatcher: RecordingDispatcher
 ) -> None:
     """§5/P7: started at 1 000 ms, 1-minute interval: beats at 61 000 and 121 000, not before."""
     tracker.add_run("root", status="running", heartbeat_interval_minutes=1, started_at=1_000)
     await settle_at(60.999)
-    assert beats.events == []
+    assert dispatcher.heartbeats() == []
     await settle_at(61.0)
-    assert beats.events == [
+    assert dispatcher.heartbeats() == [
         HeartbeatEvent(
             run_id="root",
             root_run_id="root",
@@ -88,11 +68,11 @@ async def test_a_running_run_beats_on_its_boundaries(
         )
     ]
     await settle_at(121.0)
-    assert beats.at() == [("root", 61_000), ("root", 121_000)]
+    assert dispatcher.heartbeat_times() == [("root", 61_000), ("root", 121_000)]
 
 
 async def test_boundaries_missed_while_paused_are_never_back_filled(
-    autojump_clock: trio.testing.MockClock, tracker: RunTracker, beats: Beats
+    autojump_clock: trio.testing.MockClock, tracker: RunTracker, dispatcher: RecordingDispatcher
 ) -> None:
     """§5: a paused run does not beat; after resuming, missed boundaries are skipped."""
     tracker.add_run("root", status="running", heartbeat_interval_minutes=1, started_at=1_000)
@@ -101,11 +81,11 @@ async def test_boundaries_missed_while_paused_are_never_back_filled(
     await settle_at(150.0)
     tracker.set_run_status("root", "running")
     await settle_at(181.0)
-    assert beats.at() == [("root", 181_000)]
+    assert dispatcher.heartbeat_times() == [("root", 181_000)]
 
 
 async def test_only_live_top_level_runs_with_an_interval_beat(
-    autojump_clock: trio.testing.MockClock, tracker: RunTracker, beats: Beats
+    autojump_clock: trio.testing.MockClock, tracker: RunTracker, dispatcher: RecordingDispatcher
 ) -> None:
     """§5: nested, restored and interval-less runs never beat; pending ones neither."""
     tracker.add_run("root", status="running", heartbeat_interval_minutes=1, started_at=0)
@@ -120,22 +100,24 @@ async def test_only_live_top_level_runs_with_an_interval_beat(
     tracker.add_run("plain", status="running")
     tracker.add_run("later", heartbeat_interval_minutes=1)
     await settle_at(60.0)
-    assert beats.at() == [("root", 60_000)]
+    assert dispatcher.heartbeat_times() == [("root", 60_000)]
 
 
 async def test_the_start_defaults_to_when_the_run_is_first_seen_running(
-    autojump_clock: trio.testing.MockClock, tracker: RunTracker, beats: Beats
+    autojump_clock: trio.testing.MockClock, tracker: RunTracker, dispatcher: RecordingDispatcher
 ) -> None:
     """§5: without started_at, the boundaries count from the moment the run started running."""
     tracker.add_run("root", heartbeat_interval_minutes=0.5)
     await settle_at(10.0)
     tracker.set_run_status("root", "running")
     await settle_at(70.0)
-    assert beats.at() == [("root", 40_000), ("root", 70_000)]
+    assert dispatcher.heartbeat_times() == [("root", 40_000), ("root", 70_000)]
 
 
 async def test_boundaries_before_the_task_started_are_skipped(
-    autojump_clock: trio.testing.MockClock, hub: WorkflowActivityHub, beats: Beats
+    autojump_clock: trio.testing.MockClock,
+    hub: WorkflowActivityHub,
+    dispatcher: RecordingDispatcher,
 ) -> None:
     """§5: a heartbeat task started late does not back-fill the boundaries it missed."""
     tracker = RunTracker(hub.register_publisher(), owner_session_id="session-1", clock=trio_ms)
@@ -146,35 +128,35 @@ async def test_boundaries_before_the_task_started_are_skipped(
         await nursery.start(run_heartbeats, tracker)
         await settle_at(180.0)
         nursery.cancel_scope.cancel()
-    assert beats.at() == [("root", 180_000)]
+    assert dispatcher.heartbeat_times() == [("root", 180_000)]
 
 
 async def test_heartbeats_are_observation_only(
     autojump_clock: trio.testing.MockClock,
     hub: WorkflowActivityHub,
     tracker: RunTracker,
-    beats: Beats,
+    dispatcher: RecordingDispatcher,
 ) -> None:
     """§5/P7: a heartbeat publishes no frame, advances no cursor and changes no summary."""
     tracker.add_run("root", status="running", heartbeat_interval_minutes=1, started_at=0)
     cursor, activity = hub.cursor, tracker.activity("root")
     await settle_at(180.0)
-    assert len(beats.events) == 3
+    assert len(dispatcher.heartbeats()) == 3
     assert hub.cursor == cursor
     assert tracker.activity("root") == activity
 
 
 async def test_no_heartbeats_while_hydrating(
-    autojump_clock: trio.testing.MockClock, tracker: RunTracker, beats: Beats
+    autojump_clock: trio.testing.MockClock, tracker: RunTracker, dispatcher: RecordingDispatcher
 ) -> None:
     """§5: hydration synthesises nothing: boundaries passing while it lasts are skipped."""
     tracker.add_run("root", status="running", heartbeat_interval_minutes=1, started_at=0)
     with tracker.hydrating():
         await settle_at(61.0)
     await settle_at(119.0)
-    assert beats.events == []
+    assert dispatcher.heartbeats() == []
     await settle_at(120.0)
-    assert beats.at() == [("root", 120_000)]
+    assert dispatcher.heartbeat_times() == [("root", 120_000)]
 
 
 async def test_a_second_heartbeat_task_for_one_tracker_is_refused(
@@ -221,7 +203,9 @@ def test_boundaries_never_overflow() -> None:
 
 
 async def test_the_shortest_interval_far_from_its_start_beats_without_crashing(
-    autojump_clock: trio.testing.MockClock, hub: WorkflowActivityHub, beats: Beats
+    autojump_clock: trio.testing.MockClock,
+    hub: WorkflowActivityHub,
+    dispatcher: RecordingDispatcher,
 ) -> None:
     """§5: a run whose next boundary floats cannot represent beats once, then waits quietly."""
     far = 1e20
@@ -234,7 +218,7 @@ async def test_the_shortest_interval_far_from_its_start_beats_without_crashing(
         tracker.add_run("r", status="running", heartbeat_interval_minutes=1 / 60_000, started_at=0)
         await settle_at(5.0)
         nursery.cancel_scope.cancel()
-    assert beats.at() == [("r", far)]
+    assert dispatcher.heartbeat_times() == [("r", far)]
 
 
 def test_heartbeat_bookkeeping_has_one_owner() -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any, Final
 
 import attrs
@@ -12,8 +12,12 @@ import trio
 import trio.testing
 
 from workflow_hub import (
+    HOOK_EVENT_TYPES,
     ActivityChangedEvent,
+    HandlerFailure,
     HeartbeatEvent,
+    HookEventType,
+    HookRunner,
     LifecycleEvent,
     LifecycleInput,
     StageCompletedEvent,
@@ -23,17 +27,10 @@ from workflow_hub import (
     WorkflowEvent,
     open_hub,
 )
-from workflow_hub._hooks import HOOK_EVENT_TYPES, HandlerFailure, HookEventType, HookRunner
 
 from .builders import heartbeat, root, run_lifecycle, stage_lifecycle
 
 HEARTBEAT: Final = "workflow_heartbeat"
-
-
-@pytest.fixture
-async def hub() -> AsyncIterator[WorkflowActivityHub]:
-    async with open_hub() as running:
-        yield running
 
 
 class Calls:

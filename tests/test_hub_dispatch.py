@@ -1,4 +1,7 @@
-"""The hub's hook queue under a bare dispatcher (SPEC K1, K2, K6, P4, P6, P7)."""
+"""The hub's hook queue under a bare dispatcher (SPEC K1, K2, K6, P4, P6, P7).
+
+The batching tests bound batch sizes by the internal ``YIELD_EVERY`` (``workflow_hub._observers``).
+"""
 
 from __future__ import annotations
 
@@ -13,97 +16,83 @@ from workflow_hub import (
     HeartbeatEvent,
     LifecycleEvent,
     StageCompletedEvent,
+    WorkflowActivityHub,
     WorkflowEvent,
     open_hub,
 )
 from workflow_hub._observers import YIELD_EVERY
 
 from .builders import heartbeat, root, run_lifecycle, stage_lifecycle
+from .consumers import RecordingDispatcher
 
 
-class Dispatcher:
-    def __init__(self) -> None:
-        self.events: list[WorkflowEvent] = []
-        self.gate: trio.Event | None = None
-        self.is_current: list[Callable[[], bool]] = []
-
-    async def __call__(self, event: WorkflowEvent, is_current: Callable[[], bool]) -> None:
-        self.events.append(event)
-        self.is_current.append(is_current)
-        if self.gate is not None:
-            await self.gate.wait()
-
-
-async def test_changed_emits_activity_changed_with_the_frames_cursor() -> None:
+async def test_changed_emits_activity_changed_with_the_frames_cursor(
+    hub: WorkflowActivityHub, dispatcher: RecordingDispatcher
+) -> None:
     """P4: workflow_activity_changed carries the same cursor and root as the changed frame."""
-    async with open_hub() as hub:
-        dispatcher = Dispatcher()
-        hub.bind_dispatcher(dispatcher)
-        publisher = hub.register_publisher()
-        publisher.publish_snapshot("ready", [])
-        cursor = publisher.publish_changed(root("a"))
-        publisher.publish_removed("a")
-        await trio.testing.wait_all_tasks_blocked()
-        assert dispatcher.events == [ActivityChangedEvent(cursor=cursor, root=root("a"))]
+    publisher = hub.register_publisher()
+    publisher.publish_snapshot("ready", [])
+    cursor = publisher.publish_changed(root("a"))
+    publisher.publish_removed("a")
+    await trio.testing.wait_all_tasks_blocked()
+    assert dispatcher.events == [ActivityChangedEvent(cursor=cursor, root=root("a"))]
 
 
-async def test_completed_stage_emits_lifecycle_then_stage_completed() -> None:
+async def test_completed_stage_emits_lifecycle_then_stage_completed(
+    hub: WorkflowActivityHub, dispatcher: RecordingDispatcher
+) -> None:
     """P6: a completed stage gives both hooks with the same id, cursor and payload."""
-    async with open_hub() as hub:
-        dispatcher = Dispatcher()
-        hub.bind_dispatcher(dispatcher)
-        publisher = hub.register_publisher()
-        cursor = publisher.publish_lifecycle(stage_lifecycle("completed", delivery="replay"))
-        await trio.testing.wait_all_tasks_blocked()
-        lifecycle, completed = dispatcher.events
-        assert isinstance(lifecycle, LifecycleEvent)
-        assert isinstance(completed, StageCompletedEvent)
-        assert lifecycle.cursor == completed.cursor == cursor
-        assert lifecycle.event_id == completed.event_id == "evt-1"
-        assert completed.delivery == "replay"
-        assert completed.target == lifecycle.target
+    publisher = hub.register_publisher()
+    cursor = publisher.publish_lifecycle(stage_lifecycle("completed", delivery="replay"))
+    await trio.testing.wait_all_tasks_blocked()
+    lifecycle, completed = dispatcher.events
+    assert isinstance(lifecycle, LifecycleEvent)
+    assert isinstance(completed, StageCompletedEvent)
+    assert lifecycle.cursor == completed.cursor == cursor
+    assert lifecycle.event_id == completed.event_id == "evt-1"
+    assert completed.delivery == "replay"
+    assert completed.target == lifecycle.target
 
 
-async def test_other_outcomes_give_no_completion_hook() -> None:
+async def test_other_outcomes_give_no_completion_hook(
+    hub: WorkflowActivityHub, dispatcher: RecordingDispatcher
+) -> None:
     """P6: failed and skipped stages, and run outcomes, give only the lifecycle hook."""
-    async with open_hub() as hub:
-        dispatcher = Dispatcher()
-        hub.bind_dispatcher(dispatcher)
-        publisher = hub.register_publisher()
-        publisher.publish_lifecycle(stage_lifecycle("failed"))
-        publisher.publish_lifecycle(stage_lifecycle("skipped"))
-        publisher.publish_lifecycle(run_lifecycle("killed"))
-        publisher.publish_lifecycle(run_lifecycle("cancelled"))
-        await trio.testing.wait_all_tasks_blocked()
-        assert [type(e) for e in dispatcher.events] == [LifecycleEvent] * 4
+    publisher = hub.register_publisher()
+    publisher.publish_lifecycle(stage_lifecycle("failed"))
+    publisher.publish_lifecycle(stage_lifecycle("skipped"))
+    publisher.publish_lifecycle(run_lifecycle("killed"))
+    publisher.publish_lifecycle(run_lifecycle("cancelled"))
+    await trio.testing.wait_all_tasks_blocked()
+    assert [type(e) for e in dispatcher.events] == [LifecycleEvent] * 4
 
 
-async def test_heartbeat_is_dispatched_as_given() -> None:
+async def test_heartbeat_is_dispatched_as_given(
+    hub: WorkflowActivityHub, dispatcher: RecordingDispatcher
+) -> None:
     """P7: the heartbeat reaches the dispatcher unchanged."""
-    async with open_hub() as hub:
-        dispatcher = Dispatcher()
-        hub.bind_dispatcher(dispatcher)
-        event = heartbeat()
-        hub.register_publisher().publish_heartbeat(event)
-        await trio.testing.wait_all_tasks_blocked()
-        assert dispatcher.events == [event]
-        assert isinstance(dispatcher.events[0], HeartbeatEvent)
+    event = heartbeat()
+    hub.register_publisher().publish_heartbeat(event)
+    await trio.testing.wait_all_tasks_blocked()
+    assert dispatcher.events == [event]
+    assert isinstance(dispatcher.events[0], HeartbeatEvent)
 
 
-async def test_events_before_binding_are_buffered_and_delivered_first_in_order() -> None:
+async def test_events_before_binding_are_buffered_and_delivered_first_in_order(
+    hub: WorkflowActivityHub,
+) -> None:
     """K1: buffered events arrive asynchronously after bind, in order, before later ones."""
-    async with open_hub() as hub:
-        publisher = hub.register_publisher()
-        first = publisher.publish_lifecycle(run_lifecycle(event_id="one"))
-        publisher.publish_heartbeat(heartbeat())
-        await trio.testing.wait_all_tasks_blocked()
-        dispatcher = Dispatcher()
-        hub.bind_dispatcher(dispatcher)
-        publisher.publish_lifecycle(run_lifecycle(event_id="three"))
-        assert dispatcher.events == []
-        await trio.testing.wait_all_tasks_blocked()
-        assert [getattr(e, "event_id", "hb") for e in dispatcher.events] == ["one", "hb", "three"]
-        assert dispatcher.events[0].cursor == first  # type: ignore[union-attr]
+    publisher = hub.register_publisher()
+    first = publisher.publish_lifecycle(run_lifecycle(event_id="one"))
+    publisher.publish_heartbeat(heartbeat())
+    await trio.testing.wait_all_tasks_blocked()
+    dispatcher = RecordingDispatcher()
+    hub.bind_dispatcher(dispatcher)
+    publisher.publish_lifecycle(run_lifecycle(event_id="three"))
+    assert dispatcher.events == []
+    await trio.testing.wait_all_tasks_blocked()
+    assert [getattr(e, "event_id", "hb") for e in dispatcher.events] == ["one", "hb", "three"]
+    assert dispatcher.events[0].cursor == first  # type: ignore[union-attr]
 
 
 async def test_events_published_before_the_hub_runs_are_kept() -> None:
@@ -113,105 +102,103 @@ async def test_events_published_before_the_hub_runs_are_kept() -> None:
     hub = WorkflowActivityHub()
     publisher = hub.register_publisher()
     publisher.publish_lifecycle(run_lifecycle())
-    dispatcher = Dispatcher()
+    dispatcher = RecordingDispatcher()
     hub.bind_dispatcher(dispatcher)
     async with hub:
         await trio.testing.wait_all_tasks_blocked()
         assert len(dispatcher.events) == 1
 
 
-async def test_one_event_at_a_time() -> None:
+async def test_one_event_at_a_time(
+    hub: WorkflowActivityHub, dispatcher: RecordingDispatcher
+) -> None:
     """K6: the dispatcher never sees event n+1 before it has finished with event n."""
-    async with open_hub() as hub:
-        dispatcher = Dispatcher()
-        dispatcher.gate = trio.Event()
-        hub.bind_dispatcher(dispatcher)
-        publisher = hub.register_publisher()
-        publisher.publish_lifecycle(run_lifecycle(event_id="a"))
-        publisher.publish_lifecycle(run_lifecycle(event_id="b"))
-        await trio.testing.wait_all_tasks_blocked()
-        assert len(dispatcher.events) == 1
-        gate, dispatcher.gate = dispatcher.gate, None
-        gate.set()
-        await trio.testing.wait_all_tasks_blocked()
-        assert len(dispatcher.events) == 2
+    dispatcher.gate = trio.Event()
+    publisher = hub.register_publisher()
+    publisher.publish_lifecycle(run_lifecycle(event_id="a"))
+    publisher.publish_lifecycle(run_lifecycle(event_id="b"))
+    await trio.testing.wait_all_tasks_blocked()
+    assert len(dispatcher.events) == 1
+    gate, dispatcher.gate = dispatcher.gate, None
+    gate.set()
+    await trio.testing.wait_all_tasks_blocked()
+    assert len(dispatcher.events) == 2
 
 
-async def test_events_of_a_retired_publisher_are_dropped_at_their_turn() -> None:
+async def test_events_of_a_retired_publisher_are_dropped_at_their_turn(
+    hub: WorkflowActivityHub,
+) -> None:
     """K2: buffered events of a replaced or disposed publisher are dropped; successors' flow."""
-    async with open_hub() as hub:
-        old = hub.register_publisher()
-        old.publish_lifecycle(run_lifecycle(event_id="old"))
-        new = hub.register_publisher()
-        new.publish_lifecycle(run_lifecycle(event_id="new"))
-        new.publish_heartbeat(heartbeat())
-        new.dispose()
-        newest = hub.register_publisher()
-        newest.publish_lifecycle(run_lifecycle(event_id="newest"))
-        dispatcher = Dispatcher()
-        hub.bind_dispatcher(dispatcher)
-        await trio.testing.wait_all_tasks_blocked()
-        assert [getattr(e, "event_id", None) for e in dispatcher.events] == ["newest"]
+    old = hub.register_publisher()
+    old.publish_lifecycle(run_lifecycle(event_id="old"))
+    new = hub.register_publisher()
+    new.publish_lifecycle(run_lifecycle(event_id="new"))
+    new.publish_heartbeat(heartbeat())
+    new.dispose()
+    newest = hub.register_publisher()
+    newest.publish_lifecycle(run_lifecycle(event_id="newest"))
+    dispatcher = RecordingDispatcher()
+    hub.bind_dispatcher(dispatcher)
+    await trio.testing.wait_all_tasks_blocked()
+    assert [getattr(e, "event_id", None) for e in dispatcher.events] == ["newest"]
 
 
-async def test_is_current_follows_the_publisher() -> None:
+async def test_is_current_follows_the_publisher(
+    hub: WorkflowActivityHub, dispatcher: RecordingDispatcher
+) -> None:
     """K2/K4: the is_current callable turns False when the publisher is retired mid-dispatch."""
-    async with open_hub() as hub:
-        dispatcher = Dispatcher()
-        dispatcher.gate = trio.Event()
-        hub.bind_dispatcher(dispatcher)
-        publisher = hub.register_publisher()
-        publisher.publish_lifecycle(run_lifecycle())
-        await trio.testing.wait_all_tasks_blocked()
-        assert dispatcher.is_current[0]()
-        hub.register_publisher()
-        assert not dispatcher.is_current[0]()
-        dispatcher.gate.set()
+    dispatcher.gate = trio.Event()
+    publisher = hub.register_publisher()
+    publisher.publish_lifecycle(run_lifecycle())
+    await trio.testing.wait_all_tasks_blocked()
+    assert dispatcher.is_current[0]()
+    hub.register_publisher()
+    assert not dispatcher.is_current[0]()
+    dispatcher.gate.set()
 
 
-async def test_failing_dispatcher_is_recorded_and_dispatch_goes_on() -> None:
+async def test_failing_dispatcher_is_recorded_and_dispatch_goes_on(
+    hub: WorkflowActivityHub,
+) -> None:
     """K5 at hub level: an exception from dispatch records ObserverDeliveryFailed."""
-    async with open_hub() as hub:
-        seen: list[WorkflowEvent] = []
+    seen: list[WorkflowEvent] = []
 
-        async def broken(event: WorkflowEvent, is_current: Callable[[], bool]) -> None:
-            seen.append(event)
-            raise ValueError("bad handler")
+    async def broken(event: WorkflowEvent, is_current: Callable[[], bool]) -> None:
+        seen.append(event)
+        raise ValueError("bad handler")
 
-        hub.bind_dispatcher(broken)
-        publisher = hub.register_publisher()
-        publisher.publish_heartbeat(heartbeat(1))
-        publisher.publish_heartbeat(heartbeat(2))
-        await trio.testing.wait_all_tasks_blocked()
-        assert len(seen) == 2
-        assert [d.kind for d in hub.diagnostics()][-2:] == ["ObserverDeliveryFailed"] * 2
+    hub.bind_dispatcher(broken)
+    publisher = hub.register_publisher()
+    publisher.publish_heartbeat(heartbeat(1))
+    publisher.publish_heartbeat(heartbeat(2))
+    await trio.testing.wait_all_tasks_blocked()
+    assert len(seen) == 2
+    assert [d.kind for d in hub.diagnostics()][-2:] == ["ObserverDeliveryFailed"] * 2
 
 
-async def test_binding_again_replaces_the_dispatcher() -> None:
+async def test_binding_again_replaces_the_dispatcher(hub: WorkflowActivityHub) -> None:
     """K1: a second bind replaces the first dispatcher for events not yet started."""
-    async with open_hub() as hub:
-        first, second = Dispatcher(), Dispatcher()
-        hub.bind_dispatcher(first)
-        publisher = hub.register_publisher()
-        publisher.publish_heartbeat(heartbeat(1))
-        await trio.testing.wait_all_tasks_blocked()
-        hub.bind_dispatcher(second)
-        publisher.publish_heartbeat(heartbeat(2))
-        await trio.testing.wait_all_tasks_blocked()
-        assert [e.scheduled_at for e in first.events] == [1]  # type: ignore[union-attr]
-        assert [e.scheduled_at for e in second.events] == [2]  # type: ignore[union-attr]
+    first, second = RecordingDispatcher(), RecordingDispatcher()
+    hub.bind_dispatcher(first)
+    publisher = hub.register_publisher()
+    publisher.publish_heartbeat(heartbeat(1))
+    await trio.testing.wait_all_tasks_blocked()
+    hub.bind_dispatcher(second)
+    publisher.publish_heartbeat(heartbeat(2))
+    await trio.testing.wait_all_tasks_blocked()
+    assert [e.scheduled_at for e in first.events] == [1]  # type: ignore[union-attr]
+    assert [e.scheduled_at for e in second.events] == [2]  # type: ignore[union-attr]
 
 
-async def test_disposed_hub_drops_buffer_and_ignores_binding() -> None:
+async def test_disposed_hub_drops_buffer_and_ignores_binding(hub: WorkflowActivityHub) -> None:
     """L2/K1: dispose drops buffered hooks; binding a disposed hub does nothing."""
-    async with open_hub() as hub:
-        hub.register_publisher().publish_heartbeat(heartbeat())
-        hub.dispose()
-        dispatcher = Dispatcher()
-        hub.bind_dispatcher(dispatcher)
-        await trio.testing.wait_all_tasks_blocked()
-        assert dispatcher.events == []
-        assert hub.statistics().hook_events_pending == 0
+    hub.register_publisher().publish_heartbeat(heartbeat())
+    hub.dispose()
+    dispatcher = RecordingDispatcher()
+    hub.bind_dispatcher(dispatcher)
+    await trio.testing.wait_all_tasks_blocked()
+    assert dispatcher.events == []
+    assert hub.statistics().hook_events_pending == 0
 
 
 async def test_hook_buffer_is_bounded_dropping_the_oldest() -> None:
@@ -223,7 +210,7 @@ async def test_hook_buffer_is_bounded_dropping_the_oldest() -> None:
         stats = hub.statistics()
         assert stats.hook_events_pending == 3
         assert stats.hook_events_dropped == 7
-        dispatcher = Dispatcher()
+        dispatcher = RecordingDispatcher()
         hub.bind_dispatcher(dispatcher)
         await trio.testing.wait_all_tasks_blocked()
         assert [e.scheduled_at for e in dispatcher.events] == [7, 8, 9]  # type: ignore[union-attr]
@@ -308,16 +295,15 @@ async def test_a_dispatcher_publishing_into_its_own_hub_cannot_starve_the_loop(
     assert all(count < limit for count in seen_by_ticker)
 
 
-async def test_a_large_buffer_is_dispatched_in_batches() -> None:
+async def test_a_large_buffer_is_dispatched_in_batches(hub: WorkflowActivityHub) -> None:
     """K1: binding after 10 000 buffered events does not block the loop until all are handled."""
-    async with open_hub() as hub:
-        publisher = hub.register_publisher()
-        for index in range(10_000):
-            publisher.publish_heartbeat(heartbeat(index))
-        handled: list[int] = []
-        hub.bind_dispatcher(lambda event, is_current: handled.append(1))  # type: ignore[arg-type,func-returns-value]
-        seen: list[int] = []
-        while len(handled) < 10_000:
-            await trio.lowlevel.checkpoint()
-            seen.append(len(handled))
-        assert max(b - a for a, b in zip([0, *seen], seen, strict=False)) <= 2 * YIELD_EVERY
+    publisher = hub.register_publisher()
+    for index in range(10_000):
+        publisher.publish_heartbeat(heartbeat(index))
+    handled: list[int] = []
+    hub.bind_dispatcher(lambda event, is_current: handled.append(1))  # type: ignore[arg-type,func-returns-value]
+    seen: list[int] = []
+    while len(handled) < 10_000:
+        await trio.lowlevel.checkpoint()
+        seen.append(len(handled))
+    assert max(b - a for a, b in zip([0, *seen], seen, strict=False)) <= 2 * YIELD_EVERY

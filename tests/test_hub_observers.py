@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
 import trio
 import trio.testing
@@ -18,12 +16,6 @@ from workflow_hub import (
 )
 
 from .builders import describe, fold, root, stage_lifecycle
-
-
-@pytest.fixture
-async def hub() -> AsyncIterator[WorkflowActivityHub]:
-    async with open_hub() as running:
-        yield running
 
 
 class Recorder:
@@ -173,47 +165,45 @@ async def test_attach_to_a_new_hub_reports_unavailable(hub: WorkflowActivityHub)
     assert seen[0] == hub.snapshot_frame()
 
 
-async def test_exactly_the_limit_pending_is_fine() -> None:
+async def test_exactly_the_limit_pending_is_fine(hub: WorkflowActivityHub) -> None:
     """O4: 256 pending frames are kept as they are (the frame in flight does not count)."""
-    async with open_hub() as hub:
-        publisher = hub.register_publisher()
-        publisher.publish_snapshot("ready", [])
-        recorder = Recorder()
-        recorder.stall()
-        lease = hub.observe(recorder)
-        await trio.testing.wait_all_tasks_blocked()  # the snapshot is in flight
-        for index in range(256):
-            publisher.publish_changed(root(str(index)))
-        assert lease.pending == 256
-        assert "ObserverOverflow" not in [d.kind for d in hub.diagnostics()]
-        recorder.release()
-        await trio.testing.wait_all_tasks_blocked()
-        assert len(recorder.frames) == 257
+    publisher = hub.register_publisher()
+    publisher.publish_snapshot("ready", [])
+    recorder = Recorder()
+    recorder.stall()
+    lease = hub.observe(recorder)
+    await trio.testing.wait_all_tasks_blocked()  # the snapshot is in flight
+    for index in range(256):
+        publisher.publish_changed(root(str(index)))
+    assert lease.pending == 256
+    assert "ObserverOverflow" not in [d.kind for d in hub.diagnostics()]
+    recorder.release()
+    await trio.testing.wait_all_tasks_blocked()
+    assert len(recorder.frames) == 257
 
 
-async def test_overflow_clears_and_enqueues_one_current_snapshot() -> None:
+async def test_overflow_clears_and_enqueues_one_current_snapshot(hub: WorkflowActivityHub) -> None:
     """O4: the 257th pending frame clears the queue and enqueues a snapshot that includes it."""
-    async with open_hub() as hub:
-        publisher = hub.register_publisher()
-        publisher.publish_snapshot("ready", [])
-        recorder = Recorder()
-        recorder.stall()
-        lease = hub.observe(recorder)
-        await trio.testing.wait_all_tasks_blocked()
-        for index in range(257):
-            publisher.publish_changed(root(str(index)))
-        assert lease.pending == 1
-        overflow = hub.diagnostics()[-1]
-        assert overflow.kind == "ObserverOverflow"
-        assert overflow.cursor == hub.cursor
-        recorder.release()
-        await trio.testing.wait_all_tasks_blocked()
-        assert describe(recorder.frames) == [("snapshot", 1), ("snapshot", 258)]
-        last = recorder.frames[-1]
-        assert last == hub.snapshot_frame()
-        assert isinstance(last, SnapshotFrame)
-        assert last.roots is not None
-        assert last.roots[-1] == root("256")
+    publisher = hub.register_publisher()
+    publisher.publish_snapshot("ready", [])
+    recorder = Recorder()
+    recorder.stall()
+    lease = hub.observe(recorder)
+    await trio.testing.wait_all_tasks_blocked()
+    for index in range(257):
+        publisher.publish_changed(root(str(index)))
+    assert lease.pending == 1
+    overflow = hub.diagnostics()[-1]
+    assert overflow.kind == "ObserverOverflow"
+    assert overflow.cursor == hub.cursor
+    recorder.release()
+    await trio.testing.wait_all_tasks_blocked()
+    assert describe(recorder.frames) == [("snapshot", 1), ("snapshot", 258)]
+    last = recorder.frames[-1]
+    assert last == hub.snapshot_frame()
+    assert isinstance(last, SnapshotFrame)
+    assert last.roots is not None
+    assert last.roots[-1] == root("256")
 
 
 async def test_queue_limit_is_configurable() -> None:
@@ -288,18 +278,17 @@ async def test_dispose_never_cancels_the_running_callback(hub: WorkflowActivityH
     assert describe(finished) == [("snapshot", 0)]
 
 
-async def test_observe_on_disposed_hub_is_inert() -> None:
+async def test_observe_on_disposed_hub_is_inert(hub: WorkflowActivityHub) -> None:
     """O7: observe() on a disposed hub records ObserverDisposed and delivers nothing."""
-    async with open_hub() as hub:
-        hub.dispose()
-        seen: list[Frame] = []
-        lease = hub.observe(seen.append)
-        assert lease.disposed
-        assert hub.diagnostics()[-1].kind == "ObserverDisposed"
-        await trio.testing.wait_all_tasks_blocked()
-        assert seen == []
-        lease.dispose()
-        assert [d.kind for d in hub.diagnostics()].count("ObserverDisposed") == 1
+    hub.dispose()
+    seen: list[Frame] = []
+    lease = hub.observe(seen.append)
+    assert lease.disposed
+    assert hub.diagnostics()[-1].kind == "ObserverDisposed"
+    await trio.testing.wait_all_tasks_blocked()
+    assert seen == []
+    lease.dispose()
+    assert [d.kind for d in hub.diagnostics()].count("ObserverDisposed") == 1
 
 
 async def test_frames_are_shared_and_immutable(hub: WorkflowActivityHub) -> None:
@@ -486,8 +475,12 @@ async def test_a_stream_drains_pending_frames_without_a_checkpoint() -> None:
     assert describe(frames) == [("snapshot", 1), ("changed", 2), ("changed", 3), ("changed", 4)]
 
 
-async def test_a_stream_waits_at_a_checkpoint_when_nothing_is_pending() -> None:
-    """O9: a stream with nothing pending parks (and so is cancellable) until a frame arrives."""
+async def test_a_stream_waits_at_a_checkpoint_when_nothing_is_pending(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """O9: a stream with nothing pending parks (and so is cancellable) until a frame arrives.
+
+    The mock clock jumps the second as soon as every task is blocked: no real time passes."""
     async with WorkflowActivityHub() as hub, hub.subscribe() as stream:
         await stream.receive()
         with trio.move_on_after(1) as waited:
@@ -495,30 +488,31 @@ async def test_a_stream_waits_at_a_checkpoint_when_nothing_is_pending() -> None:
         assert waited.cancelled_caught
 
 
-async def test_a_callback_that_publishes_into_its_hub_does_not_starve_others() -> None:
+async def test_a_callback_that_publishes_into_its_hub_does_not_starve_others(
+    hub: WorkflowActivityHub,
+) -> None:
     """O2: a consumer whose backlog never empties (it publishes as it consumes) still lets every
     other task run: draining yields to the scheduler every so often."""
-    async with open_hub() as hub:
-        publisher = hub.register_publisher()
-        publisher.publish_snapshot("ready", [])
-        echoes = 0
+    publisher = hub.register_publisher()
+    publisher.publish_snapshot("ready", [])
+    echoes = 0
 
-        def echo(frame: Frame) -> None:
-            nonlocal echoes
-            if echoes < 5_000:
-                echoes += 1
-                publisher.publish_changed(root(str(echoes % 3)))
+    def echo(frame: Frame) -> None:
+        nonlocal echoes
+        if echoes < 5_000:
+            echoes += 1
+            publisher.publish_changed(root(str(echoes % 3)))
 
-        others: list[Frame] = []
-        hub.observe(echo)
-        hub.observe(others.append)
-        while echoes == 0:
-            await trio.lowlevel.checkpoint()
-        # This task ran again while the echo was still far from done.
-        assert echoes < 5_000
-        await trio.testing.wait_all_tasks_blocked()
-        assert echoes == 5_000
-        assert fold(others) == {r.root_run_id: r for r in hub.snapshot_frame().roots or ()}
+    others: list[Frame] = []
+    hub.observe(echo)
+    hub.observe(others.append)
+    while echoes == 0:
+        await trio.lowlevel.checkpoint()
+    # This task ran again while the echo was still far from done.
+    assert echoes < 5_000
+    await trio.testing.wait_all_tasks_blocked()
+    assert echoes == 5_000
+    assert fold(others) == {r.root_run_id: r for r in hub.snapshot_frame().roots or ()}
 
 
 async def test_a_stream_drained_for_long_is_still_a_cancellation_point() -> None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
 import trio
 import trio.testing
@@ -18,13 +16,10 @@ from workflow_hub import (
 )
 from workflow_hub.wire import format_cursor, parse_cursor
 
-from .builders import counting_epochs, describe, fold, root, stage_lifecycle
+from .builders import describe, fold, root, stage_lifecycle
 
-
-@pytest.fixture
-async def hub() -> AsyncIterator[WorkflowActivityHub]:
-    async with open_hub(history_limit=8, epoch_factory=counting_epochs()) as running:
-        yield running
+# A short history, so that resuming past its start is easy to reach (R3).
+pytestmark = pytest.mark.hub_options(history_limit=8)
 
 
 def ready(hub: WorkflowActivityHub, *names: str) -> WorkflowActivityPublisher:

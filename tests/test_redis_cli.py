@@ -1,5 +1,7 @@
 """``watch`` and ``serve`` take Redis options and hand everything else to the network server's
-commands when those are installed (here: stand-ins), so one command takes both kinds of URL."""
+commands when those are installed (here: stand-ins), so one command takes both kinds of URL.
+
+The command line is not an API: these tests drive the internal ``workflow_hub._cli`` in process."""
 
 from __future__ import annotations
 

@@ -3,8 +3,6 @@ the convenience runner against a real hub (issue 5; SPEC §3 P1-P5, O1-O4, O9 an
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
 import trio
 import trio.testing
@@ -21,7 +19,6 @@ from workflow_hub import (
     RootActivity,
     SnapshotFrame,
     WorkflowActivityHub,
-    open_hub,
 )
 from workflow_hub.reporting import (
     ActivityView,
@@ -34,7 +31,7 @@ from workflow_hub.reporting import (
     run_reporter,
 )
 
-from .builders import counting_epochs, root, stage_lifecycle
+from .builders import root, stage_lifecycle
 
 EPOCH = "e1"
 
@@ -400,12 +397,6 @@ def test_a_new_epochs_snapshot_restores_sync_after_foreign_changes() -> None:
 
 
 # --- the view against a real hub ---------------------------------------------------------------
-
-
-@pytest.fixture
-async def hub() -> AsyncIterator[WorkflowActivityHub]:
-    async with open_hub(epoch_factory=counting_epochs()) as running:
-        yield running
 
 
 async def test_view_follows_a_real_hub_across_publisher_replacement(

@@ -1,4 +1,7 @@
-"""Frames are encoded once and backlogs joined once, whatever the number of clients (N1)."""
+"""Frames are encoded once and backlogs joined once, whatever the number of clients (N1).
+
+The encoder is internal (``workflow_hub.server._encode``); these tests are about it.
+"""
 
 from __future__ import annotations
 

@@ -3,7 +3,8 @@
 SPEC O1 (snapshot first), O4/N2 (a fresh snapshot whenever continuity is lost), R4 (resume by
 event id): each source's SSE stream folds to its hub's snapshot, a new source appears, a client
 that is behind or reconnects late gets a fresh snapshot, one that reconnects in time resumes.
-Against a real redis-server (tests/redis_support.py).
+Against a real redis-server (tests/redis_support.py). The relay's own tests are about the internal
+``workflow_hub.server._fleet`` (its ``_Relay``).
 """
 
 from __future__ import annotations

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import AsyncIterator, Callable
 
 import pytest
 import trio
@@ -16,13 +15,11 @@ from workflow_hub import (
     LifecycleInput,
     RunTarget,
     WorkflowActivityHub,
-    WorkflowEvent,
-    open_hub,
 )
-from workflow_hub._threads import ThreadPublisher
-from workflow_hub._tracker import RunTracker
+from workflow_hub.tracker import RunTracker, ThreadPublisher
 
 from .builders import root
+from .consumers import RecordingDispatcher
 
 THREADS = 4
 PER_THREAD = 150
@@ -41,25 +38,11 @@ def event(thread: int, n: int) -> LifecycleInput:
     )
 
 
-class Hooks:
-    def __init__(self) -> None:
-        self.events: list[WorkflowEvent] = []
-
-    async def __call__(self, event: WorkflowEvent, is_current: Callable[[], bool]) -> None:
-        self.events.append(event)
-
-
-@pytest.fixture
-async def hub() -> AsyncIterator[WorkflowActivityHub]:
-    async with open_hub() as running:
-        yield running
-
-
 async def test_concurrent_threads_lose_nothing_and_keep_their_order(
     hub: WorkflowActivityHub,
 ) -> None:
     """P9: calls from many threads all arrive; each thread's calls arrive in its order."""
-    hooks = Hooks()
+    hooks = RecordingDispatcher()
     hub.bind_dispatcher(hooks)
     portal = ThreadPublisher(hub.register_publisher())
     start = threading.Barrier(THREADS)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -15,7 +15,6 @@ from workflow_hub import (
     ChangedFrame,
     ContractError,
     Frame,
-    LifecycleEvent,
     PromptTarget,
     RemovedFrame,
     RunTarget,
@@ -24,12 +23,11 @@ from workflow_hub import (
     StageTarget,
     ToolTarget,
     WorkflowActivityHub,
-    WorkflowEvent,
-    open_hub,
 )
-from workflow_hub._tracker import RunTracker
+from workflow_hub.tracker import RunTracker
 
 from .builders import fold
+from .consumers import RecordingDispatcher
 
 
 class Clock:
@@ -40,22 +38,6 @@ class Clock:
 
     def __call__(self) -> float:
         return self.now
-
-
-class Hooks:
-    """A dispatcher that records every hook event."""
-
-    def __init__(self) -> None:
-        self.events: list[WorkflowEvent] = []
-
-    async def __call__(self, event: WorkflowEvent, is_current: Callable[[], bool]) -> None:
-        self.events.append(event)
-
-    def lifecycle(self) -> list[LifecycleEvent]:
-        return [e for e in self.events if isinstance(e, LifecycleEvent)]
-
-    def targets(self) -> list[object]:
-        return [e.target for e in self.lifecycle()]
 
 
 class Scene:
@@ -73,7 +55,7 @@ class Scene:
             include_graph=include_graph,
         )
         self.frames: list[Frame] = []
-        self.hooks = Hooks()
+        self.hooks = RecordingDispatcher()
         hub.observe(self.frames.append)
         hub.bind_dispatcher(self.hooks)
 
@@ -87,12 +69,6 @@ class Scene:
 def known_empty(scene: Scene) -> SnapshotFrame:
     """A ready, empty snapshot: what the scene's observer saw before its frames were cleared."""
     return SnapshotFrame(cursor=scene.hub.cursor, availability="ready", roots=())
-
-
-@pytest.fixture
-async def hub() -> AsyncIterator[WorkflowActivityHub]:
-    async with open_hub() as running:
-        yield running
 
 
 @pytest.fixture

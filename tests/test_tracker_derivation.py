@@ -3,7 +3,8 @@
 The decisions issue 18 overturned are tested, through the tracker, in ``test_tracker_rules.py``.
 
 Each test builds the records of one root (the root run first, parents before children) and asks
-``derive_root`` for its summary.
+``derive_root`` for its summary. ``derive_root`` and its records live in the internal module
+``workflow_hub._derive``, which these tests are about, so they import it by its private name.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from workflow_hub._derive import (
     ToolRecord,
     derive_root,
 )
-from workflow_hub._enums import PromptKind, RunStatus, StageStatus, ToolNodeStatus
+from workflow_hub.contract import PromptKind, RunStatus, StageStatus, ToolNodeStatus
 
 
 def stage(

@@ -5,7 +5,8 @@ nothing cached: it is the oracle. The tracker keeps the same summaries fact by f
 (``_rootstate.py``). Random fact sequences (nested runs, hosting stages, pauses, stops, retries,
 prompts, failures active and ended, budget stops, acknowledgements, hydration, batches) drive a
 tracker through its public API, and after every fact each root's summary, with and without the
-graph, must equal the oracle's; what the hub holds must equal what the tracker derives.
+graph, must equal the oracle's; what the hub holds must equal what the tracker derives. The oracle is
+internal, so it is imported from ``workflow_hub._derive`` by its private name.
 """
 
 from __future__ import annotations

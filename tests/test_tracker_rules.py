@@ -1,7 +1,8 @@
 """SPEC §5's rules D1-D8 through the tracker's public API: one test per row of issue 18's table
 (where the tracker used to disagree with the reference) and one per "consequence" of D8.
 
-Every summary is also checked against ``derive_root``, the readable definition.
+Every summary is also checked against ``derive_root``, the readable definition (internal: imported
+from ``workflow_hub._derive``).
 """
 
 from __future__ import annotations

@@ -44,6 +44,17 @@ from ._instruments import LAG_SAMPLE_EVERY
 __all__ = ["HubMetrics"]
 
 _FRAME_KINDS = ("snapshot", "changed", "removed")
+
+
+def _generation_size(queue_limit: int) -> int:
+    """How many publication times one generation keeps.
+
+    A pending frame is one of the last ``queue_limit`` frames broadcast, or a snapshot built since
+    (at most one per broadcast): twice that, plus slack, holds them.
+    """
+    return 2 * queue_limit + 32
+
+
 _EVENT_TYPES = (
     "workflow_lifecycle",
     "workflow_stage_completed",
@@ -83,13 +94,11 @@ class _HubProbe:
         self._frames_queued = 0
         self._frames_dropped = 0
         # When each recent frame was published, by id(frame): frames are shared by every queue,
-        # so one entry serves every observer. Two generations, so that bounding them never
-        # deletes single entries (which costs a dict more than inserting). A pending frame is one
-        # of the last queue_limit frames broadcast, or a snapshot built since (at most one per
-        # broadcast): a generation of twice that, plus slack, holds them.
+        # so one entry serves every observer. Two generations (of _generation_size), so that
+        # bounding them never deletes single entries (which costs a dict more than inserting).
         self._published_at: dict[int, float] = {}
         self._published_before: dict[int, float] = {}
-        self._generation_size = 2 * queue_limit + 32
+        self._generation_size = _generation_size(queue_limit)
         self._epochs_started = 0
         self._hook_events_dispatched = dict.fromkeys(_EVENT_TYPES, 0)
         self._hook_events_dropped = 0
