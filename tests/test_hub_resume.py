@@ -339,7 +339,10 @@ def test_cursor_text_round_trips_and_splits_at_the_last_colon() -> None:
     ("text", "path", "problem"),
     [
         ("epoch7", "cursor", "no ':'"),
-        (":7", "cursor.epoch", "empty epoch"),
+        (":7", "cursor.epoch", "is empty"),
+        ("e :7", "cursor.epoch", "surrounding whitespace"),
+        ("a\nb:7", "cursor.epoch", "line break"),
+        ("a\rb:7", "cursor.epoch", "line break"),
         ("e:", "cursor.revision", "non-negative decimal"),
         ("e:-1", "cursor.revision", "non-negative decimal"),
         ("e:+1", "cursor.revision", "non-negative decimal"),
@@ -367,9 +370,22 @@ def test_cursor_text_rejects_what_is_not_text_or_a_cursor() -> None:
         format_cursor("e:1")  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("epoch", ["", " e", "e\t"])
+@pytest.mark.parametrize("epoch", ["", " e", "e\t", "a\nb", "a\rb"])
 def test_an_epoch_without_a_text_form_is_refused(epoch: str) -> None:
     """R4/C1: format_cursor never writes text that parse_cursor would refuse."""
     with pytest.raises(ContractError) as raised:
         format_cursor(Cursor(epoch=epoch, revision=1))
     assert raised.value.path == "cursor.epoch"
+
+
+@pytest.mark.parametrize("epoch", ["", " e", "a\nb", "a\rb"])
+def test_the_hub_refuses_an_epoch_without_a_text_form(epoch: str) -> None:
+    """R4/P1/C1: an epoch that would break an SSE id line is refused before anything changes."""
+    epochs = iter(["first", epoch])
+    hub = WorkflowActivityHub(epoch_factory=lambda: next(epochs))
+    before = hub.snapshot_frame()
+    with pytest.raises(ContractError) as raised:
+        hub.register_publisher()
+    assert raised.value.path == "epoch_factory"
+    assert hub.snapshot_frame() == before
+    assert hub.cursor == Cursor(epoch="first", revision=0)

@@ -12,22 +12,40 @@ from __future__ import annotations
 from ._contract import Cursor
 from ._errors import ContractError
 
-__all__ = ["format_cursor", "parse_cursor"]
+__all__ = ["epoch_text_problem", "format_cursor", "parse_cursor"]
 
 _DIGITS = frozenset("0123456789")
+# A line break inside an epoch would end an SSE ``id:`` line early (SSE splits at CR and LF).
+_LINE_BREAKS = frozenset("\r\n")
+
+
+def epoch_text_problem(epoch: str) -> str | None:
+    """Why ``epoch`` has no text form (empty, surrounding whitespace, a line break), or None.
+
+    The hub refuses such an epoch from ``epoch_factory`` (so no transport ever meets one), and
+    the text form refuses it both ways.
+    """
+    if not epoch:
+        return "is empty"
+    if epoch != epoch.strip():
+        return "has surrounding whitespace"
+    if not _LINE_BREAKS.isdisjoint(epoch):
+        return "contains a line break"
+    return None
 
 
 def format_cursor(cursor: Cursor) -> str:
     """``"<epoch>:<revision>"``; :func:`parse_cursor` reads it back to an equal cursor.
 
-    An epoch that could not come back (empty, or with surrounding whitespace, which the text form
-    forbids) is a ``ContractError`` here rather than a cursor no client can resume from.
+    An epoch that could not come back (see :func:`epoch_text_problem`) is a ``ContractError``
+    here rather than a cursor no client can resume from.
     """
     if not isinstance(cursor, Cursor):
         raise ContractError("cursor", f"expected a Cursor, got {type(cursor).__name__}")
     epoch = cursor.epoch
-    if not epoch or epoch != epoch.strip():
-        raise ContractError("cursor.epoch", f"{epoch!r} has no text form (empty or spaced)")
+    problem = epoch_text_problem(epoch)
+    if problem is not None:
+        raise ContractError("cursor.epoch", f"{epoch!r} has no text form: it {problem}")
     return f"{epoch}:{cursor.revision}"
 
 
@@ -40,8 +58,9 @@ def parse_cursor(text: str) -> Cursor:
     epoch, colon, revision = text.rpartition(":")
     if not colon:
         raise ContractError("cursor", f"no ':' between epoch and revision in {text!r}")
-    if not epoch:
-        raise ContractError("cursor.epoch", f"empty epoch in {text!r}")
+    problem = epoch_text_problem(epoch)
+    if problem is not None:
+        raise ContractError("cursor.epoch", f"the epoch of {text!r} {problem}")
     # isdigit() would accept other scripts' digits and int() underscores and signs: be exact.
     if not revision or not _DIGITS.issuperset(revision):
         raise ContractError(

@@ -36,6 +36,7 @@ from ._contract import (
     WorkflowEvent,
     unchecked,
 )
+from ._cursor_text import epoch_text_problem
 from ._enums import Availability, DiagnosticKind, StageStatus
 from ._errors import ContractError
 from ._history import FrameHistory
@@ -142,7 +143,8 @@ class WorkflowActivityHub:
     retained diagnostics (L3); ``hook_buffer_limit`` bounds hook events waiting for a dispatcher
     (the oldest are dropped past it, and counted). ``history_limit`` bounds the frames kept so
     an observer can resume from a cursor (R1; 0 turns resuming off). ``epoch_factory`` makes
-    epoch strings; each must be new to this hub. ``metrics`` (a :class:`~workflow_hub.metrics.HubMetrics`) turns on
+    epoch strings; each must be new to this hub and have a text form (non-empty, no surrounding
+    whitespace, no line break: transports carry it in text). ``metrics`` (a :class:`~workflow_hub.metrics.HubMetrics`) turns on
     Prometheus metrics; without it the hub does no metric work at all. (The hub takes any
     ``Instrumentation``; it never imports prometheus-client itself.)
     """
@@ -319,6 +321,10 @@ class WorkflowActivityHub:
         epoch = self._epoch_factory()
         if not isinstance(epoch, str):
             raise ContractError("epoch_factory", f"returned {type(epoch).__name__}, not a str")
+        problem = epoch_text_problem(epoch)
+        if problem is not None:
+            # Transports carry the cursor as text (SSE ids, Redis fields): it must survive that.
+            raise ContractError("epoch_factory", f"returned epoch {epoch!r}, which {problem}")
         if epoch in self._used_epochs:
             raise ContractError("epoch_factory", f"returned epoch {epoch!r} a second time")
         self._used_epochs.add(epoch)
