@@ -43,7 +43,7 @@ from workflow_hub import (
 def hook_runner_class() -> type[Any] | None:
     """``workflow_hub._hooks.HookRunner``, or None while it does not exist yet."""
     try:
-        module = importlib.import_module("workflow_hub._hooks")
+        module = importlib.import_module("workflow_hub._core._hooks")
     except ImportError:
         return None
     runner = getattr(module, "HookRunner", None)

@@ -9,21 +9,29 @@ deadline: timings on a loaded 2-core CI machine are noise, not a property of the
 so frames compare by value; a module or test that needs other options says so with
 ``@pytest.mark.hub_options(history_limit=8)`` (keywords of ``open_hub``). ``dispatcher`` is a
 :class:`RecordingDispatcher` bound to ``hub``.
+
+The real servers are started here once: ``redis_server`` (Debian's redis-server on a free
+loopback port, one per test module) and ``browser`` (Debian's chromium under Playwright, one per
+test module). Their helpers live in ``tests/support``; importing this file loads neither
+coredis nor Playwright.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncIterator, Iterator
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from hypothesis import settings
 
-from workflow_hub import WorkflowActivityHub, open_hub
+from tests.support.builders import counting_epochs
+from tests.support.consumers import RecordingDispatcher
+from tests.support.redis_server import RedisServer
 
-from .builders import counting_epochs
-from .consumers import RecordingDispatcher
+if TYPE_CHECKING:
+    from tests.support.browser import Browser
+from workflow_hub import WorkflowActivityHub, open_hub
 
 settings.register_profile("dev", max_examples=50, deadline=None)
 settings.register_profile("ci", max_examples=200, deadline=None)
@@ -52,3 +60,25 @@ def dispatcher(hub: WorkflowActivityHub) -> RecordingDispatcher:
     recorder = RecordingDispatcher()
     hub.bind_dispatcher(recorder)
     return recorder
+
+
+@pytest.fixture(scope="module")
+def redis_server() -> Iterator[RedisServer]:
+    """A real redis-server on a free loopback port for the test module (fails under CI=true
+    when redis-server is missing, skips otherwise)."""
+    server = RedisServer()
+    server.start()
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    """Debian's chromium driven by Playwright, for the test module."""
+    from tests.support.browser import open_browser
+
+    opened = open_browser()
+    yield opened
+    opened.close()

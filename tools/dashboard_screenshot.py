@@ -19,7 +19,7 @@ from pathlib import Path
 import trio
 
 from workflow_hub import HookRunner, open_hub
-from workflow_hub._demo_scenario import run_scenario
+from workflow_hub._cli._scenario import run_scenario
 from workflow_hub.server import serve_hub
 from workflow_hub.tracker import RunTracker
 

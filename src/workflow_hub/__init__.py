@@ -3,25 +3,25 @@
 The public API is what this module exports; everything in a ``_private`` module is an internal.
 """
 
-from ._hooks import HOOK_EVENT_TYPES as HOOK_EVENT_TYPES
-from ._hooks import ExtensionHooks as ExtensionHooks
-from ._hooks import HandlerFailure as HandlerFailure
-from ._hooks import HookEventType as HookEventType
-from ._hooks import HookRunner as HookRunner
-from ._hub import Dispatch as Dispatch
-from ._hub import HubStatistics as HubStatistics
-from ._hub import WorkflowActivityHub as WorkflowActivityHub
-from ._hub import open_hub as open_hub
-from ._observers import FrameCallback as FrameCallback
-from ._observers import FrameStream as FrameStream
-from ._observers import ObserverLease as ObserverLease
+from ._core import HOOK_EVENT_TYPES as HOOK_EVENT_TYPES
+from ._core import Dispatch as Dispatch
+from ._core import ExtensionHooks as ExtensionHooks
+from ._core import FrameCallback as FrameCallback
+from ._core import FrameStream as FrameStream
+from ._core import HandlerFailure as HandlerFailure
+from ._core import HookEventType as HookEventType
+from ._core import HookRunner as HookRunner
+from ._core import HubStatistics as HubStatistics
+from ._core import ObserverLease as ObserverLease
+from ._core import WorkflowActivityHub as WorkflowActivityHub
+from ._core import WorkflowActivityPublisher as WorkflowActivityPublisher
+from ._core import open_hub as open_hub
 from ._public import fixup_module_metadata
-from ._publisher import WorkflowActivityPublisher as WorkflowActivityPublisher
 from ._threads import ThreadPublisher as ThreadPublisher
-from ._tracker import RunTracker as RunTracker
-from ._tracker import run_heartbeats as run_heartbeats
 from .contract import *  # noqa: F403  (the contract's own __all__ is the list)
 from .contract import __all__ as _contract_all
+from .tracker import RunTracker as RunTracker
+from .tracker import run_heartbeats as run_heartbeats
 
 __all__ = [
     *_contract_all,

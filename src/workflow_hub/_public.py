@@ -52,15 +52,18 @@ def fixup_module_metadata(module_name: str, namespace: Mapping[str, object]) -> 
 
     Call it last in a public module, then delete the name (``del fixup_module_metadata``) so it
     does not become part of that module. A name already claimed by another public module (its
-    module is public) is left alone: the first public module to export it is its home.
+    module is public) is left alone: the first public module to export it is its home. The
+    package root is the exception: what ``workflow_hub`` itself exports (the contract, the hub,
+    the tracker) says ``workflow_hub``, whichever public module also has it.
     """
+    claim_public = module_name == "workflow_hub"
     names = namespace["__all__"]
     assert isinstance(names, list | tuple)
     for name in names:
         value = namespace[name]
         if not (inspect.isclass(value) or inspect.isfunction(value)):
             continue  # constants and type aliases have no module of their own to fix
-        if not _private(value.__module__):
+        if not (_private(value.__module__) or claim_public):
             continue
         if isinstance(value, type) and attrs.has(value):
             attrs.resolve_types(value)

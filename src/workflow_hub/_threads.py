@@ -21,11 +21,18 @@ from typing import Generic, ParamSpec, TypeVar, final
 
 import trio
 
-from ._contract import Cursor, HeartbeatEvent, LifecycleInput, RootActivity, snapshot_arguments
-from ._enums import Availability
-from ._errors import ContractError
-from ._publisher import WorkflowActivityPublisher
-from ._validate import check_str, instance_check
+from ._contract import (
+    Availability,
+    ContractError,
+    Cursor,
+    HeartbeatEvent,
+    LifecycleInput,
+    RootActivity,
+    check_str,
+    instance_check,
+    snapshot_arguments,
+)
+from ._core import WorkflowActivityPublisher
 
 __all__ = ["ThreadPublisher"]
 

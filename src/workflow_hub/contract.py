@@ -6,9 +6,15 @@ list is exactly what ``_contract`` and ``_enums`` export.
 """
 
 from ._contract import ActivityChangedEvent as ActivityChangedEvent
+from ._contract import Attribution as Attribution
+from ._contract import Availability as Availability
 from ._contract import ChangedFrame as ChangedFrame
+from ._contract import ContractError as ContractError
+from ._contract import ControlAction as ControlAction
 from ._contract import Cursor as Cursor
+from ._contract import Delivery as Delivery
 from ._contract import Diagnostic as Diagnostic
+from ._contract import DiagnosticKind as DiagnosticKind
 from ._contract import Frame as Frame
 from ._contract import GraphNode as GraphNode
 from ._contract import HeartbeatEvent as HeartbeatEvent
@@ -16,33 +22,27 @@ from ._contract import LifecycleEvent as LifecycleEvent
 from ._contract import LifecycleInput as LifecycleInput
 from ._contract import LifecycleTarget as LifecycleTarget
 from ._contract import NodePrompt as NodePrompt
+from ._contract import PromptKind as PromptKind
+from ._contract import PromptStatus as PromptStatus
 from ._contract import PromptTarget as PromptTarget
+from ._contract import Reason as Reason
 from ._contract import RemovedFrame as RemovedFrame
 from ._contract import RootActivity as RootActivity
 from ._contract import RootGraph as RootGraph
 from ._contract import RunPrompt as RunPrompt
+from ._contract import RunStatus as RunStatus
 from ._contract import RunTarget as RunTarget
 from ._contract import SnapshotFrame as SnapshotFrame
 from ._contract import StageCompletedEvent as StageCompletedEvent
 from ._contract import StageNode as StageNode
+from ._contract import StageStatus as StageStatus
 from ._contract import StageTarget as StageTarget
+from ._contract import State as State
 from ._contract import Timestamp as Timestamp
 from ._contract import ToolNode as ToolNode
+from ._contract import ToolNodeStatus as ToolNodeStatus
 from ._contract import ToolTarget as ToolTarget
 from ._contract import WorkflowEvent as WorkflowEvent
-from ._enums import Attribution as Attribution
-from ._enums import Availability as Availability
-from ._enums import ControlAction as ControlAction
-from ._enums import Delivery as Delivery
-from ._enums import DiagnosticKind as DiagnosticKind
-from ._enums import PromptKind as PromptKind
-from ._enums import PromptStatus as PromptStatus
-from ._enums import Reason as Reason
-from ._enums import RunStatus as RunStatus
-from ._enums import StageStatus as StageStatus
-from ._enums import State as State
-from ._enums import ToolNodeStatus as ToolNodeStatus
-from ._errors import ContractError as ContractError
 
 __all__ = [
     "ActivityChangedEvent",

@@ -8,13 +8,13 @@ the text form of a cursor (``"<epoch>:<revision>"``) that transports resume from
 ``docs/wire-format.md``.
 """
 
-from ._cursor_text import format_cursor as format_cursor
-from ._cursor_text import parse_cursor as parse_cursor
+from ._contract import dumps as dumps
+from ._contract import format_cursor as format_cursor
+from ._contract import from_wire as from_wire
+from ._contract import loads as loads
+from ._contract import parse_cursor as parse_cursor
+from ._contract import to_wire as to_wire
 from ._public import fixup_module_metadata
-from ._wire import dumps as dumps
-from ._wire import from_wire as from_wire
-from ._wire import loads as loads
-from ._wire import to_wire as to_wire
 
 __all__ = ["dumps", "format_cursor", "from_wire", "loads", "parse_cursor", "to_wire"]
 

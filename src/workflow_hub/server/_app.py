@@ -9,10 +9,9 @@ once for all clients (:class:`~workflow_hub.server._encode.FrameEncoder`).
 
 from __future__ import annotations
 
-import hmac
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from functools import partial
 from importlib.resources import files
 from pathlib import Path
@@ -20,24 +19,23 @@ from typing import Final, final
 
 import trio
 from starlette.applications import Starlette
-from starlette.datastructures import Headers, QueryParams
+from starlette.datastructures import Headers
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from .._contract import Cursor
-from .._cursor_text import parse_cursor
-from .._errors import ContractError
-from .._hooks import HookRunner
-from .._hub import WorkflowActivityHub
-from .._metrics import HubMetrics
-from .._observers import FrameStream
+from .._contract import ContractError, Cursor
+from .._core import FrameStream, HookRunner, WorkflowActivityHub
+from ..metrics import HubMetrics
 from ._encode import FrameEncoder, cursor_text, sse_comment
 from ._events import HookEventClient, HookEventFanout
+from ._middleware import SSE_HEADERS, Guard, NoStore
+from ._requests import error_response, resume_position
+from ._streams import StreamTracker
 
 __all__ = [
     "DEFAULT_EVENTS_BUFFER",
@@ -59,118 +57,6 @@ DEFAULT_EVENTS_BUFFER: Final = 1000
 STATIC_DIR: Final = Path(str(files(__package__).joinpath("static")))
 """The web page served at ``/`` (``index.html``) and its files at ``/static/...``."""
 
-# Paths a client may read without the token: liveness, and the page (it holds no hub data and
-# asks the user for the token itself).
-_OPEN_PATHS: Final = frozenset({"/healthz", "/", "/favicon.ico"})
-_OPEN_PREFIXES: Final = ("/static/",)
-
-_NO_STORE: Final = (b"cache-control", b"no-store")
-_SSE_HEADERS: Final = [
-    (b"content-type", b"text/event-stream; charset=utf-8"),
-    # nginx and some other proxies buffer responses unless told not to.
-    (b"x-accel-buffering", b"no"),
-]
-
-
-def _is_open_path(path: str) -> bool:
-    return path in _OPEN_PATHS or path.startswith(_OPEN_PREFIXES)
-
-
-def _parse_cursor(text: str, field: str) -> Cursor:
-    """A cursor's text form (R4), its errors naming the request's ``field``."""
-    try:
-        return parse_cursor(text)
-    except ContractError as error:
-        raise ContractError(field, f"{error.problem} (expected '<epoch>:<revision>')") from None
-
-
-def _error(status: int, message: str, field: str | None = None, **headers: str) -> JSONResponse:
-    body: dict[str, str] = {"error": message}
-    if field is not None:
-        body["field"] = field
-    return JSONResponse(body, status_code=status, headers=headers or None)
-
-
-def _since(query: QueryParams, headers: Headers) -> Cursor | None:
-    """Where a stream resumes: the ``since`` query parameter wins over ``Last-Event-ID``.
-
-    An empty value means "no cursor" (a fresh start with a snapshot); anything else that is not a
-    cursor raises :class:`ContractError` naming the parameter.
-    """
-    text = query.get("since")
-    if text is not None:
-        return _parse_cursor(text, "since") if text else None
-    text = headers.get("last-event-id")
-    if text:
-        return _parse_cursor(text, "Last-Event-ID")
-    return None
-
-
-@final
-class _NoStore:
-    """The outermost layer: ``Cache-Control: no-store`` on every response, errors included."""
-
-    __slots__ = ("_app",)
-
-    def __init__(self, app: ASGIApp) -> None:
-        self._app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] not in ("http", "websocket"):
-            await self._app(scope, receive, send)
-            return
-
-        async def send_no_store(message: Message) -> None:
-            if message["type"] in ("http.response.start", "websocket.http.response.start"):
-                message["headers"] = [*message.get("headers", ()), _NO_STORE]
-            await send(message)
-
-        await self._app(scope, receive, send_no_store)
-
-
-@final
-class _Guard:
-    """The token check, inside CORS (so that a browser can read a 401) and outside the routes."""
-
-    __slots__ = ("_app", "_is_open", "_token")
-
-    def __init__(
-        self, app: ASGIApp, token: str | None, is_open: Callable[[str], bool] | None = None
-    ) -> None:
-        self._app = app
-        self._token = None if token is None else token.encode()
-        self._is_open = is_open or _is_open_path
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if self._token is None or scope["type"] not in ("http", "websocket"):
-            await self._app(scope, receive, send)
-            return
-        if not self._allowed(scope):
-            response = _error(
-                401, "a valid token is required", "token", **{"WWW-Authenticate": "Bearer"}
-            )
-            if scope["type"] == "websocket":
-                await receive()  # websocket.connect: the handshake comes before any answer
-                if "websocket.http.response" not in scope.get("extensions", {}):
-                    await send({"type": "websocket.close", "code": 1008})
-                    return
-            await response(scope, receive, send)
-            return
-        await self._app(scope, receive, send)
-
-    def _allowed(self, scope: Scope) -> bool:
-        if self._is_open(scope["path"]):
-            return True
-        given = Headers(scope=scope).get("authorization", "")
-        scheme, _, credentials = given.partition(" ")
-        if scheme.lower() == "bearer" and credentials:
-            offered = credentials.strip()
-        else:
-            offered = QueryParams(scope.get("query_string", b"")).get("token", "")
-        assert self._token is not None
-        # Constant time: how long the comparison takes says nothing about the token.
-        return hmac.compare_digest(offered.encode(), self._token)
-
 
 @final
 class _ActivityStream(Response):
@@ -181,7 +67,7 @@ class _ActivityStream(Response):
         self._since = since
         self.status_code = 200
         self.background = None
-        self.raw_headers = list(_SSE_HEADERS)
+        self.raw_headers = list(SSE_HEADERS)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         app = self._hub_app
@@ -225,7 +111,7 @@ class _HookStream(Response):
         self._fanout = fanout
         self.status_code = 200
         self.background = None
-        self.raw_headers = list(_SSE_HEADERS)
+        self.raw_headers = list(SSE_HEADERS)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         app = self._hub_app
@@ -248,62 +134,6 @@ class _HookStream(Response):
                     return
                 body = app.keepalive_bytes
             await send({"type": "http.response.body", "body": body, "more_body": True})
-
-
-class StreamTracker:
-    """Open event streams, so that :meth:`close` can end them all (shared by the hub's and the
-    fleet's applications)."""
-
-    def __init__(self) -> None:
-        self._streams: set[trio.CancelScope] = set()
-        self._closed = False
-
-    @property
-    def closed(self) -> bool:
-        return self._closed
-
-    def close(self) -> None:
-        """End every open stream now and every stream opened later at once. Idempotent."""
-        self._closed = True
-        for scope in list(self._streams):
-            scope.cancel()
-
-    @contextmanager
-    def _tracked(self) -> Iterator[trio.CancelScope]:
-        scope = trio.CancelScope()
-        if self._closed:
-            scope.cancel()
-        self._streams.add(scope)
-        try:
-            with scope:
-                yield scope
-        finally:
-            self._streams.discard(scope)
-
-    async def stream_until_done(
-        self, receive: Receive, send: Send, produce: Callable[[], Awaitable[None]]
-    ) -> None:
-        """Run ``produce`` until it returns (hub disposed), the app closes or the client leaves.
-
-        Unless the client left, the response then ends properly (the last chunk), so the
-        client sees the stream end rather than a broken connection.
-        """
-        gone = False
-        async with trio.open_nursery() as nursery:
-
-            async def watch_disconnect() -> None:
-                nonlocal gone
-                while (await receive())["type"] != "http.disconnect":
-                    pass
-                gone = True
-                nursery.cancel_scope.cancel()
-
-            nursery.start_soon(watch_disconnect)
-            with self._tracked():
-                await produce()
-            nursery.cancel_scope.cancel()
-        if not gone:
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 @final
@@ -363,7 +193,7 @@ class HubApp(StreamTracker):
             self.static_dir = static_dir
             routes.append(Route("/", self._index))
             routes.append(Mount("/static", StaticFiles(directory=static_dir, check_dir=False)))
-        inner: ASGIApp = _Guard(Starlette(routes=routes), token)
+        inner: ASGIApp = Guard(Starlette(routes=routes), token)
         if cors_origins:
             # Outside the token check: a preflight carries no credentials, and a 401 must carry
             # the CORS headers for the page to read it.
@@ -374,7 +204,7 @@ class HubApp(StreamTracker):
                 allow_headers=["Authorization", "Last-Event-ID"],
                 expose_headers=["ETag", "X-Workflow-Hub-Resumed"],
             )
-        self._app = _NoStore(inner)
+        self._app = NoStore(inner)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await self._app(scope, receive, send)
@@ -400,7 +230,9 @@ class HubApp(StreamTracker):
 
     async def _metrics(self, request: Request) -> Response:
         if self.metrics is None:
-            return _error(404, "metrics are off: pass metrics=HubMetrics(...) to the server")
+            return error_response(
+                404, "metrics are off: pass metrics=HubMetrics(...) to the server"
+            )
         from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
         return Response(generate_latest(self.metrics.registry), media_type=CONTENT_TYPE_LATEST)
@@ -410,19 +242,19 @@ class HubApp(StreamTracker):
         etag = f'"{cursor_text(frame.cursor)}"'
         if request.headers.get("if-none-match") == etag:
             return Response(status_code=304, headers={"ETag": etag})
-        body = self.encoder._entry(frame).json
+        body = self.encoder.json(frame)
         return Response(body, media_type="application/json", headers={"ETag": etag})
 
     async def _activity(self, request: Request) -> Response:
         try:
-            since = _since(request.query_params, request.headers)
+            since = resume_position(request.query_params, request.headers)
         except ContractError as error:
-            return _error(400, error.problem, error.path)
+            return error_response(400, error.problem, error.path)
         return _ActivityStream(self, since)
 
     async def _events(self, request: Request) -> Response:
         if self._fanout is None:
-            return _error(
+            return error_response(
                 404,
                 "hook events are off: the server was started without a HookRunner (runner=...)",
             )
@@ -431,14 +263,14 @@ class HubApp(StreamTracker):
     async def _index(self, request: Request) -> Response:
         index = self.static_dir / "index.html"
         if not index.is_file():
-            return _error(404, "no web page is installed")
+            return error_response(404, "no web page is installed")
         return FileResponse(index, media_type="text/html")
 
     async def _websocket(self, websocket: WebSocket) -> None:
         try:
-            since = _since(websocket.query_params, Headers())
+            since = resume_position(websocket.query_params, Headers())
         except ContractError as error:
-            await websocket.send_denial_response(_error(400, error.problem, error.path))
+            await websocket.send_denial_response(error_response(400, error.problem, error.path))
             return
         await websocket.accept()
         left = False

@@ -15,9 +15,7 @@ import json
 from collections.abc import Sequence
 from typing import Final, final
 
-from .._contract import Cursor, Frame, WorkflowEvent
-from .._cursor_text import format_cursor
-from .._wire import dumps
+from .._contract import Cursor, Frame, WorkflowEvent, dumps, format_cursor
 
 __all__ = ["FrameEncoder", "cursor_text", "encode_hook_event", "sse_comment", "sse_event"]
 
@@ -86,6 +84,10 @@ class FrameEncoder:
             self._current = {}
         self._current[key] = entry
         return entry
+
+    def json(self, frame: Frame) -> str:
+        """The frame's wire JSON (what a WebSocket message carries)."""
+        return self._entry(frame).json
 
     def sse(self, frame: Frame) -> bytes:
         """The frame as one SSE event: ``id``, ``event`` (its kind) and one ``data`` line."""

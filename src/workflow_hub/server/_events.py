@@ -13,7 +13,7 @@ from typing import Final, final
 import trio
 
 from .._contract import WorkflowEvent
-from .._hooks import HOOK_EVENT_TYPES, HookRunner
+from .._core import HOOK_EVENT_TYPES, HookRunner
 from ._encode import encode_hook_event, sse_event
 
 __all__ = ["EXTENSION_NAME", "HookEventClient", "HookEventFanout"]

@@ -33,24 +33,15 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from .._contract import Frame
-from .._errors import ContractError
-from .._redis_fleet import DEFAULT_STALE_AFTER, follow_fleet
-from .._redis_keys import DEFAULT_PREFIX, check_name
-from .._view import ActivityView
-from .._wire import dumps
-from ._app import (
-    _SSE_HEADERS,
-    DEFAULT_KEEPALIVE,
-    STATIC_DIR,
-    StreamTracker,
-    _error,
-    _Guard,
-    _is_open_path,
-    _NoStore,
-)
+from .._contract import ContractError, Frame, dumps
+from ..redis import DEFAULT_PREFIX, DEFAULT_STALE_AFTER, follow_fleet
+from ..reporting import ActivityView
+from ._app import DEFAULT_KEEPALIVE, STATIC_DIR
 from ._encode import cursor_text, sse_comment, sse_event
+from ._middleware import SSE_HEADERS, Guard, NoStore, is_open_path
+from ._requests import error_response
 from ._serve import check_binding, run_asgi
+from ._streams import StreamTracker
 
 if TYPE_CHECKING:
     import coredis
@@ -67,7 +58,7 @@ _SOURCE_PAGE: Final = re.compile(r"^/sources/[^/]+/(static/.*)?$")
 
 
 def _is_open_fleet_path(path: str) -> bool:
-    return _is_open_path(path) or _SOURCE_PAGE.match(path) is not None
+    return is_open_path(path) or _SOURCE_PAGE.match(path) is not None
 
 
 @final
@@ -161,7 +152,7 @@ class _SourceStream(Response):
         self._position = position
         self.status_code = 200
         self.background = None
-        self.raw_headers = list(_SSE_HEADERS)
+        self.raw_headers = list(SSE_HEADERS)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         resumed = b"false" if self._position is None else b"true"
@@ -202,7 +193,8 @@ class FleetApp(StreamTracker):
         keepalive: float = DEFAULT_KEEPALIVE,
         static_dir: Path | None = STATIC_DIR,
     ) -> None:
-        check_name(prefix, "prefix")
+        if not isinstance(prefix, str) or not prefix:
+            raise ContractError("prefix", f"expected a non-empty str, got {prefix!r}")
         if token is not None and (not isinstance(token, str) or not token):
             raise ContractError("token", "expected a non-empty string or None")
         if type(history) is not int or history < 1:
@@ -233,8 +225,8 @@ class FleetApp(StreamTracker):
                 Mount("/sources/{source}/static", files),
                 Mount("/static", files),
             ]
-        inner: ASGIApp = _Guard(Starlette(routes=routes), token, _is_open_fleet_path)
-        self._app = _NoStore(inner)
+        inner: ASGIApp = Guard(Starlette(routes=routes), token, _is_open_fleet_path)
+        self._app = NoStore(inner)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await self._app(scope, receive, send)
@@ -261,7 +253,7 @@ class FleetApp(StreamTracker):
         source = request.path_params["source"]
         relay = self.relays.get(source)
         if relay is None:
-            return _error(404, f"no source {source!r} in this fleet (yet)", "source")
+            return error_response(404, f"no source {source!r} in this fleet (yet)", "source")
         return relay
 
     async def _healthz(self, request: Request) -> Response:
@@ -281,7 +273,7 @@ class FleetApp(StreamTracker):
             return relay
         frame = relay.view.snapshot_frame()
         if frame is None:
-            return _error(503, "no snapshot of this source yet", "source")
+            return error_response(503, "no snapshot of this source yet", "source")
         etag = f'"{cursor_text(frame.cursor)}"'
         if request.headers.get("if-none-match") == etag:
             return Response(status_code=304, headers={"ETag": etag})
@@ -297,7 +289,7 @@ class FleetApp(StreamTracker):
         return _SourceStream(self, relay, relay.resume_position(since))
 
     async def _no_events(self, request: Request) -> Response:
-        return _error(404, "hook events are not mirrored into Redis: a fleet has none")
+        return error_response(404, "hook events are not mirrored into Redis: a fleet has none")
 
     async def _fleet_page(self, request: Request) -> Response:
         return self._page("fleet.html")
@@ -308,7 +300,7 @@ class FleetApp(StreamTracker):
     def _page(self, name: str) -> Response:
         page = self.static_dir / name
         if not page.is_file():
-            return _error(404, "no web page is installed")
+            return error_response(404, "no web page is installed")
         return FileResponse(page, media_type="text/html")
 
 

@@ -13,10 +13,9 @@ from hypercorn.config import Config
 from hypercorn.trio import serve
 from starlette.types import ASGIApp
 
-from .._errors import ContractError
-from .._hooks import HookRunner
-from .._hub import WorkflowActivityHub
-from .._metrics import HubMetrics
+from .._contract import ContractError
+from .._core import HookRunner, WorkflowActivityHub
+from ..metrics import HubMetrics
 from ._app import DEFAULT_EVENTS_BUFFER, DEFAULT_KEEPALIVE, HubApp, StreamTracker
 
 __all__ = ["SHUTDOWN_GRACE", "check_binding", "run_asgi", "serve_hub"]

@@ -22,6 +22,7 @@ import trio
 import trio.testing
 
 from .._contract import (
+    Availability,
     Cursor,
     Diagnostic,
     Frame,
@@ -31,10 +32,7 @@ from .._contract import (
     SnapshotFrame,
     WorkflowEvent,
 )
-from .._enums import Availability
-from .._hub import WorkflowActivityHub
-from .._observers import FrameStream, ObserverLease
-from .._publisher import WorkflowActivityPublisher
+from .._core import FrameStream, ObserverLease, WorkflowActivityHub, WorkflowActivityPublisher
 
 __all__ = [
     "AdapterConfig",

@@ -28,10 +28,11 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
 
 from .._contract import Cursor
-from . import _defaults as defaults
+from . import defaults
 from ._adapter import AdapterFactory, ConformanceAdapter, ObserverStyle
-from ._operations import Scenario, check_playable, scenarios
+from ._operations import Scenario, check_playable
 from ._render import render
+from ._scenarios import scenarios
 from .model import HubModel
 
 __all__ = [

@@ -33,6 +33,7 @@ import attrs
 import trio
 
 from .._contract import (
+    Availability,
     Cursor,
     Diagnostic,
     Frame,
@@ -41,9 +42,9 @@ from .._contract import (
     RootActivity,
     SnapshotFrame,
     WorkflowEvent,
+    from_wire,
+    to_wire,
 )
-from .._enums import Availability
-from .._wire import from_wire, to_wire
 from ._adapter import AdapterConfig, AdapterFactory, ConformanceAdapter, ObserverStyle
 
 __all__ = [

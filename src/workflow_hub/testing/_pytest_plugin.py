@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from . import _defaults as defaults
+from . import defaults
 
 if TYPE_CHECKING:
     from ._adapter import AdapterFactory

@@ -28,6 +28,7 @@ from ._harness import ConformanceSuite as ConformanceSuite
 from ._harness import SettleHook as SettleHook
 from ._harness import check_conformance as check_conformance
 from ._harness import play_scenario as play_scenario
+from ._jsonl import PROTOCOL_VERSION as PROTOCOL_VERSION
 from ._jsonl import JsonLinesAdapter as JsonLinesAdapter
 from ._jsonl import JsonLinesError as JsonLinesError
 from ._jsonl import JsonLinesProcess as JsonLinesProcess
@@ -57,6 +58,7 @@ from ._operations import StallObserver as StallObserver
 from ._operations import playable as playable
 
 __all__ = [
+    "PROTOCOL_VERSION",
     "ROOT_IDS",
     "AdapterConfig",
     "AdapterFactory",

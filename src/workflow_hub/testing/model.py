@@ -29,9 +29,11 @@ import attrs
 
 from .._contract import (
     ActivityChangedEvent,
+    Availability,
     ChangedFrame,
     Cursor,
     Diagnostic,
+    DiagnosticKind,
     Frame,
     HeartbeatEvent,
     LifecycleEvent,
@@ -40,10 +42,10 @@ from .._contract import (
     RootActivity,
     SnapshotFrame,
     StageCompletedEvent,
+    StageStatus,
     StageTarget,
     WorkflowEvent,
 )
-from .._enums import Availability, DiagnosticKind, StageStatus
 
 __all__ = ["HubModel", "ModelObserver"]
 

@@ -1,0 +1,169 @@
+"""What the commands show: one-line descriptions, and the outputs a view is drawn to.
+
+Shared by ``demo``, ``serve`` and ``watch`` (the live terminal view is ``_rich``, which builds on
+these); it imports no command, so every command can import it.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from functools import partial
+from typing import IO, Protocol, Self
+
+import trio
+
+from .._contract import (
+    ActivityChangedEvent,
+    ChangedFrame,
+    Frame,
+    HeartbeatEvent,
+    LifecycleEvent,
+    RemovedFrame,
+    RootActivity,
+    RunTarget,
+    SnapshotFrame,
+    StageCompletedEvent,
+    StageNode,
+    ToolNode,
+    WorkflowEvent,
+)
+from ..reporting import ActivityView, aggregate
+from ..wire import dumps
+
+__all__ = [
+    "JsonOutput",
+    "LineOutput",
+    "Output",
+    "PlainOutput",
+    "describe_event",
+    "describe_root",
+    "describe_running",
+]
+
+
+class Output(Protocol):
+    """Where the demo shows what its observer and its hook handler receive."""
+
+    closed: trio.Event
+    """Set when the output can take no more (its reader went away): the demo then ends."""
+    url: str | None
+    """Where the hub is served (``--serve``), shown beside the view."""
+
+    def frame(self, frame: Frame, view: ActivityView) -> None: ...
+    def hook(self, event: WorkflowEvent) -> None: ...
+    def __enter__(self) -> Output: ...
+    def __exit__(self, *exc: object) -> None: ...
+
+
+# --- describing things in one line -------------------------------------------------------------
+
+
+def describe_root(root: RootActivity) -> str:
+    attention = " !attention" if root.needs_attention else ""
+    return (
+        f"{root.root_run_id} {root.state}/{root.reason} active={root.active_execution_count}"
+        f" blocks={root.actionable_block_count}{attention}"
+    )
+
+
+def describe_running(root: RootActivity) -> str:
+    """What runs or waits in a root, from its graph: 'compile, lint' or 'awaiting: Apply…?'."""
+    if root.graph is None:
+        return ""
+    running: list[str] = []
+    waiting: list[str] = []
+    for node in root.graph.nodes:
+        if isinstance(node, StageNode) and node.pending_prompt is not None:
+            waiting.append(node.pending_prompt.message)
+        elif isinstance(node, StageNode | ToolNode) and node.status == "running":
+            running.append(node.name)
+    if waiting:
+        return "awaiting: " + "; ".join(waiting)
+    return ", ".join(running)
+
+
+def describe_event(event: WorkflowEvent) -> str:
+    match event:
+        case StageCompletedEvent():
+            return f"stage completed  {event.target.stage_id} ({event.delivery})"
+        case LifecycleEvent():
+            target = event.target
+            before = getattr(target, "previous_status", None)
+            previous = f"{before} → " if before else ""
+            action = (
+                f" [{target.action} requested]"
+                if isinstance(target, RunTarget) and target.action
+                else ""
+            )
+            name = getattr(target, "stage_id", None) or getattr(target, "tool_node_id", None)
+            name = name or getattr(target, "prompt_id", None) or target.run_id
+            replay = " (replay)" if event.delivery == "replay" else ""
+            return f"{target.kind:<6} {name}: {previous}{target.status}{action}{replay}"
+        case ActivityChangedEvent():
+            return f"activity changed {event.root.root_run_id} → {event.root.state}/{event.root.reason}"
+        case HeartbeatEvent():
+            at = time.strftime("%H:%M:%S", time.localtime(event.scheduled_at / 1000))
+            return f"heartbeat        {event.run_id} at {at}"
+    return repr(event)  # pragma: no cover
+
+
+# --- outputs -----------------------------------------------------------------------------------
+
+
+class LineOutput:
+    """Writes lines to a stream; a reader that goes away ends the demo quietly."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self._stream = stream
+        self.closed = trio.Event()
+        self.url: str | None = None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._write_safely(self._stream.flush)
+
+    def _write(self, line: str) -> None:
+        if not self.closed.is_set():
+            self._write_safely(partial(self._stream.write, line + "\n"))
+            self._write_safely(self._stream.flush)
+
+    def _write_safely(self, write: Callable[[], object]) -> None:
+        try:
+            write()
+        except BrokenPipeError:
+            self.closed.set()
+            # Python would complain again when it flushes stdout at exit.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), self._stream.fileno())
+
+
+class JsonOutput(LineOutput):
+    """Every frame and hook event as one wire-format JSON line."""
+
+    def frame(self, frame: Frame, view: ActivityView) -> None:
+        self._write(dumps(frame))
+
+    def hook(self, event: WorkflowEvent) -> None:
+        self._write(dumps(event))
+
+
+class PlainOutput(LineOutput):
+    """One line per frame and per hook event, for pipes and logs."""
+
+    def frame(self, frame: Frame, view: ActivityView) -> None:
+        cursor = f"{frame.cursor.epoch}:{frame.cursor.revision}"
+        match frame:
+            case SnapshotFrame():
+                detail = f"{frame.availability} roots={len(view.roots)}"
+            case ChangedFrame():
+                detail = describe_root(frame.root)
+            case RemovedFrame():
+                detail = frame.root_run_id
+        status = aggregate(view)
+        self._write(f"frame {frame.kind:<8} {cursor:<16} {detail}   [{status.message}]")
+
+    def hook(self, event: WorkflowEvent) -> None:
+        self._write(f"hook  {describe_event(event)}")

@@ -1,0 +1,183 @@
+"""The demo's live terminal view, drawn with rich: a table of roots and a pane of hook events.
+
+Everything that comes from data (ids, names, prompt messages, hook lines) goes in as
+:class:`rich.text.Text`, never as a plain ``str``: rich reads a plain string as markup, so
+``[quit requested]`` would vanish as an unknown tag and ``nightly-build:package:`` would turn into
+an emoji.
+
+The screen lays itself out for the terminal it is drawn on (:meth:`Screen.__rich_console__`): the
+table takes what its rows need, and the hook pane gets the lines that are left. At 80x24 every
+column header is whole and the "now" column keeps a readable width.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+
+import trio
+from rich import box
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.live import Live
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from .._contract import Frame, WorkflowEvent
+from ..reporting import ActivityView, aggregate
+from ._output import describe_event, describe_running
+from ._serving import dashboard_url
+
+__all__ = ["RichOutput", "Screen"]
+
+_CONNECTION_STYLES = {"live": "green", "reconnecting": "yellow", "resynced from a snapshot": "cyan"}
+_STATE_STYLES = {"working": "green", "blocked": "bold red", "idle": "dim", "unknown": "yellow"}
+# Below this many columns the table drops its vertical rules and abbreviates the counts.
+_WIDE = 110
+# The "now" column never shrinks below this: it is the column that says what is happening.
+_NOW_MIN_WIDTH = 16
+_PANE_MIN_LINES = 3
+
+
+class Screen:
+    """What the live view shows, laid out for the console it is rendered on."""
+
+    def __init__(self, events: Iterable[str]) -> None:
+        self.view: ActivityView | None = None
+        self._events = events
+        self.title = "workflow-hub demo"
+        self.url: str | None = None
+        """Where the hub is served (``--serve``): the dashboard's address is shown."""
+        self.connection: str | None = None
+        """For ``watch``: live, reconnecting, resynced from a snapshot."""
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        width = options.max_width
+        height = options.height or console.height
+        top = Group(self._header(), self._table(wide=width >= _WIDE))
+        used = len(console.render_lines(top, options.update(height=None), pad=False))
+        yield top
+        yield self._pane(max(_PANE_MIN_LINES, height - used))
+
+    def _header(self) -> Text:
+        view = self.view
+        if view is None:
+            header = Text("waiting for the first snapshot…", style="yellow")
+        else:
+            status = aggregate(view)
+            cursor = view.cursor
+            where = f"epoch {cursor.epoch} · revision {cursor.revision}" if cursor else ""
+            header = Text.assemble(
+                (f"{self.title}  ", "bold"),
+                (str(status.state), _STATE_STYLES.get(status.state, "")),
+                "  ",
+                status.message,  # a str in Text.assemble is plain text, not markup
+                ("  (needs attention)" if status.attention else "", "bold red"),
+                "  ",
+                (where, "dim"),
+            )
+        if self.url is not None:
+            header.append(f"\ndashboard at {dashboard_url(self.url)}", style="cyan")
+        if self.connection is not None:
+            header.append(
+                f"\nconnection: {self.connection}",
+                style=_CONNECTION_STYLES.get(self.connection, ""),
+            )
+        return header
+
+    def _table(self, *, wide: bool) -> Table:
+        view = self.view
+        table = Table(
+            expand=True,
+            box=box.HEAVY_HEAD if wide else box.SIMPLE_HEAD,
+            pad_edge=wide,
+            show_edge=wide,
+            padding=(0, 1),
+        )
+        headers = (
+            ("root", "state", "reason", "active", "blocks", "attention")
+            if wide
+            else ("root", "state", "reason", "act", "blk", "!")
+        )
+        for header in headers:
+            table.add_column(header, no_wrap=True, overflow="ellipsis")
+        table.add_column("now", ratio=1, min_width=_NOW_MIN_WIDTH, overflow="fold")
+        if view is None:
+            return table
+        for root in view.roots:
+            attention = "yes" if wide else "!"
+            table.add_row(
+                Text(root.root_run_id),
+                Text(root.state, style=_STATE_STYLES.get(root.state, "")),
+                Text(root.reason),
+                Text(str(root.active_execution_count)),
+                Text(str(root.actionable_block_count)),
+                Text(attention, style="bold red") if root.needs_attention else Text(""),
+                Text(describe_running(root)),
+            )
+        if not view.known:
+            table.caption = Text(f"source {view.availability}: activity unknown (not idle)")
+        return table
+
+    def _pane(self, lines: int) -> Panel:
+        shown = list(self._events)[-(lines - 2) :] if lines > 2 else []
+        body = Text("\n".join(shown) or "(no hook events yet)", no_wrap=True, overflow="ellipsis")
+        return Panel(body, title="hook events", height=lines)
+
+
+class RichOutput:
+    def __init__(self, *, pane_lines: int, events: deque[str]) -> None:
+        self._pane_lines = pane_lines
+        self._events = events
+        self._screen = Screen(events)
+        self.closed = trio.Event()  # a terminal does not go away; Ctrl-C ends the demo
+        self._live = Live(self._screen, refresh_per_second=10, transient=False)
+
+    # What the header shows besides the status; set by ``demo --serve`` and ``watch``.
+    @property
+    def title(self) -> str:
+        return self._screen.title
+
+    @title.setter
+    def title(self, value: str) -> None:
+        self._screen.title = value
+
+    @property
+    def url(self) -> str | None:
+        return self._screen.url
+
+    @url.setter
+    def url(self, value: str | None) -> None:
+        self._screen.url = value
+
+    @property
+    def connection(self) -> str | None:
+        return self._screen.connection
+
+    @connection.setter
+    def connection(self, value: str | None) -> None:
+        self._screen.connection = value
+
+    def __enter__(self) -> RichOutput:
+        self._live.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._live.update(self._screen, refresh=True)
+        self._live.__exit__(None, None, None)
+
+    def frame(self, frame: Frame, view: ActivityView) -> None:
+        self._screen.view = view
+        self._live.update(self._screen)
+
+    def refresh(self) -> None:
+        """Redraw now: the connection state changed without a frame."""
+        self._live.update(self._screen)
+
+    def hook(self, event: WorkflowEvent) -> None:
+        self._events.append(describe_event(event))
+        self._live.update(self._screen)
+
+    def renderable(self) -> RenderableType:
+        """The screen, for tests that render it on a console of their own."""
+        return self._screen

@@ -1,0 +1,55 @@
+"""Serving a hub from a command: the address a person types, and where its dashboard opens."""
+
+from __future__ import annotations
+
+import sys
+from functools import partial
+from typing import TYPE_CHECKING
+
+import trio
+
+if TYPE_CHECKING:
+    from .._core import HookRunner, WorkflowActivityHub
+    from ._output import Output
+
+__all__ = ["dashboard_url", "parse_address", "start_serving"]
+
+
+def parse_address(text: str) -> tuple[str, int]:
+    """``PORT``, ``HOST:PORT`` or ``[IPv6]:PORT``."""
+    host, colon, port = text.rpartition(":")
+    if not colon:
+        host, port = "127.0.0.1", text
+    host = host.strip("[]") or "127.0.0.1"
+    if not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError(f"expected [HOST:]PORT with a port 0-65535, got {text!r}")
+    return host, int(port)
+
+
+async def start_serving(
+    nursery: trio.Nursery,
+    hub: WorkflowActivityHub,
+    runner: HookRunner,
+    output: Output,
+    address: str,
+    token: str | None,
+) -> str:
+    """Serve ``hub`` (and its hook events) in ``nursery``; the URL is shown by ``output``."""
+    from ..server import serve_hub
+
+    host, port = parse_address(address)
+    url: str = await nursery.start(
+        partial(serve_hub, hub, host=host, port=port, token=token, runner=runner)
+    )
+    output.url = url
+    print(
+        f"workflow-hub: serving at {url} (dashboard: {dashboard_url(url)})",
+        file=sys.stderr,
+        flush=True,
+    )
+    return url
+
+
+def dashboard_url(url: str) -> str:
+    """Where a browser opens the live dashboard of a hub served at ``url``: its root page."""
+    return url.rstrip("/") + "/"

@@ -1,0 +1,28 @@
+"""Which output a terminal gets: the live view when ``rich`` is installed, plain lines otherwise."""
+
+from __future__ import annotations
+
+import sys
+from collections import deque
+
+from ._output import Output, PlainOutput
+
+__all__ = ["HOOK_PANE_LINES", "rich_output_or_plain"]
+
+HOOK_PANE_LINES = 12
+
+
+def rich_output_or_plain() -> Output:
+    """The live view (the ``demo`` extra's rich) or, without rich, one plain line per frame."""
+    try:
+        import rich  # noqa: F401
+    except ImportError:
+        print(
+            "workflow-hub demo: install the 'demo' extra (rich) for the live view; "
+            "showing plain lines",
+            file=sys.stderr,
+        )
+        return PlainOutput(sys.stdout)
+    from ._rich import RichOutput
+
+    return RichOutput(pane_lines=HOOK_PANE_LINES, events=deque(maxlen=HOOK_PANE_LINES))

@@ -1,0 +1,136 @@
+"""``workflow-hub watch URL``: a served hub (http://…) or a fleet (redis://…) from a terminal.
+
+It draws the demo's live view of a hub served by ``workflow_hub.server`` (or, on a pipe, one line
+per frame and per hook event), with the connection's state: connecting, live, reconnecting, or
+resynced from a snapshot. Needs the ``server`` extra, imported only when it runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING
+
+import trio
+
+from ._fleet import add_watch_arguments, is_redis_url, run_watch
+
+if TYPE_CHECKING:
+    from ..remote import RemoteStream
+    from ._output import Output
+
+__all__ = ["add_arguments", "connection_state", "run"]
+
+_REDRAW_EVERY = 0.25
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "url",
+        help="a served hub's base URL (http://127.0.0.1:8765) or a fleet's Redis (redis://HOST:PORT/DB)",
+    )
+    parser.add_argument("--token", default=None, help="the token the server wants")
+    parser.add_argument(
+        "--duration",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="stop after this long (default: until Ctrl-C)",
+    )
+
+    add_watch_arguments(parser)
+
+
+def connection_state(stream: RemoteStream) -> str:
+    """What a person watching needs to know about the connection, in three words at most."""
+    if not stream.connected:
+        return "reconnecting" if stream.cursor is not None else "connecting"
+    if stream.resynced:
+        return "resynced from a snapshot"
+    return "live"
+
+
+def run(args: argparse.Namespace) -> int:
+    if is_redis_url(args.url):
+        return run_watch(args)
+    return _watch_http(args)
+
+
+def _watch_http(args: argparse.Namespace) -> int:
+    from ..remote import RemoteError
+    from ._output import PlainOutput
+    from ._terminal import rich_output_or_plain
+
+    output: Output = rich_output_or_plain() if sys.stdout.isatty() else PlainOutput(sys.stdout)
+    try:
+        trio.run(_watch, args, output)
+    except KeyboardInterrupt:
+        return 0
+    except RemoteError as error:
+        print(f"workflow-hub watch: {args.url}: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+async def _watch(args: argparse.Namespace, output: Output) -> None:
+    from ..remote import open_remote
+    from ..reporting import ActivityView
+
+    if hasattr(output, "title"):
+        output.title = "workflow-hub watch"
+    view = ActivityView()
+    with output, trio.move_on_after(args.duration if args.duration else float("inf")):
+        async with (
+            open_remote(args.url, token=args.token) as stream,
+            trio.open_nursery() as nursery,
+        ):
+            nursery.start_soon(_show_connection, stream, output)
+            nursery.start_soon(_show_hook_events, args.url, args.token, output)
+            async for frame in stream:
+                view.apply(frame)
+                output.frame(frame, view)
+            nursery.cancel_scope.cancel()
+
+
+async def _show_connection(stream: RemoteStream, output: Output) -> None:
+    """Redraw when the connection's state changes, even when no frame arrives."""
+    shown: str | None = None
+    while True:
+        state = connection_state(stream)
+        if state != shown:
+            shown = state
+            refresh = getattr(output, "refresh", None)
+            if refresh is not None:
+                output.connection = state  # type: ignore[attr-defined]
+                refresh()
+            else:
+                print(f"connection {state}", flush=True)
+        await trio.sleep(_REDRAW_EVERY)
+
+
+async def _show_hook_events(url: str, token: str | None, output: Output) -> None:
+    """The hook pane: ``/v1/events`` when the server has a runner; nothing when it has none.
+
+    Hook events are notifications without resume, so a dropped connection just reconnects.
+    """
+    import httpx
+    from httpx_sse import EventSource, SSEError
+
+    from .._contract import WorkflowEvent
+    from ..wire import loads
+
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    timeout = httpx.Timeout(10.0, read=45.0)
+    async with httpx.AsyncClient(headers=headers, timeout=timeout) as client:
+        while True:
+            try:
+                async with client.stream("GET", f"{url.rstrip('/')}/v1/events") as response:
+                    if response.status_code != 200:
+                        return  # no runner (404) or not allowed: no pane, the view goes on
+                    async for event in EventSource(response).aiter_sse():
+                        if event.event == "dropped":
+                            continue
+                        output.hook(loads(WorkflowEvent, event.data))
+            except (httpx.TransportError, SSEError):
+                pass
+            await trio.sleep(1.0)

@@ -1,0 +1,395 @@
+"""The JSON wire format: one cattrs converter owns every key, discriminator and decoding rule.
+
+Encoding uses hooks that cattrs generates per class (camelCase renames, absent optionals omitted),
+with the class-level discriminator (``kind`` or ``type``) put in front. Decoding uses hooks written
+here rather than cattrs' generated ones, for two reasons a reader could not guess from the code:
+
+* cattrs' primitive hooks *coerce* (``int("5")``, ``bool("false")``, ``str(5)``), which would let a
+  host send ``"1"`` for a count and get ``1`` back. Our hooks only reshape JSON into keyword
+  arguments; every leaf value goes to the attrs constructor untouched, so decoding validates with
+  exactly the rules construction does (SPEC C1) and an int timestamp stays an int.
+* Errors must name the JSON path in *wire* names (``roots[2].activeExecutionCount``). Each hook
+  prefixes the path of an error raised below it, and an error raised by a constructor (which names
+  the Python field) is translated to the wire name on the way out.
+
+Both kinds of hook are registered on :data:`_converter` through hook factories, so the converter
+stays the one place that knows the format.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import types
+from collections.abc import Callable, Mapping
+from enum import StrEnum
+from functools import reduce
+from operator import or_
+from typing import Any, TypeVar, Union, cast, get_args, get_origin, overload
+
+import attrs
+import cattrs
+from cattrs.gen import make_dict_unstructure_fn, override
+
+from ._errors import ContractError
+from ._values import VALUE_CLASSES
+
+__all__ = ["dumps", "from_wire", "loads", "to_wire"]
+
+_T = TypeVar("_T")
+
+# A decoder turns one wire value into what the constructor takes; its errors carry a path relative
+# to that value.
+_Decoder = Callable[[Any], Any]
+
+# Every contract class is wired: the table is the contract's own list.
+_CLASSES: tuple[type[Any], ...] = VALUE_CLASSES
+_CLASS_SET: frozenset[type[Any]] = frozenset(_CLASSES)
+
+
+# --- names and paths ---------------------------------------------------------------------------
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.capitalize() for part in rest)
+
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _wire_path(python_path: str) -> str:
+    """``parent_ids[1]`` -> ``parentIds[1]``: every wire name is the camelCase of its field name."""
+    return _IDENTIFIER.sub(lambda match: _camel(match.group()), python_path)
+
+
+def _join(prefix: str, path: str) -> str:
+    if not path:
+        return prefix
+    if not prefix or path.startswith("["):
+        return prefix + path
+    return f"{prefix}.{path}"
+
+
+def _below(prefix: str, error: ContractError) -> ContractError:
+    return ContractError(_join(prefix, error.path), error.problem)
+
+
+def _json_type(value: object) -> str:
+    """Name a decoded JSON value the way a host author would: ``object``, ``array``, ``null``."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, Mapping):
+        return "object"
+    if isinstance(value, list | tuple):
+        return "array"
+    return type(value).__name__
+
+
+# --- discriminators ----------------------------------------------------------------------------
+
+
+def _discriminator(cls: type[Any]) -> tuple[str, str] | None:
+    """The ``(key, value)`` a class carries on the wire, e.g. ``("kind", "snapshot")``.
+
+    It is a class-level string constant, never an attrs field: ``NodePrompt.kind`` and
+    ``Diagnostic.kind`` are data (a prompt kind, a diagnostic kind), not discriminators.
+    """
+    fields = attrs.fields_dict(cls)
+    for key in ("kind", "type"):
+        value = cls.__dict__.get(key)
+        if key not in fields and isinstance(value, str):
+            return key, value
+    return None
+
+
+def _union_members(tp: object) -> tuple[object, ...] | None:
+    if get_origin(tp) in (Union, types.UnionType):
+        return get_args(tp)
+    return None
+
+
+# A union's decoding table: (discriminator key, tag) -> member class.
+_TagTable = dict[tuple[str, str], type[Any]]
+
+
+def _discriminated_union(tp: object) -> _TagTable | None:
+    """The tag table of a union of contract classes, or None if ``tp`` is not one.
+
+    Every member needs a discriminator, and no two members the same ``(key, tag)`` pair. The keys
+    may differ: ``Frame | WorkflowEvent`` (``kind`` and ``type``) is a union too, so a stream
+    that mixes frames and hook events decodes line by line.
+    """
+    members = _union_members(tp)
+    if members is None or not all(member in _CLASS_SET for member in members):
+        return None
+    table: _TagTable = {}
+    for member in cast(tuple[type[Any], ...], members):
+        discriminator = _discriminator(member)
+        if discriminator is None or discriminator in table:
+            return None
+        table[discriminator] = member
+    return table
+
+
+def _check_object(data: object) -> Mapping[str, Any]:
+    if not isinstance(data, Mapping):
+        raise ContractError("", f"expected an object, got {_json_type(data)}")
+    return data
+
+
+def _expected(table: _TagTable, key: str | None = None) -> str:
+    """``'snapshot', 'changed'`` for one key; ``kind 'snapshot', … or type 'workflow_heartbeat'``
+    when the union's members use more than one."""
+    keys = {k for k, _ in table}
+    if key is not None or len(keys) == 1:
+        return ", ".join(repr(tag) for k, tag in table if key is None or k == key)
+    return ", ".join(f"{k} {tag!r}" for k, tag in table)
+
+
+# --- decoding ----------------------------------------------------------------------------------
+
+
+def _array_decoder(item: _Decoder | None) -> _Decoder:
+    def decode(raw: object) -> object:
+        if not isinstance(raw, list | tuple):
+            raise ContractError("", f"expected an array, got {_json_type(raw)}")
+        if item is None:
+            # Leaves are checked, with their index, by the constructor.
+            return raw
+        values = []
+        for index, element in enumerate(raw):
+            try:
+                values.append(item(element))
+            except ContractError as error:
+                raise _below(f"[{index}]", error) from None
+        return values
+
+    return decode
+
+
+def _decoder_for(tp: object) -> _Decoder | None:
+    """How to decode a field of type ``tp``; None for a leaf the constructor validates as is."""
+    members = _union_members(tp)
+    present = tuple(m for m in members if m is not type(None)) if members is not None else (tp,)
+    if all(member in _CLASS_SET for member in present):
+        target = present[0] if len(present) == 1 else reduce(or_, present)
+        return lambda raw: _converter.structure(raw, cast(Any, target))
+    if len(present) == 1 and get_origin(present[0]) is tuple:
+        return _array_decoder(_decoder_for(get_args(present[0])[0]))
+    return None
+
+
+@attrs.frozen
+class _FieldPlan:
+    name: str
+    key: str
+    required: bool
+    decode: _Decoder | None
+
+
+def _make_class_hook(cls: type[Any]) -> Callable[[Any, Any], Any]:
+    discriminator = _discriminator(cls)
+    plans = [
+        _FieldPlan(
+            name=field.name,
+            key=_camel(field.name),
+            required=field.default is attrs.NOTHING,
+            decode=_decoder_for(field.type),
+        )
+        for field in attrs.fields(cls)
+    ]
+
+    def structure(data: object, _: object) -> Any:
+        document = _check_object(data)
+        if discriminator is not None:
+            key, expected = discriminator
+            if key not in document:
+                raise ContractError(key, f"missing discriminator; expected {expected!r}")
+            if document[key] != expected:
+                raise ContractError(key, f"expected {expected!r}, got {document[key]!r}")
+        arguments: dict[str, Any] = {}
+        for plan in plans:
+            if plan.key not in document:
+                if plan.required:
+                    raise ContractError(plan.key, "missing required key")
+                continue
+            raw = document[plan.key]
+            if raw is None:
+                raise ContractError(
+                    plan.key,
+                    "required, got null"
+                    if plan.required
+                    else "null is not a value; an absent optional field is omitted",
+                )
+            if plan.decode is not None:
+                try:
+                    raw = plan.decode(raw)
+                except ContractError as error:
+                    raise _below(plan.key, error) from None
+            arguments[plan.name] = raw
+        try:
+            return cls(**arguments)
+        except ContractError as error:
+            raise ContractError(_wire_path(error.path), error.problem) from None
+
+    return structure
+
+
+def _make_union_hook(tp: object) -> Callable[[Any, Any], Any]:
+    table = _discriminated_union(tp)
+    assert table is not None  # the factory predicate checked it
+    keys = list(dict.fromkeys(key for key, _ in table))
+
+    def structure(data: object, _: object) -> Any:
+        document = _check_object(data)
+        present = [key for key in keys if key in document]
+        if not present:
+            names = " or ".join(keys)
+            raise ContractError(
+                keys[0] if len(keys) == 1 else "",
+                f"missing discriminator {names}; expected one of {_expected(table)}",
+            )
+        members = {
+            key: table.get((key, tag)) if isinstance(tag := document[key], str) else None
+            for key in present
+        }
+        found = [(key, member) for key, member in members.items() if member is not None]
+        if len(found) > 1:
+            claims = " and ".join(f"{key} {document[key]!r}" for key, _ in found)
+            raise ContractError("", f"ambiguous discriminators: {claims}")
+        if not found:
+            # Name the key the document most likely meant: the first one it carries.
+            key = present[0]
+            raise ContractError(
+                key,
+                f"unknown {key} {document[key]!r}; expected one of {_expected(table, key)}",
+            )
+        return _converter.structure(document, found[0][1])
+
+    return structure
+
+
+# --- encoding ----------------------------------------------------------------------------------
+
+
+def _make_unstructure_hook(cls: type[Any]) -> Callable[[Any], dict[str, Any]]:
+    overrides: dict[str, Any] = {
+        field.name: override(
+            rename=_camel(field.name),
+            # Only optional fields have a default (None), so this omits exactly the absent ones.
+            omit_if_default=field.default is not attrs.NOTHING,
+        )
+        for field in attrs.fields(cls)
+    }
+    fields_of = make_dict_unstructure_fn(cls, _converter, **overrides)
+    discriminator = _discriminator(cls)
+    if discriminator is None:
+        return fields_of
+    key, tag = discriminator
+
+    def unstructure(value: Any) -> dict[str, Any]:
+        # The discriminator leads, so a JSON line says what it is before anything else.
+        return {key: tag, **fields_of(value)}
+
+    return unstructure
+
+
+def _enum_value(member: StrEnum) -> str:
+    return member.value
+
+
+def _is_contract_class(tp: object) -> bool:
+    return tp in _CLASS_SET
+
+
+# Sequences are tuples in Python and arrays (lists) on the wire.
+_converter = cattrs.Converter(unstruct_collection_overrides={tuple: list})
+# StrEnum members are strs, so cattrs would pass them through as members; the wire wants plain str.
+# Registered on StrEnum itself: it precedes ``str`` in every member's MRO, so it wins the dispatch.
+_converter.register_unstructure_hook(StrEnum, _enum_value)
+_converter.register_unstructure_hook_factory(_is_contract_class, _make_unstructure_hook)
+_converter.register_structure_hook_factory(_is_contract_class, _make_class_hook)
+_converter.register_structure_hook_factory(
+    lambda tp: _discriminated_union(tp) is not None, _make_union_hook
+)
+
+
+# --- public functions --------------------------------------------------------------------------
+
+
+def to_wire(value: object) -> dict[str, Any]:
+    """The JSON object for a contract value: camelCase keys, discriminator, absent optionals omitted.
+
+    The result holds only dicts, lists, strs, ints, floats and bools, ready for any JSON encoder.
+    Anything that is not a contract value is a :class:`TypeError`, as with :func:`json.dumps`.
+    """
+    # Exact classes only: a subclass would have no hook of its own and could add fields the
+    # format does not know.
+    if type(value) not in _CLASS_SET:
+        raise TypeError(f"{type(value).__name__} is not a workflow_hub contract value")
+    return cast(dict[str, Any], _converter.unstructure(value))
+
+
+def _check_decodable(type_: object) -> None:
+    if not (type_ in _CLASS_SET or _discriminated_union(type_) is not None):
+        raise TypeError(f"{type_!r} is not a contract class or a union of them")
+
+
+@overload
+def from_wire(type_: type[_T], data: object) -> _T: ...
+@overload
+def from_wire(type_: types.UnionType, data: object) -> Any: ...
+def from_wire(type_: object, data: object) -> Any:
+    """Decode a JSON object (as :func:`json.loads` returns it) into a contract value.
+
+    ``type_`` is a contract class or a union of them (``Frame``, ``WorkflowEvent``,
+    ``LifecycleTarget``, ``GraphNode``, or ``Frame | WorkflowEvent`` for a stream that mixes
+    both), resolved by the discriminator. Bad data raises
+    :class:`~workflow_hub.ContractError` whose ``path`` is the JSON path in wire names, e.g.
+    ``roots[2].activeExecutionCount``. Keys the format does not know are ignored (a newer host
+    may add some); a missing or unknown discriminator, a missing required key, ``null`` and any
+    value the constructor would refuse are errors. See ``docs/wire-format.md``.
+    """
+    _check_decodable(type_)
+    return _converter.structure(data, cast(Any, type_))
+
+
+def dumps(value: object) -> str:
+    """:func:`to_wire` as compact JSON text. Non-ASCII stays as is; encode the text as UTF-8."""
+    return json.dumps(to_wire(value), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def _reject_constant(name: str) -> object:
+    raise ContractError("", f"malformed JSON: {name} is not a JSON number")
+
+
+@overload
+def loads(type_: type[_T], text: str | bytes | bytearray) -> _T: ...
+@overload
+def loads(type_: types.UnionType, text: str | bytes | bytearray) -> Any: ...
+def loads(type_: object, text: str | bytes | bytearray) -> Any:
+    """Parse JSON text and decode it with :func:`from_wire`.
+
+    Text that is not JSON (RFC 8259: ``NaN`` and ``Infinity`` are not JSON) is a
+    :class:`~workflow_hub.ContractError` with an empty path.
+    """
+    _check_decodable(type_)
+    if not isinstance(text, str | bytes | bytearray):
+        raise ContractError(
+            "", f"expected JSON text (str, bytes or bytearray), got {type(text).__name__}"
+        )
+    try:
+        data = json.loads(text, parse_constant=_reject_constant)
+    except ContractError:
+        raise
+    except (ValueError, RecursionError) as error:
+        # ValueError covers JSONDecodeError, undecodable bytes and over-long integer literals.
+        raise ContractError("", f"malformed JSON: {error}") from None
+    return _converter.structure(data, cast(Any, type_))

@@ -1,0 +1,287 @@
+"""Per-observer bounded queues, and the two ways to consume one: a callback task or a stream.
+
+A queue belongs to one observer. The publisher side (`push`) is synchronous and O(1): it never
+waits for the consumer. When ``limit`` frames are already pending, the arriving frame clears them
+and one fresh snapshot of the hub's current state takes their place (SPEC O4), so an observer that
+falls behind loses continuity visibly instead of losing updates silently.
+
+The consumer side parks its task when the queue is empty and is rescheduled directly by `push`:
+no channel, no event object per wait, and a consumer that wakes up drains everything pending
+without a scheduler round trip per frame.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from typing import TYPE_CHECKING, Any, final
+
+import trio
+
+from .._contract import DiagnosticKind, Frame
+from .._public import NoPublicConstructor
+from ._instruments import LAG_SAMPLE_EVERY
+
+if TYPE_CHECKING:
+    from ._hub import WorkflowActivityHub
+    from ._instruments import HubInstruments
+
+__all__ = ["FrameCallback", "FrameStream", "ObserverLease"]
+
+logger = logging.getLogger("workflow_hub")
+
+FrameCallback = Callable[[Frame], Awaitable[object] | object]
+"""What ``hub.observe`` takes: a sync or async callable receiving one frame."""
+
+YIELD_EVERY = 64
+"""A consumer draining a backlog yields to the scheduler once every this many frames."""
+
+
+@final
+class ObserverQueue:
+    """The frames pending for one observer, and the task (if any) waiting for them."""
+
+    __slots__ = (
+        "_frames",
+        "_hub",
+        "_limit",
+        "_metrics",
+        "_until_sample",
+        "_waiter",
+        "disposed",
+        "resumed",
+    )
+
+    def __init__(
+        self,
+        hub: WorkflowActivityHub,
+        first: Iterable[Frame],
+        limit: int,
+        metrics: HubInstruments | None = None,
+    ) -> None:
+        self._hub = hub
+        self._limit = limit
+        # The attach snapshot, or the frames replayed for a resume (R2), possibly none.
+        self._frames: deque[Frame] = deque(first)
+        self._metrics = metrics
+        self._waiter: trio.lowlevel.Task | None = None
+        # Deliveries until the next delivery-lag sample (metrics only); the first is sampled.
+        self._until_sample = 1
+        self.disposed = False
+        self.resumed = False
+
+    @property
+    def pending(self) -> int:
+        return len(self._frames)
+
+    def push(self, frame: Frame) -> None:
+        frames = self._frames
+        if len(frames) >= self._limit:
+            if self._metrics is not None:
+                self._metrics.frames_dropped(len(frames))
+            frames.clear()
+            # The hub has already applied the arriving frame, so its snapshot includes it.
+            frames.append(self._hub.snapshot_frame())
+            self._hub._record(DiagnosticKind.OBSERVER_OVERFLOW)
+        else:
+            frames.append(frame)
+        if self._waiter is not None:
+            self._wake()
+
+    def dispose(self) -> bool:
+        """Drop what is pending and stop; True the first time only."""
+        if self.disposed:
+            return False
+        self.disposed = True
+        if self._metrics is not None:
+            self._metrics.frames_dropped(len(self._frames))
+        self._frames.clear()
+        self._wake()
+        return True
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None:
+            self._waiter = None
+            trio.lowlevel.reschedule(waiter)
+
+    def start_delivery(self) -> Frame:
+        """Take the oldest pending frame (there must be one): its delivery starts now.
+
+        With metrics, one delivery in ``LAG_SAMPLE_EVERY`` also reports the frame's lag.
+        """
+        frame = self._frames.popleft()
+        metrics = self._metrics
+        if metrics is not None:
+            self._until_sample -= 1
+            if not self._until_sample:
+                self._until_sample = LAG_SAMPLE_EVERY
+                metrics.sample_lag(frame)
+        return frame
+
+    def take_all(self) -> list[Frame]:
+        """Take every pending frame at once, oldest first: their deliveries start now.
+
+        For consumers that handle a backlog as one unit (a transport writing it in one go).
+        With metrics, the same frames have their lag sampled as if they were taken one by one.
+        """
+        frames = list(self._frames)
+        self._frames.clear()
+        metrics = self._metrics
+        if metrics is not None:
+            count = len(frames)
+            index = self._until_sample - 1
+            while index < count:
+                metrics.sample_lag(frames[index])
+                index += LAG_SAMPLE_EVERY
+            self._until_sample = index - count + 1
+        return frames
+
+    async def wait(self) -> bool:
+        """Wait until a frame is pending (True) or the queue is disposed (False).
+
+        Parks the task only when nothing is pending: a consumer that pops until the queue is
+        empty and only then waits drains a backlog without a scheduler round trip per frame.
+        One task at a time may wait; a second one is a bug in the caller.
+        """
+        while not self._frames:
+            if self.disposed:
+                return False
+            if self._waiter is not None:
+                raise trio.BusyResourceError("another task is already receiving these frames")
+            task = self._waiter = trio.lowlevel.current_task()
+
+            def abort(_: object, task: trio.lowlevel.Task = task) -> trio.lowlevel.Abort:
+                if self._waiter is task:
+                    self._waiter = None
+                return trio.lowlevel.Abort.SUCCEEDED
+
+            await trio.lowlevel.wait_task_rescheduled(abort)
+        return True
+
+
+@final
+class ObserverLease(metaclass=NoPublicConstructor):
+    """Returned by ``hub.observe()``: dispose it to stop observing.
+
+    Disposal is idempotent and records ``ObserverDisposed`` once. Pending frames are dropped; a
+    callback already running is not cancelled, but no queued callback runs after disposal (O6).
+    """
+
+    __slots__ = ("_hub", "_queue")
+
+    def __init__(self, hub: WorkflowActivityHub, queue: ObserverQueue) -> None:
+        self._hub = hub
+        self._queue = queue
+
+    @property
+    def disposed(self) -> bool:
+        return self._queue.disposed
+
+    @property
+    def resumed(self) -> bool:
+        """True when this observer resumed from ``since`` without a snapshot (R2): it received
+        the frames it missed from the history, or had missed nothing. False when it started
+        with a snapshot (no ``since``, another epoch, a revision the history no longer covers,
+        a revision in the future, or more missed frames than ``queue_limit``)."""
+        return self._queue.resumed
+
+    @property
+    def pending(self) -> int:
+        """Frames waiting for this observer (the one being processed does not count)."""
+        return self._queue.pending
+
+    def dispose(self) -> None:
+        self._hub._dispose_observer(self._queue)
+
+
+async def deliver_to_callback(
+    hub: WorkflowActivityHub, queue: ObserverQueue, callback: FrameCallback
+) -> None:
+    """The task behind one callback observer: one callback at a time, in queue order (O2, O5)."""
+    frames = queue._frames
+    streak = 0
+    while True:
+        if not frames:
+            streak = 0
+            if not await queue.wait():
+                return
+        elif streak >= YIELD_EVERY:
+            # A backlog that never empties (a callback that publishes into this hub keeps it
+            # full) must not starve everyone else: let the scheduler run, then go on.
+            streak = 0
+            await trio.lowlevel.checkpoint()
+            continue
+        streak += 1
+        try:
+            result: Any = callback(queue.start_delivery())
+            if inspect.isawaitable(result):
+                await result
+        except Exception:
+            logger.warning("workflow activity observer failed", exc_info=True)
+            hub._record(DiagnosticKind.OBSERVER_DELIVERY_FAILED)
+
+
+@final
+class FrameStream(metaclass=NoPublicConstructor):
+    """Frames for one subscriber, pulled with ``async for`` (O9).
+
+    The same guarantees as a callback observer: a snapshot first, then FIFO, bounded, with an
+    overflow resnapshot. The frame being processed is the one last yielded; it does not count
+    against the bound. Iteration ends when the subscription or the hub is disposed.
+    """
+
+    __slots__ = ("_lease", "_queue", "_streak")
+
+    def __init__(self, lease: ObserverLease, queue: ObserverQueue) -> None:
+        self._lease = lease
+        self._queue = queue
+        self._streak = 0
+
+    @property
+    def lease(self) -> ObserverLease:
+        return self._lease
+
+    def __aiter__(self) -> AsyncIterator[Frame]:
+        return self
+
+    async def __anext__(self) -> Frame:
+        # Like a callback observer: a checkpoint when it has to wait, and one every YIELD_EVERY
+        # frames of a backlog, not one per frame (that would cost more than the rest of the loop).
+        queue = self._queue
+        if queue._frames:
+            self._streak += 1
+            if self._streak < YIELD_EVERY:
+                return queue.start_delivery()
+            self._streak = 0
+            await trio.lowlevel.checkpoint()
+        else:
+            self._streak = 0
+        if not queue._frames and not await queue.wait():
+            raise StopAsyncIteration
+        return queue.start_delivery()
+
+    async def receive(self) -> Frame:
+        """The next frame; raises ``trio.EndOfChannel`` once the subscription is disposed."""
+        try:
+            return await self.__anext__()
+        except StopAsyncIteration:
+            raise trio.EndOfChannel from None
+
+    async def receive_all(self) -> list[Frame]:
+        """Every pending frame, oldest first, waiting for one when none is pending.
+
+        For a consumer that handles a backlog as one unit, such as a transport that writes
+        everything a slow client missed in one write. The guarantees are those of
+        :meth:`receive`, frame for frame. Raises ``trio.EndOfChannel`` once the subscription
+        is disposed.
+        """
+        queue = self._queue
+        self._streak = 0
+        if queue._frames:
+            await trio.lowlevel.checkpoint()  # one per batch, so a busy consumer still yields
+        if not queue._frames and not await queue.wait():
+            raise trio.EndOfChannel
+        return queue.take_all()

@@ -1,0 +1,47 @@
+"""Mirror hubs into Redis Streams and follow them, or a whole fleet, from anywhere.
+
+Needs the ``redis`` extra (``pip install 'workflow-hub[redis]'``, the coredis client):
+
+- :func:`mirror_hub` — in the scheduler: append every frame of a hub to ``{prefix}:{source}:frames``,
+  checkpoint it, register the source, fenced so that the newest instance of a source wins.
+- :func:`follow_source` — anywhere: the frames of one source with a local subscription's
+  guarantees (snapshot first, FIFO, a fresh snapshot whenever continuity is lost).
+- :func:`follow_fleet` and :class:`FleetView` — every source under a prefix, discovered, with
+  sources that stop refreshing marked unavailable.
+
+See ``docs/fleet.md`` for the keys and entry format, fencing and failure behaviour.
+"""
+
+from .._public import fixup_module_metadata
+from ._fleet import DEFAULT_STALE_AFTER as DEFAULT_STALE_AFTER
+from ._fleet import FleetStream as FleetStream
+from ._fleet import FleetView as FleetView
+from ._fleet import follow_fleet as follow_fleet
+from ._follow import FollowerStatistics as FollowerStatistics
+from ._follow import RedisSource as RedisSource
+from ._follow import SourceStream as SourceStream
+from ._follow import follow_source as follow_source
+from ._keys import DEFAULT_PREFIX as DEFAULT_PREFIX
+from ._metrics import MirrorMetrics as MirrorMetrics
+from ._mirror import Mirror as Mirror
+from ._mirror import mirror_hub as mirror_hub
+from ._statistics import MirrorStatistics as MirrorStatistics
+
+__all__ = [
+    "DEFAULT_PREFIX",
+    "DEFAULT_STALE_AFTER",
+    "FleetStream",
+    "FleetView",
+    "FollowerStatistics",
+    "Mirror",
+    "MirrorMetrics",
+    "MirrorStatistics",
+    "RedisSource",
+    "SourceStream",
+    "follow_fleet",
+    "follow_source",
+    "mirror_hub",
+]
+
+fixup_module_metadata(__name__, globals())
+del fixup_module_metadata

@@ -1,0 +1,40 @@
+"""What a mirror reports about itself: read by its users, its metrics and the tests.
+
+Its own module so that the metrics (which read it) and the mirror (which fills it) do not import
+each other.
+"""
+
+from __future__ import annotations
+
+from typing import final
+
+import attrs
+
+__all__ = ["MirrorStatistics"]
+
+
+@final
+@attrs.frozen(kw_only=True)
+class MirrorStatistics:
+    """What a mirror has done so far, for dashboards, metrics and tests."""
+
+    source: str
+    """The source this mirror appends to."""
+    epoch: str
+    """This mirror's fencing token (a fresh random id per mirror)."""
+    claimed: bool
+    """True while this mirror owns the source."""
+    fenced: bool
+    """True once a newer instance claimed the source: the mirror has stopped for good."""
+    frames: int
+    """Frames appended to the stream."""
+    batches: int
+    """Append round trips that succeeded (refreshes included)."""
+    checkpoints: int
+    """Checkpoints written."""
+    reclaims: int
+    """Times the owner key was found lost (a Redis restart) and claimed again."""
+    connection_errors: int
+    """Round trips that failed on the connection and were retried."""
+    last_seq: int
+    """The sequence number of the last entry appended."""

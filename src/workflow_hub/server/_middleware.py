@@ -1,0 +1,99 @@
+"""The middleware every application of the server wraps its routes in: the token guard and the
+``Cache-Control: no-store`` layer. One class a concern, shared by the hub's and the fleet's apps."""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Callable
+from typing import Final, final
+
+from starlette.datastructures import Headers, QueryParams
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from ._requests import error_response
+
+__all__ = ["SSE_HEADERS", "Guard", "NoStore", "is_open_path"]
+
+# Paths a client may read without the token: liveness, and the page (it holds no hub data and
+# asks the user for the token itself).
+_OPEN_PATHS: Final = frozenset({"/healthz", "/", "/favicon.ico"})
+_OPEN_PREFIXES: Final = ("/static/",)
+
+_NO_STORE: Final = (b"cache-control", b"no-store")
+SSE_HEADERS: Final = [
+    (b"content-type", b"text/event-stream; charset=utf-8"),
+    # nginx and some other proxies buffer responses unless told not to.
+    (b"x-accel-buffering", b"no"),
+]
+"""The response headers of every event stream."""
+
+
+def is_open_path(path: str) -> bool:
+    """Whether ``path`` is readable without the token (liveness, the page and its files)."""
+    return path in _OPEN_PATHS or path.startswith(_OPEN_PREFIXES)
+
+
+@final
+class NoStore:
+    """The outermost layer: ``Cache-Control: no-store`` on every response, errors included."""
+
+    __slots__ = ("_app",)
+
+    def __init__(self, app: ASGIApp) -> None:
+        self._app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self._app(scope, receive, send)
+            return
+
+        async def send_no_store(message: Message) -> None:
+            if message["type"] in ("http.response.start", "websocket.http.response.start"):
+                message["headers"] = [*message.get("headers", ()), _NO_STORE]
+            await send(message)
+
+        await self._app(scope, receive, send_no_store)
+
+
+@final
+class Guard:
+    """The token check, inside CORS (so that a browser can read a 401) and outside the routes."""
+
+    __slots__ = ("_app", "_is_open", "_token")
+
+    def __init__(
+        self, app: ASGIApp, token: str | None, is_open: Callable[[str], bool] | None = None
+    ) -> None:
+        self._app = app
+        self._token = None if token is None else token.encode()
+        self._is_open = is_open or is_open_path
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self._token is None or scope["type"] not in ("http", "websocket"):
+            await self._app(scope, receive, send)
+            return
+        if not self._allowed(scope):
+            response = error_response(
+                401, "a valid token is required", "token", **{"WWW-Authenticate": "Bearer"}
+            )
+            if scope["type"] == "websocket":
+                await receive()  # websocket.connect: the handshake comes before any answer
+                if "websocket.http.response" not in scope.get("extensions", {}):
+                    await send({"type": "websocket.close", "code": 1008})
+                    return
+            await response(scope, receive, send)
+            return
+        await self._app(scope, receive, send)
+
+    def _allowed(self, scope: Scope) -> bool:
+        if self._is_open(scope["path"]):
+            return True
+        given = Headers(scope=scope).get("authorization", "")
+        scheme, _, credentials = given.partition(" ")
+        if scheme.lower() == "bearer" and credentials:
+            offered = credentials.strip()
+        else:
+            offered = QueryParams(scope.get("query_string", b"")).get("token", "")
+        assert self._token is not None
+        # Constant time: how long the comparison takes says nothing about the token.
+        return hmac.compare_digest(offered.encode(), self._token)

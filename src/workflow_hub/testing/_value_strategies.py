@@ -1,0 +1,441 @@
+"""Hypothesis strategies for every contract value and union (SPEC §2); public in ``strategies``.
+
+Every strategy draws values that construct without error, with optional fields both present and
+absent, and with the identifiers real hosts send: empty, padded with whitespace, unicode. They are
+deliberately small (graphs of at most four nodes, at most five roots) so that property tests stay
+fast; pass a strategy to the keyword parameters to steer a field, e.g.
+``root_activities(root_run_ids=st.sampled_from(["a", "b"]))`` to make collisions likely.
+
+Users build their own properties on these, and so does the conformance kit, so each one covers
+the whole domain of its type, not only the values this library happens to produce.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from hypothesis import strategies as st
+
+from .._contract import (
+    ActivityChangedEvent,
+    Attribution,
+    Availability,
+    ChangedFrame,
+    ControlAction,
+    Cursor,
+    Delivery,
+    Diagnostic,
+    DiagnosticKind,
+    Frame,
+    GraphNode,
+    HeartbeatEvent,
+    LifecycleEvent,
+    LifecycleInput,
+    LifecycleTarget,
+    NodePrompt,
+    PromptKind,
+    PromptStatus,
+    PromptTarget,
+    Reason,
+    RemovedFrame,
+    RootActivity,
+    RootGraph,
+    RunPrompt,
+    RunStatus,
+    RunTarget,
+    SnapshotFrame,
+    StageCompletedEvent,
+    StageNode,
+    StageStatus,
+    StageTarget,
+    State,
+    Timestamp,
+    ToolNode,
+    ToolNodeStatus,
+    ToolTarget,
+    WorkflowEvent,
+)
+
+__all__ = [
+    "activity_changed_events",
+    "changed_frames",
+    "cursors",
+    "diagnostics",
+    "frames",
+    "graph_nodes",
+    "heartbeat_events",
+    "ids",
+    "lifecycle_events",
+    "lifecycle_inputs",
+    "lifecycle_targets",
+    "node_prompts",
+    "prompt_targets",
+    "removed_frames",
+    "root_activities",
+    "root_graphs",
+    "run_prompts",
+    "run_targets",
+    "snapshot_frames",
+    "stage_completed_events",
+    "stage_nodes",
+    "stage_targets",
+    "timestamps",
+    "tool_nodes",
+    "tool_targets",
+    "workflow_events",
+]
+
+_T = TypeVar("_T")
+
+# Ids hosts really send, and the ones that break code that trims, normalises or assumes ASCII.
+_NASTY_IDS = (
+    "",
+    " ",
+    " root ",
+    "root-1",
+    "child-run:tool-1",
+    "\t\n",
+    "ルート",
+    "naïve",
+    "e\u0301",  # a combining accent: not the same string as "é", and must not become it
+    "\u200b",
+    "🚀 run",
+    "nul\x00byte",
+)
+
+# Ints beyond 2**53 are legal in Python but lose precision in JavaScript hosts; stay portable.
+_MAX_SAFE_INT = 2**53 - 1
+
+
+def _optional(strategy: st.SearchStrategy[_T]) -> st.SearchStrategy[_T | None]:
+    return st.none() | strategy
+
+
+def _tuples(strategy: st.SearchStrategy[_T], max_size: int) -> st.SearchStrategy[tuple[_T, ...]]:
+    return st.lists(strategy, max_size=max_size).map(tuple)
+
+
+def _counts() -> st.SearchStrategy[int]:
+    return st.integers(min_value=0, max_value=_MAX_SAFE_INT)
+
+
+def _positive_numbers() -> st.SearchStrategy[int | float]:
+    return st.integers(min_value=1, max_value=_MAX_SAFE_INT) | st.floats(
+        min_value=0, exclude_min=True, allow_nan=False, allow_infinity=False
+    )
+
+
+def _texts() -> st.SearchStrategy[str]:
+    return st.text(st.characters(codec="utf-8"), max_size=24)
+
+
+def ids() -> st.SearchStrategy[str]:
+    """Identifiers and names: ordinary text plus empty, whitespace-padded and unicode ones.
+
+    They must all survive the contract byte-identical, so every strategy uses them for ids and names.
+    Only UTF-8-encodable text is drawn (no lone surrogates): wire text is exchanged as UTF-8.
+    """
+    return st.sampled_from(_NASTY_IDS) | st.text(st.characters(codec="utf-8"), max_size=12)
+
+
+def timestamps() -> st.SearchStrategy[Timestamp]:
+    """Epoch milliseconds as ints or finite floats; the contract keeps each as given."""
+    return st.integers(min_value=-_MAX_SAFE_INT, max_value=_MAX_SAFE_INT) | st.floats(
+        allow_nan=False, allow_infinity=False
+    )
+
+
+def cursors(*, epochs: st.SearchStrategy[str] | None = None) -> st.SearchStrategy[Cursor]:
+    return st.builds(Cursor, epoch=epochs if epochs is not None else ids(), revision=_counts())
+
+
+# --- roots and graphs --------------------------------------------------------------------------
+
+
+def node_prompts() -> st.SearchStrategy[NodePrompt]:
+    return st.builds(
+        NodePrompt,
+        id=ids(),
+        kind=st.sampled_from(PromptKind),
+        message=_texts(),
+        choices=_optional(_tuples(_texts(), 3)),
+        created_at=timestamps(),
+    )
+
+
+def run_prompts(*, run_ids: st.SearchStrategy[str] | None = None) -> st.SearchStrategy[RunPrompt]:
+    return st.builds(
+        RunPrompt,
+        id=ids(),
+        kind=st.sampled_from(PromptKind),
+        message=_texts(),
+        choices=_optional(_tuples(_texts(), 3)),
+        created_at=timestamps(),
+        run_id=run_ids if run_ids is not None else ids(),
+    )
+
+
+def _node_fields() -> dict[str, st.SearchStrategy[Any]]:
+    return {
+        "id": ids(),
+        "run_id": ids(),
+        "node_id": ids(),
+        "name": ids(),
+        "parent_ids": _tuples(ids(), 3),
+        "execution_order": _optional(_counts()),
+        "depth": _counts(),
+    }
+
+
+def stage_nodes(
+    *, statuses: st.SearchStrategy[StageStatus] | None = None
+) -> st.SearchStrategy[StageNode]:
+    return st.builds(
+        StageNode,
+        **_node_fields(),
+        status=statuses if statuses is not None else st.sampled_from(StageStatus),
+        pending_prompt=_optional(node_prompts()),
+    )
+
+
+def tool_nodes(
+    *, statuses: st.SearchStrategy[ToolNodeStatus] | None = None
+) -> st.SearchStrategy[ToolNode]:
+    return st.builds(
+        ToolNode,
+        **_node_fields(),
+        status=statuses if statuses is not None else st.sampled_from(ToolNodeStatus),
+        ordinal=_counts(),
+    )
+
+
+def graph_nodes() -> st.SearchStrategy[GraphNode]:
+    """The ``GraphNode`` union: stage and tool nodes."""
+    return st.one_of(stage_nodes(), tool_nodes())
+
+
+def root_graphs(*, max_nodes: int = 4) -> st.SearchStrategy[RootGraph]:
+    return st.builds(
+        RootGraph,
+        nodes=_tuples(graph_nodes(), max_nodes),
+        run_prompts=_optional(_tuples(run_prompts(), 2)),
+    )
+
+
+def root_activities(
+    *,
+    root_run_ids: st.SearchStrategy[str] | None = None,
+    graphs: st.SearchStrategy[RootGraph | None] | None = None,
+) -> st.SearchStrategy[RootActivity]:
+    """Any valid root summary; pass ``graphs=st.none()`` for roots without a graph.
+
+    State, reason, counts and ``needs_attention`` are drawn independently: the contract accepts
+    every combination, and consumers must too. (The projection's own rules are tested elsewhere.)
+    """
+    return st.builds(
+        RootActivity,
+        root_run_id=root_run_ids if root_run_ids is not None else ids(),
+        owner_session_id=ids(),
+        state=st.sampled_from(State),
+        reason=st.sampled_from(Reason),
+        active_execution_count=_counts(),
+        actionable_block_count=_counts(),
+        needs_attention=st.booleans(),
+        graph=graphs if graphs is not None else _optional(root_graphs()),
+    )
+
+
+# --- frames ------------------------------------------------------------------------------------
+
+
+def snapshot_frames(
+    *,
+    availabilities: st.SearchStrategy[Availability] | None = None,
+    roots: st.SearchStrategy[RootActivity] | None = None,
+    max_roots: int = 5,
+) -> st.SearchStrategy[SnapshotFrame]:
+    """Snapshots whose ``roots`` is a tuple exactly when availability is ``ready``.
+
+    Root ids may repeat, as the type allows; a hub's own snapshots never repeat one.
+    """
+    root_strategy = roots if roots is not None else root_activities()
+
+    def with_availability(availability: Availability) -> st.SearchStrategy[SnapshotFrame]:
+        return st.builds(
+            SnapshotFrame,
+            cursor=cursors(),
+            availability=st.just(availability),
+            roots=_tuples(root_strategy, max_roots)
+            if availability is Availability.READY
+            else st.none(),
+        )
+
+    chosen = availabilities if availabilities is not None else st.sampled_from(Availability)
+    return chosen.flatmap(with_availability)
+
+
+def changed_frames(
+    *, roots: st.SearchStrategy[RootActivity] | None = None
+) -> st.SearchStrategy[ChangedFrame]:
+    return st.builds(
+        ChangedFrame, cursor=cursors(), root=roots if roots is not None else root_activities()
+    )
+
+
+def removed_frames(
+    *, root_run_ids: st.SearchStrategy[str] | None = None
+) -> st.SearchStrategy[RemovedFrame]:
+    return st.builds(
+        RemovedFrame,
+        cursor=cursors(),
+        root_run_id=root_run_ids if root_run_ids is not None else ids(),
+    )
+
+
+def frames() -> st.SearchStrategy[Frame]:
+    """The ``Frame`` union: snapshot, changed and removed frames."""
+    return st.one_of(snapshot_frames(), changed_frames(), removed_frames())
+
+
+# --- lifecycle targets -------------------------------------------------------------------------
+
+
+def run_targets(
+    *, statuses: st.SearchStrategy[RunStatus] | None = None
+) -> st.SearchStrategy[RunTarget]:
+    return st.builds(
+        RunTarget,
+        run_id=ids(),
+        previous_status=_optional(st.sampled_from(RunStatus)),
+        status=statuses if statuses is not None else st.sampled_from(RunStatus),
+        action=_optional(st.sampled_from(ControlAction)),
+    )
+
+
+def stage_targets(
+    *, statuses: st.SearchStrategy[StageStatus] | None = None
+) -> st.SearchStrategy[StageTarget]:
+    return st.builds(
+        StageTarget,
+        run_id=ids(),
+        stage_id=ids(),
+        stage_name=ids(),
+        previous_status=_optional(st.sampled_from(StageStatus)),
+        status=statuses if statuses is not None else st.sampled_from(StageStatus),
+    )
+
+
+def tool_targets(
+    *, statuses: st.SearchStrategy[ToolNodeStatus] | None = None
+) -> st.SearchStrategy[ToolTarget]:
+    return st.builds(
+        ToolTarget,
+        run_id=ids(),
+        tool_node_id=ids(),
+        tool_name=ids(),
+        previous_status=_optional(st.sampled_from(ToolNodeStatus)),
+        status=statuses if statuses is not None else st.sampled_from(ToolNodeStatus),
+    )
+
+
+def prompt_targets(
+    *, statuses: st.SearchStrategy[PromptStatus] | None = None
+) -> st.SearchStrategy[PromptTarget]:
+    return st.builds(
+        PromptTarget,
+        run_id=ids(),
+        stage_id=_optional(ids()),
+        prompt_id=ids(),
+        status=statuses if statuses is not None else st.sampled_from(PromptStatus),
+    )
+
+
+def lifecycle_targets() -> st.SearchStrategy[LifecycleTarget]:
+    """The ``LifecycleTarget`` union: run, stage, tool and prompt targets."""
+    return st.one_of(run_targets(), stage_targets(), tool_targets(), prompt_targets())
+
+
+# --- events ------------------------------------------------------------------------------------
+
+
+def _envelope_fields() -> dict[str, st.SearchStrategy[Any]]:
+    return {
+        "event_id": ids(),
+        "run_id": ids(),
+        "root_run_id": ids(),
+        "owner_session_id": ids(),
+        "occurred_at": timestamps(),
+        "observed_at": timestamps(),
+        "delivery": st.sampled_from(Delivery),
+        "attribution": _optional(st.sampled_from(Attribution)),
+    }
+
+
+def lifecycle_inputs(
+    *, targets: st.SearchStrategy[LifecycleTarget] | None = None
+) -> st.SearchStrategy[LifecycleInput]:
+    """What a publisher passes to ``publish_lifecycle`` (the envelope without a cursor)."""
+    return st.builds(
+        LifecycleInput,
+        **_envelope_fields(),
+        target=targets if targets is not None else lifecycle_targets(),
+    )
+
+
+def lifecycle_events(
+    *, targets: st.SearchStrategy[LifecycleTarget] | None = None
+) -> st.SearchStrategy[LifecycleEvent]:
+    return st.builds(
+        LifecycleEvent,
+        **_envelope_fields(),
+        cursor=cursors(),
+        target=targets if targets is not None else lifecycle_targets(),
+    )
+
+
+def stage_completed_events() -> st.SearchStrategy[StageCompletedEvent]:
+    """Completion events; their target is always a stage whose status is ``completed``."""
+    return st.builds(
+        StageCompletedEvent,
+        **_envelope_fields(),
+        cursor=cursors(),
+        target=stage_targets(statuses=st.just(StageStatus.COMPLETED)),
+    )
+
+
+def activity_changed_events(
+    *, roots: st.SearchStrategy[RootActivity] | None = None
+) -> st.SearchStrategy[ActivityChangedEvent]:
+    return st.builds(
+        ActivityChangedEvent,
+        cursor=cursors(),
+        root=roots if roots is not None else root_activities(),
+    )
+
+
+def heartbeat_events() -> st.SearchStrategy[HeartbeatEvent]:
+    return st.builds(
+        HeartbeatEvent,
+        run_id=ids(),
+        root_run_id=ids(),
+        owner_session_id=ids(),
+        scheduled_at=timestamps(),
+        interval_minutes=_positive_numbers(),
+    )
+
+
+def workflow_events() -> st.SearchStrategy[WorkflowEvent]:
+    """The ``WorkflowEvent`` union: every event a hook handler can receive."""
+    return st.one_of(
+        lifecycle_events(), stage_completed_events(), activity_changed_events(), heartbeat_events()
+    )
+
+
+def diagnostics(
+    *, kinds: st.SearchStrategy[DiagnosticKind] | None = None
+) -> st.SearchStrategy[Diagnostic]:
+    return st.builds(
+        Diagnostic,
+        kind=kinds if kinds is not None else st.sampled_from(DiagnosticKind),
+        cursor=cursors(),
+    )

@@ -1,0 +1,14 @@
+"""Scheduler embedding: derive root activity from facts, beat heartbeats, publish from threads.
+
+Everything here is also exported by ``workflow_hub``; see docs/scheduler-guide.md.
+"""
+
+from .._public import fixup_module_metadata
+from .._threads import ThreadPublisher as ThreadPublisher
+from ._tracker import RunTracker as RunTracker
+from ._tracker import run_heartbeats as run_heartbeats
+
+__all__ = ["RunTracker", "ThreadPublisher", "run_heartbeats"]
+
+fixup_module_metadata(__name__, globals())
+del fixup_module_metadata

@@ -1,0 +1,448 @@
+"""What a run tracker knows, and the readable definition of a root's summary (SPEC §5, D1-D8).
+
+The tracker (``_tracker.py``) records facts in the small mutable records below. :func:`derive_root`
+is the *definition*: it reads the facts of one root's runs and applies the rules D1-D8 one by one,
+each in its own small function, with nothing cached. The tracker does not call it on every fact:
+``_rootstate.py`` keeps the same answer up to date incrementally, and the tests check after every
+fact of random scenarios that the two agree, so this module stays the one a reader checks against
+SPEC.md.
+
+Besides the facts, the records carry a few fields the incremental bookkeeping owns (marked
+*bookkeeping* below); :func:`derive_root` never reads them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar, Literal, TypeAlias
+
+import attrs
+
+from .._contract import (
+    GraphNode,
+    NodePrompt,
+    PromptKind,
+    RootActivity,
+    RootGraph,
+    RunPrompt,
+    RunStatus,
+    StageNode,
+    StageStatus,
+    Timestamp,
+    ToolNode,
+    ToolNodeStatus,
+    state_and_reason,
+    unchecked,
+)
+
+__all__ = [
+    "ATTENTION_BEARING",
+    "FAILURES",
+    "NodeRecord",
+    "PromptRecord",
+    "RunRecord",
+    "StageRecord",
+    "ToolRecord",
+    "Totals",
+    "derive_root",
+    "nested_id",
+]
+
+# Statuses in which an executor moves a run forward by itself.
+ADVANCING = frozenset({RunStatus.PENDING, RunStatus.RUNNING})
+# D2: only runs in these statuses carry waits.
+ATTENTION_BEARING = frozenset(
+    {RunStatus.RUNNING, RunStatus.PENDING, RunStatus.FAILED, RunStatus.BLOCKED}
+)
+# D3: failures that need intervention while their executor is there.
+FAILURES = frozenset({RunStatus.FAILED, RunStatus.BLOCKED})
+# D6: a parent in one of these statuses lets its children run.
+DONE_STAGE = frozenset({StageStatus.COMPLETED})
+DONE_TOOL = frozenset({ToolNodeStatus.COMPLETED, ToolNodeStatus.CACHED})
+# D6: statuses that let a run continue past its nodes (a running stage hosting a child too).
+SETTLED_STAGE = frozenset({StageStatus.COMPLETED, StageStatus.SKIPPED})
+SETTLED_TOOL = frozenset({ToolNodeStatus.COMPLETED, ToolNodeStatus.CACHED, ToolNodeStatus.FAILED})
+
+
+def nested_id(run_id: str, node_id: str) -> str:
+    """A node's canonical identity within a root: ``"{run_id}:{node_id}"``."""
+    return f"{run_id}:{node_id}"
+
+
+@attrs.define(kw_only=True, eq=False)
+class PromptRecord:
+    """An open prompt, on a run or (``stage_id`` set) on one of its stages."""
+
+    prompt_id: str
+    kind: PromptKind
+    message: str
+    choices: tuple[str, ...] | None
+    created_at: Timestamp
+    stage_id: str | None
+
+
+@attrs.define(kw_only=True, eq=False)
+class StageRecord:
+    """A stage of one run. ``node_id`` is the scheduler's raw id, unique in its run."""
+
+    kind: ClassVar[Literal["stage"]] = "stage"
+
+    node_id: str
+    name: str
+    parent_ids: tuple[str, ...]
+    status: StageStatus
+    retrying: bool = False
+    execution_order: int | None = None
+    prompt: PromptRecord | None = None
+    # Bookkeeping: child runs this stage hosts, parents not yet done, nodes whose parent it is,
+    # what it adds to its run's counts, its position among its run's nodes, its graph node.
+    hosted: int = 0
+    unmet_parents: int = 0
+    dependents: list[NodeRecord] = attrs.field(factory=list)
+    counts: tuple[int, ...] = ()
+    position: int = 0
+    graph_node: GraphNode | None = None
+
+    @property
+    def running(self) -> bool:
+        return self.status is StageStatus.RUNNING
+
+    @property
+    def done(self) -> bool:
+        """Whether its dependents may run (D6)."""
+        return self.status in DONE_STAGE
+
+    @property
+    def waits_for_human(self) -> bool:
+        """D4, D5: an open prompt or ``awaiting_input``."""
+        return self.prompt is not None or self.status is StageStatus.AWAITING_INPUT
+
+
+@attrs.define(kw_only=True, eq=False)
+class ToolRecord:
+    """A tool node of one run. ``node_id`` is the scheduler's raw id, unique in its run."""
+
+    kind: ClassVar[Literal["tool"]] = "tool"
+
+    node_id: str
+    name: str
+    parent_ids: tuple[str, ...]
+    status: ToolNodeStatus
+    ordinal: int = 0
+    execution_order: int | None = None
+    # Bookkeeping, as for stages.
+    unmet_parents: int = 0
+    dependents: list[NodeRecord] = attrs.field(factory=list)
+    counts: tuple[int, ...] = ()
+    position: int = 0
+    graph_node: GraphNode | None = None
+
+    @property
+    def running(self) -> bool:
+        return self.status is ToolNodeStatus.RUNNING
+
+    @property
+    def done(self) -> bool:
+        return self.status in DONE_TOOL
+
+
+NodeRecord: TypeAlias = StageRecord | ToolRecord
+
+
+@attrs.define(kw_only=True, eq=False)
+class RunRecord:
+    """Everything the tracker knows about one run (root or nested)."""
+
+    run_id: str
+    root_run_id: str
+    parent_run_id: str | None
+    depth: int
+    live: bool
+    status: RunStatus
+    # The stage of the parent run that hosts this run (a nested run started by a stage).
+    host_stage_id: str | None = None
+    stop_requested: bool = False
+    # The executor reported that it has finished with the run (D3: a failure then is settled).
+    executor_ended: bool = False
+    acknowledged: bool = False
+    children: list[str] = attrs.field(factory=list)
+    nodes: dict[str, NodeRecord] = attrs.field(factory=dict)
+    prompts: dict[str, PromptRecord] = attrs.field(factory=dict)
+    # Keys are a stage id, or None for an intervention on the run itself; the value says
+    # whether it is a budget stop.
+    interventions: dict[str | None, bool] = attrs.field(factory=dict)
+    # Bookkeeping: whether a stop covers the run (D1), the sums of its nodes' counts, what it
+    # adds to its root's totals.
+    stopping: bool = False
+    open_run_prompts: int = 0
+    node_counts: list[int] = attrs.field(factory=list)
+    counts: tuple[int, ...] = ()
+    # Bookkeeping for the graph: the run's graph nodes in declaration order, its run prompts.
+    graph_nodes: list[GraphNode] = attrs.field(factory=list)
+    graph_prompts: tuple[RunPrompt, ...] = ()
+
+    @property
+    def budget_stop(self) -> bool:
+        return any(self.interventions.values())
+
+
+# --- D1-D8, one rule at a time ----------------------------------------------------------------
+
+
+def _stopping_runs(runs: Sequence[RunRecord]) -> set[str]:
+    """D1: runs with a quit or kill in effect on them or on an ancestor (parents come first)."""
+    stopping: set[str] = set()
+    for run in runs:
+        if run.stop_requested or run.parent_run_id in stopping:
+            stopping.add(run.run_id)
+    return stopping
+
+
+def _hosting_stages(runs: Sequence[RunRecord]) -> set[tuple[str, str]]:
+    """(run id, stage id) of every stage that hosts a nested run of this root."""
+    return {
+        (run.parent_run_id, run.host_stage_id)
+        for run in runs
+        if run.parent_run_id is not None and run.host_stage_id is not None
+    }
+
+
+def _stages(run: RunRecord) -> list[StageRecord]:
+    return [node for node in run.nodes.values() if isinstance(node, StageRecord)]
+
+
+def _human_waits(run: RunRecord) -> int:
+    """D2: open prompts on the run, and stages that wait for a human unless paused."""
+    if run.status not in ATTENTION_BEARING:
+        return 0
+    on_run = sum(1 for prompt in run.prompts.values() if prompt.stage_id is None)
+    on_stages = sum(
+        1
+        for stage in _stages(run)
+        if stage.waits_for_human and stage.status is not StageStatus.PAUSED
+    )
+    return on_run + on_stages
+
+
+def _failure(run: RunRecord) -> Literal["manual", "settled"] | None:
+    """D3: an active failure or intervention is a manual wait; once the executor has ended it
+    is a settled failure, except a budget stop; an acknowledged failure is neither."""
+    if run.status not in ATTENTION_BEARING or run.acknowledged:
+        return None
+    if run.status not in FAILURES and not run.interventions:
+        return None
+    executor_there = run.live and not run.executor_ended
+    return "manual" if executor_there or run.budget_stop else "settled"
+
+
+def _executions(run: RunRecord, hosting: set[tuple[str, str]]) -> int:
+    """D4: running stages and tools of a live run, except stages that wait for a human or
+    host a nested run."""
+    if not run.live:
+        return 0
+    count = 0
+    for node in run.nodes.values():
+        if not node.running:
+            continue
+        if isinstance(node, StageRecord) and (
+            node.waits_for_human or (run.run_id, node.node_id) in hosting
+        ):
+            continue
+        count += 1
+    return count
+
+
+def _retries(run: RunRecord) -> int:
+    """D5: stages of a live run marked retrying that do not wait for a human."""
+    if not run.live:
+        return 0
+    return sum(1 for stage in _stages(run) if stage.retrying and not stage.waits_for_human)
+
+
+def _runnable(
+    run: RunRecord, hosting: set[tuple[str, str]], stopping: set[str]
+) -> Literal["plain", "through_host"] | None:
+    """D6: whether a live, running, non-stopping run has runnable work; ``through_host`` when it
+    continues only through a running stage that hosts a nested run."""
+    if not run.live or run.status is not RunStatus.RUNNING or run.run_id in stopping:
+        return None
+    for node in run.nodes.values():
+        if node.status == "pending" and all(
+            parent in run.nodes and run.nodes[parent].done for parent in node.parent_ids
+        ):
+            return "plain"
+    if run.prompts or run.interventions:
+        return None
+    through_host = False
+    for node in run.nodes.values():
+        if isinstance(node, StageRecord):
+            if node.status in SETTLED_STAGE:
+                continue
+            if node.running and (run.run_id, node.node_id) in hosting:
+                through_host = True
+                continue
+            return None
+        if node.status not in SETTLED_TOOL:
+            return None
+    return "through_host" if through_host else "plain"
+
+
+def _paused(run: RunRecord) -> bool:
+    """D7: a paused run, or a running run with a paused stage."""
+    if run.status is RunStatus.PAUSED:
+        return True
+    return run.status is RunStatus.RUNNING and any(
+        stage.status is StageStatus.PAUSED for stage in _stages(run)
+    )
+
+
+@attrs.frozen(kw_only=True)
+class Totals:
+    """What D1-D7 found in one root; :meth:`summary` applies D8."""
+
+    executions: int = 0
+    stopping_executions: int = 0
+    retries: int = 0
+    independent_retries: int = 0
+    human_waits: int = 0
+    manual_waits: int = 0
+    settled_failures: int = 0
+    runnable: int = 0
+    runnable_through_host: int = 0
+    paused: int = 0
+
+    def summary(
+        self, root_run_id: str, owner_session_id: str, graph: RootGraph | None
+    ) -> RootActivity:
+        blocks = self.human_waits + self.manual_waits
+        # D6: continuing only through a stage that hosts a nested run counts only when the
+        # root has no actionable block and nothing paused.
+        runnable = self.runnable > 0 or (
+            self.runnable_through_host > 0 and blocks == 0 and self.paused == 0
+        )
+        state, reason = state_and_reason(
+            executions=self.executions,
+            stopping_executions=self.stopping_executions,
+            retrying=self.retries > 0,
+            independent=runnable or self.independent_retries > 0,
+            runnable=runnable,
+            human_waits=self.human_waits,
+            manual_waits=self.manual_waits,
+            paused=self.paused > 0,
+        )
+        return unchecked(
+            RootActivity,
+            root_run_id=root_run_id,
+            owner_session_id=owner_session_id,
+            state=state,
+            reason=reason,
+            active_execution_count=self.executions,
+            actionable_block_count=blocks,
+            needs_attention=blocks > 0 or self.settled_failures > 0,
+            graph=graph,
+        )
+
+
+def _totals(runs: Sequence[RunRecord]) -> Totals:
+    stopping = _stopping_runs(runs)
+    hosting = _hosting_stages(runs)
+    executions = stopping_executions = retries = independent_retries = 0
+    human = manual = settled = runnable = through_host = paused = 0
+    for run in runs:
+        own = _executions(run, hosting)
+        executions += own
+        retried = _retries(run)
+        retries += retried
+        if run.run_id in stopping:
+            stopping_executions += own
+        else:
+            independent_retries += retried
+        human += _human_waits(run)
+        failure = _failure(run)
+        manual += failure == "manual"
+        settled += failure == "settled"
+        continues = _runnable(run, hosting, stopping)
+        runnable += continues == "plain"
+        through_host += continues == "through_host"
+        paused += _paused(run)
+    return Totals(
+        executions=executions,
+        stopping_executions=stopping_executions,
+        retries=retries,
+        independent_retries=independent_retries,
+        human_waits=human,
+        manual_waits=manual,
+        settled_failures=settled,
+        runnable=runnable,
+        runnable_through_host=through_host,
+        paused=paused,
+    )
+
+
+def _node_prompt(prompt: PromptRecord) -> NodePrompt:
+    return NodePrompt(
+        id=prompt.prompt_id,
+        kind=prompt.kind,
+        message=prompt.message,
+        choices=prompt.choices,
+        created_at=prompt.created_at,
+    )
+
+
+def _graph(runs: Sequence[RunRecord]) -> RootGraph:
+    nodes: list[StageNode | ToolNode] = []
+    run_prompts: list[RunPrompt] = []
+    for run in runs:
+        for node in run.nodes.values():
+            node_id = nested_id(run.run_id, node.node_id)
+            parent_ids = tuple(nested_id(run.run_id, parent) for parent in node.parent_ids)
+            if isinstance(node, StageRecord):
+                nodes.append(
+                    StageNode(
+                        id=node_id,
+                        run_id=run.run_id,
+                        node_id=node.node_id,
+                        name=node.name,
+                        parent_ids=parent_ids,
+                        execution_order=node.execution_order,
+                        depth=run.depth,
+                        status=node.status,
+                        pending_prompt=None if node.prompt is None else _node_prompt(node.prompt),
+                    )
+                )
+            else:
+                nodes.append(
+                    ToolNode(
+                        id=node_id,
+                        run_id=run.run_id,
+                        node_id=node.node_id,
+                        name=node.name,
+                        parent_ids=parent_ids,
+                        execution_order=node.execution_order,
+                        depth=run.depth,
+                        status=node.status,
+                        ordinal=node.ordinal,
+                    )
+                )
+        run_prompts.extend(
+            RunPrompt(
+                id=prompt.prompt_id,
+                kind=prompt.kind,
+                message=prompt.message,
+                choices=prompt.choices,
+                created_at=prompt.created_at,
+                run_id=run.run_id,
+            )
+            for prompt in run.prompts.values()
+            if prompt.stage_id is None
+        )
+    return RootGraph(nodes=tuple(nodes), run_prompts=tuple(run_prompts) or None)
+
+
+def derive_root(
+    runs: Sequence[RunRecord], *, owner_session_id: str, include_graph: bool = False
+) -> RootActivity:
+    """The summary of one root from the records of its runs: the root first, parents before
+    their children (the order :meth:`RunTracker` keeps). A pure function of the facts."""
+    graph = _graph(runs) if include_graph else None
+    return _totals(runs).summary(runs[0].root_run_id, owner_session_id, graph)

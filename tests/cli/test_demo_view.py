@@ -1,0 +1,166 @@
+"""The demo's live view (issue 12, item 5): data is never markup, and 80x24 stays readable.
+
+The view is the command's, not an API: these tests import the internal ``workflow_hub._cli._demo`` and
+``workflow_hub._cli._rich``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+from collections import deque
+
+import trio
+from rich.console import Console
+
+from workflow_hub import (
+    Cursor,
+    Frame,
+    LifecycleEvent,
+    NodePrompt,
+    RootActivity,
+    RootGraph,
+    RunTarget,
+    SnapshotFrame,
+    StageNode,
+    WorkflowEvent,
+)
+from workflow_hub._cli._demo import add_arguments, play_demo
+from workflow_hub._cli._output import describe_event, describe_running
+from workflow_hub._cli._rich import RichOutput
+from workflow_hub.reporting import ActivityView
+
+WIDTH, HEIGHT = 80, 24
+
+
+def render(output: RichOutput, width: int = WIDTH, height: int = HEIGHT) -> list[str]:
+    console = Console(
+        width=width, height=height, file=io.StringIO(), record=True, color_system=None
+    )
+    console.print(output.renderable())
+    return console.export_text().splitlines()
+
+
+def control_event(action: str, status: str) -> LifecycleEvent:
+    return LifecycleEvent(
+        event_id=f"evt-{action}",
+        cursor=Cursor(epoch="e", revision=1),
+        run_id="load-test",
+        root_run_id="load-test",
+        owner_session_id="demo",
+        occurred_at=1,
+        observed_at=1,
+        delivery="live",
+        target=RunTarget(run_id="load-test", status=status, action=action),
+    )
+
+
+def hostile_root() -> RootActivity:
+    """A root whose data looks like rich markup and an emoji code."""
+    prompt = NodePrompt(id="p", kind="confirm", message="[bold]ship[/bold] it?", created_at=1)
+    stage = StageNode(
+        id="nightly-build:package:",
+        run_id="nightly-build",
+        node_id="n",
+        name="package",
+        parent_ids=(),
+        depth=0,
+        status="awaiting_input",
+        pending_prompt=prompt,
+    )
+    return RootActivity(
+        root_run_id="nightly-build:package:",
+        owner_session_id="demo",
+        state="blocked",
+        reason="awaiting_input",
+        active_execution_count=0,
+        actionable_block_count=1,
+        needs_attention=True,
+        graph=RootGraph(nodes=(stage,)),
+    )
+
+
+def output_with(roots: tuple[RootActivity, ...], lines: list[str]) -> RichOutput:
+    events: deque[str] = deque(lines, maxlen=12)
+    output = RichOutput(pane_lines=12, events=events)
+    view = ActivityView()
+    frame = SnapshotFrame(cursor=Cursor(epoch="e", revision=1), availability="ready", roots=roots)
+    view.apply(frame)
+    output.frame(frame, view)
+    return output
+
+
+def test_hook_text_and_root_data_are_shown_literally_never_as_markup() -> None:
+    """``[quit requested]`` stays, ``nightly-build:package:`` is no emoji, ``[bold]`` is text."""
+    lines = [
+        describe_event(control_event(action, status))
+        for action, status in (("quit", "running"), ("pause", "paused"), ("resume", "running"))
+    ]
+    assert all("requested]" in line for line in lines)
+    shown = "\n".join(render(output_with((hostile_root(),), lines), width=120))
+    for literal in ("[quit requested]", "[pause requested]", "[resume requested]"):
+        assert literal in shown
+    assert "nightly-build:package:" in shown
+    assert "📦" not in shown
+    assert "[bold]ship[/bold] it?" in shown
+
+
+class _Recorder:
+    """An Output that renders the live view at 80x24 after every update, as a terminal would."""
+
+    def __init__(self) -> None:
+        self.closed = trio.Event()
+        self.rich = RichOutput(pane_lines=12, events=deque(maxlen=12))
+        self.view: ActivityView | None = None
+        self.updates = 0
+        self.screens: list[tuple[list[str], tuple[RootActivity, ...]]] = []
+
+    def __enter__(self) -> _Recorder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._shoot()
+
+    def frame(self, frame: Frame, view: ActivityView) -> None:
+        self.view = view
+        self.rich.frame(frame, view)  # not entered: it updates what the live view would draw
+        self._maybe_shoot()
+
+    def hook(self, event: WorkflowEvent) -> None:
+        self.rich.hook(event)
+        self._maybe_shoot()
+
+    def _maybe_shoot(self) -> None:
+        self.updates += 1
+        if self.updates % 7 == 0:
+            self._shoot()
+
+    def _shoot(self) -> None:
+        roots = self.view.roots if self.view is not None else ()
+        self.screens.append((render(self.rich), roots))
+
+
+def test_the_live_view_stays_readable_at_80_by_24() -> None:
+    """A whole demo run drawn at 80x24: nothing wider or taller than the terminal, every column
+    header whole, and each root's "now" text shown (wrapped, never cut to nothing)."""
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    recorder = _Recorder()
+    trio.run(play_demo, parser.parse_args(["--duration", "2", "--seed", "4"]), recorder)
+    assert len(recorder.screens) > 10
+    busiest = 0
+    for lines, roots in recorder.screens:
+        assert len(lines) <= HEIGHT, "\n".join(lines)
+        assert max(len(line) for line in lines) <= WIDTH
+        header = next(line for line in lines if line.startswith("root"))
+        assert header.split() == ["root", "state", "reason", "act", "blk", "!", "now"]
+        assert any("hook events" in line for line in lines)
+        text = " ".join(" ".join(line.split()) for line in lines)
+        for root in roots:
+            assert root.root_run_id in text
+            now = describe_running(root)
+            # The first word of "now" is never cut (a wrapped cell keeps its words).
+            if now:
+                assert now.split()[0] in text, (now, "\n".join(lines))
+                busiest += 1
+    assert busiest > 0

@@ -1,0 +1,253 @@
+"""The dashboard's JavaScript fold equals the Python one, frame by frame.
+
+The page folds frames with ``_dashboard/fold.js``; here node runs that file on the same frames as
+``ActivityView`` and ``aggregate`` (and the demo's event descriptions), and every intermediate
+picture must match: change kind, cursor, availability, roots in order (as wire JSON), sync and
+supersession flags, rejection count, and the aggregate with its message. The demo's event
+descriptions come from the internal ``workflow_hub._cli._demo`` (the command has no public API).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.support.dashboard import DASHBOARD, require_program
+from workflow_hub import (
+    Availability,
+    ChangedFrame,
+    Cursor,
+    Frame,
+    RemovedFrame,
+    RootActivity,
+    SnapshotFrame,
+    WorkflowEvent,
+)
+from workflow_hub._cli._output import describe_event
+from workflow_hub.reporting import ActivityView, aggregate
+from workflow_hub.testing import strategies as ws
+from workflow_hub.wire import dumps, loads, to_wire
+
+DRIVER = Path(__file__).parents[1] / "js" / "fold_driver.js"
+
+
+class NodeFold:
+    """One node process folding one sequence per request."""
+
+    def __init__(self, node: str) -> None:
+        self._process = subprocess.Popen(
+            [node, str(DRIVER), str(DASHBOARD / "fold.js")],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            encoding="utf-8",
+        )
+
+    def run(
+        self,
+        frames: Sequence[Frame],
+        events: Sequence[WorkflowEvent] = (),
+        *,
+        feed: Sequence[dict[str, Any]] = (),
+        feed_limit: int = 50,
+    ) -> dict[str, Any]:
+        assert self._process.stdin is not None
+        assert self._process.stdout is not None
+        request = {
+            "frames": [to_wire(frame) for frame in frames],
+            "events": [to_wire(event) for event in events],
+            "feed": list(feed),
+            "feedLimit": feed_limit,
+        }
+        self._process.stdin.write(json.dumps(request, ensure_ascii=False) + "\n")
+        self._process.stdin.flush()
+        line = self._process.stdout.readline()
+        assert line, "the node fold driver exited"
+        # Every number as a double, as JavaScript holds it: a timestamp past 2**53 prints in
+        # other digits from each language, and parses back to the same double.
+        result: dict[str, Any] = json.loads(line, parse_int=float)
+        return result
+
+    def close(self) -> None:
+        assert self._process.stdin is not None
+        assert self._process.stdout is not None
+        self._process.stdin.close()
+        self._process.wait(timeout=10)
+        self._process.stdout.close()
+
+
+@pytest.fixture(scope="module")
+def node_fold() -> Iterator[NodeFold]:
+    fold = NodeFold(require_program("node", "WORKFLOW_HUB_NODE"))
+    yield fold
+    fold.close()
+
+
+def python_fold(frames: Sequence[Frame]) -> list[dict[str, Any]]:
+    """What the Python view holds after each frame, in the driver's shape."""
+    view = ActivityView()
+    results = []
+    for frame in frames:
+        change = view.apply(frame)
+        status = aggregate(view)
+        results.append(
+            {
+                "change": {
+                    "kind": str(change.kind),
+                    "rootIds": list(change.root_ids),
+                    "rejection": None if change.rejection is None else str(change.rejection),
+                },
+                "availability": None if view.availability is None else str(view.availability),
+                "cursor": None if view.cursor is None else to_wire(view.cursor),
+                "roots": [to_wire(root) for root in view.roots],
+                "known": view.known,
+                "superseded": view.superseded,
+                "inSync": view.in_sync,
+                "rejected": view.rejected,
+                "aggregate": {
+                    "state": str(status.state),
+                    "reason": None if status.reason is None else str(status.reason),
+                    "attention": status.attention,
+                    "roots": status.roots,
+                    "working": status.working,
+                    "blocked": status.blocked,
+                    "awaitingInput": status.awaiting_input,
+                    "message": status.message,
+                },
+            }
+        )
+    # Through JSON, as the driver's output is, with every number a double as in JavaScript.
+    loaded: list[dict[str, Any]] = json.loads(json.dumps(results), parse_int=float)
+    return loaded
+
+
+def assert_same_fold(node_fold: NodeFold, frames: Sequence[Frame]) -> None:
+    expected = python_fold(frames)
+    actual = node_fold.run(frames)["results"]
+    assert len(actual) == len(expected)
+    for index, (js, py) in enumerate(zip(actual, expected, strict=True)):
+        assert js == py, f"after frame {index}: {dumps(frames[index])}"
+
+
+@pytest.fixture(scope="module")
+def demo_stream() -> list[str]:
+    """A recorded ``workflow-hub demo --json`` run: frames and hook events, one per line."""
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "workflow_hub._cli",
+            *("demo", "--json", "--duration", "3"),
+            *("--seed", "4"),
+        ],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=60,
+        check=True,
+    )
+    return result.stdout.splitlines()
+
+
+def test_the_demo_stream_folds_the_same(node_fold: NodeFold, demo_stream: list[str]) -> None:
+    """Every frame of a whole demo run (snapshots of two epochs, changes, removals, the final
+    unavailable snapshot) leaves the same picture and aggregate in both folds."""
+    frames = [loads(Frame, line) for line in demo_stream if line.startswith('{"kind"')]
+    kinds = {frame.kind for frame in frames}
+    assert kinds == {"snapshot", "changed", "removed"}, "the recording covers every frame kind"
+    assert len(frames) >= 20
+    assert_same_fold(node_fold, frames)
+
+
+def test_the_demo_events_read_as_in_the_demo(node_fold: NodeFold, demo_stream: list[str]) -> None:
+    """The feed describes hook events in the demo's words (spacing aside)."""
+    events = [loads(WorkflowEvent, line) for line in demo_stream if line.startswith('{"type"')]  # type: ignore[arg-type]
+    assert {event.type for event in events} == {
+        "workflow_lifecycle",
+        "workflow_stage_completed",
+        "workflow_activity_changed",
+        "workflow_heartbeat",
+    }
+    descriptions = node_fold.run([], events)["descriptions"]
+    assert descriptions == [" ".join(describe_event(event).split()) for event in events]
+
+
+# A few epochs, revisions and ids, so that random sequences keep hitting the interesting cases:
+# stale revisions, foreign epochs, frames before any snapshot, removals of absent roots, duplicate
+# ids in a snapshot, changes while the source is not ready.
+_EPOCHS = st.sampled_from(["e1", "e2", "e3"])
+_IDS = st.sampled_from(["a", "b", "c", " ", "ü"])
+_CURSORS = st.builds(Cursor, epoch=_EPOCHS, revision=st.integers(0, 8))
+_ROOTS = ws.root_activities(root_run_ids=_IDS, graphs=st.none() | ws.root_graphs(max_nodes=2))
+_FRAMES: st.SearchStrategy[Frame] = st.one_of(
+    st.builds(
+        SnapshotFrame,
+        cursor=_CURSORS,
+        availability=st.just(Availability.READY),
+        roots=st.lists(_ROOTS, max_size=4).map(tuple),
+    ),
+    st.builds(
+        SnapshotFrame,
+        cursor=_CURSORS,
+        availability=st.sampled_from(Availability).filter(
+            lambda availability: availability is not Availability.READY
+        ),
+    ),
+    st.builds(ChangedFrame, cursor=_CURSORS, root=_ROOTS),
+    st.builds(RemovedFrame, cursor=_CURSORS, root_run_id=_IDS),
+)
+
+
+@given(st.lists(_FRAMES, max_size=30))
+def test_random_sequences_fold_the_same(node_fold: NodeFold, frames: list[Frame]) -> None:
+    """Any sequence of frames, however broken, leaves both folds in the same place."""
+    assert_same_fold(node_fold, frames)
+
+
+def test_a_foreign_epoch_supersedes_in_both(node_fold: NodeFold) -> None:
+    """The case the page shows as 'superseded': a change of a new epoch without its snapshot."""
+    root = RootActivity(
+        root_run_id="r",
+        owner_session_id="s",
+        state="working",
+        reason="executing",
+        active_execution_count=1,
+        actionable_block_count=0,
+        needs_attention=False,
+    )
+    frames: list[Frame] = [
+        SnapshotFrame(cursor=Cursor(epoch="old", revision=1), availability="ready", roots=(root,)),
+        ChangedFrame(cursor=Cursor(epoch="new", revision=2), root=root),
+        SnapshotFrame(cursor=Cursor(epoch="new", revision=3), availability="ready", roots=()),
+    ]
+    results = node_fold.run(frames)["results"]
+    assert [result["superseded"] for result in results] == [False, True, False]
+    assert results[1]["aggregate"]["message"] == "activity unknown: source replaced"
+    assert results[2]["aggregate"]["state"] == "idle"
+    assert_same_fold(node_fold, frames)
+
+
+def test_the_feed_keeps_the_latest_events_newest_first(
+    node_fold: NodeFold, demo_stream: list[str]
+) -> None:
+    """A bounded feed: the newest event first, at most ``limit``, and a dropped-events line
+    where the server said it skipped some."""
+    events = [json.loads(line) for line in demo_stream if line.startswith('{"type"')][:12]
+    feed = [{"type": event["type"], "data": event} for event in events[:8]]
+    feed.append({"type": "dropped", "data": {"count": 3}})
+    feed += [{"type": event["type"], "data": event} for event in events[8:]]
+    entries = node_fold.run([], feed=feed, feed_limit=5)["feed"]
+    assert len(entries) == 5
+    assert [entry["seq"] for entry in entries] == [13, 12, 11, 10, 9]
+    newest = loads(WorkflowEvent, json.dumps(events[-1]))  # type: ignore[arg-type]
+    assert entries[0]["text"] == " ".join(describe_event(newest).split())
+    assert entries[4]["type"] == "dropped"
+    assert entries[4]["text"].startswith("3 events dropped")

@@ -1,0 +1,366 @@
+"""The layers of docs/architecture.md, checked: the folders are the boundaries.
+
+Every top-level folder (or module) of the package has a layer here, and every module inside it
+shares that layer. The checks: imports only go down; another folder is reached through its
+surface (its ``__init__`` or public modules, never an underscored module or name); no import
+circle except among the hub's friends in ``_core/``; the package never imports itself by string
+nor treats its own modules as optional; the core needs no third-party package besides trio,
+attrs and cattrs. Imports are read with ``ast``, function bodies and ``TYPE_CHECKING`` blocks
+included (a lazy import that hides a cycle is still an edge). A new folder fails until it is
+given a layer, which is the point: placing it is a decision.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import workflow_hub
+
+PACKAGE = Path(workflow_hub.__file__).parent
+
+BASE, CONTRACT, CORE, CLIENTS, INTEGRATIONS, HOSTS, APPLICATIONS = range(7)
+LAYER_NAMES = (
+    "base",
+    "contract",
+    "core",
+    "in-process clients",
+    "integrations",
+    "hosts and schedulers",
+    "applications",
+)
+
+# Every top-level module or folder of the package, by layer (docs/architecture.md draws the
+# same table). A module's layer is its folder's: the folder is the boundary.
+LAYERS: dict[str, int] = {
+    "_public": BASE,
+    "_contract": CONTRACT,
+    "contract": CONTRACT,
+    "wire": CONTRACT,
+    "_core": CORE,
+    "_threads": CLIENTS,
+    "tracker": CLIENTS,
+    "reporting": CLIENTS,
+    "": CLIENTS,  # the package root re-exports the contract, the core and the tracker
+    "metrics": INTEGRATIONS,
+    "remote": INTEGRATIONS,
+    "server": INTEGRATIONS,
+    "redis": INTEGRATIONS,
+    "testing": INTEGRATIONS,
+    "asyncio": HOSTS,
+    "sync": HOSTS,
+    "langgraph": HOSTS,
+    "celery": HOSTS,
+    "_cli": APPLICATIONS,
+}
+
+# The one place where modules may use each other's private names and import each other in a
+# circle (docs/architecture.md: the hub and its friends).
+FRIENDS = "_core"
+
+# Edges the layers allow but a decision forbids (docs/decisions.md says why).
+FORBIDDEN: tuple[tuple[str, str, str], ...] = (
+    (
+        "tracker._heartbeat",
+        "tracker._tracker",
+        "HeartbeatSchedule owns heartbeat state; the tracker owns it",
+    ),
+    ("_core._instruments", "metrics", "the core owns the interface; metrics implement it"),
+)
+
+# What the core (layers up to CLIENTS) may import besides the standard library.
+CORE_THIRD_PARTY = {"trio", "attrs", "cattrs"}
+# What `import workflow_hub` must not load: the optional extras and prometheus-client.
+NOT_ON_IMPORT = (
+    "prometheus_client",
+    "starlette",
+    "hypercorn",
+    "httpx",
+    "httpx_sse",
+    "coredis",
+    "hypothesis",
+    "rich",
+)
+
+
+def module_names() -> dict[str, Path]:
+    """Every module of the package, by its name relative to the package ("" for the root)."""
+    names: dict[str, Path] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = list(path.relative_to(PACKAGE).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        names[".".join(parts)] = path
+    return names
+
+
+def top(name: str) -> str:
+    """The top-level module or folder ``name`` belongs to ("" for the root)."""
+    return name.split(".")[0]
+
+
+def layer_of(name: str) -> int | None:
+    return LAYERS.get(top(name))
+
+
+def import_edges(name: str, path: Path) -> tuple[list[tuple[str, tuple[str, ...]]], set[str]]:
+    """What ``name`` imports: ``(module of the package, names taken from it)`` pairs (no names
+    for ``import x`` and for a module taken with ``from . import x``), and the top-level
+    third-party or stdlib packages."""
+    is_package = path.name == "__init__.py"
+    here = ["workflow_hub", *name.split(".")] if name else ["workflow_hub"]
+    package = here if is_package else here[:-1]
+    ours: list[tuple[str, tuple[str, ...]]] = []
+    others: set[str] = set()
+
+    def add(dotted: str, names: tuple[str, ...] = ()) -> None:
+        if dotted == "workflow_hub" or dotted.startswith("workflow_hub."):
+            own = dotted.removeprefix("workflow_hub").removeprefix(".")
+            if own != name:
+                ours.append((own, names))
+        else:
+            others.add(dotted.split(".")[0])
+
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                add(alias.name)
+        elif isinstance(node, ast.ImportFrom):
+            base = (
+                ["workflow_hub"] if node.level == 0 else package[: len(package) - (node.level - 1)]
+            )
+            if node.level == 0:
+                assert node.module is not None
+                base = node.module.split(".")
+            elif node.module is not None:
+                base = [*base, *node.module.split(".")]
+            dotted = ".".join(base)
+            for alias in node.names:
+                candidate = f"{dotted}.{alias.name}".removeprefix("workflow_hub.")
+                if candidate in MODULES:  # from . import module
+                    add(f"{dotted}.{alias.name}")
+                else:
+                    add(dotted, (alias.name,))
+    return ours, others
+
+
+def imports_of(name: str, path: Path) -> tuple[set[str], set[str]]:
+    """(modules of the package, top-level third-party or stdlib packages) that ``name`` imports."""
+    ours, others = import_edges(name, path)
+    return {target for target, _ in ours}, others
+
+
+def resolve(target: str, modules: dict[str, Path]) -> str:
+    """The module an import names (``from .server import x`` may name a package attribute)."""
+    while target not in modules and "." in target:
+        target = target.rsplit(".", 1)[0]
+    return target
+
+
+MODULES = module_names()
+
+
+def test_every_module_has_a_layer() -> None:
+    unplaced = sorted(name or "workflow_hub" for name in MODULES if layer_of(name) is None)
+    assert not unplaced, (
+        f"give these folders a layer in tests/package/test_architecture.py: {unplaced}"
+    )
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_imports_go_down(name: str) -> None:
+    """A module imports only modules of its own layer or below (docs/architecture.md)."""
+    layer = layer_of(name)
+    assert layer is not None
+    ours, _ = imports_of(name, MODULES[name])
+    upward = []
+    for target in sorted(ours):
+        resolved = resolve(target, MODULES)
+        target_layer = layer_of(resolved)
+        assert target_layer is not None, f"{name} imports {target}, which has no layer"
+        if target_layer > layer:
+            upward.append(f"{resolved} ({LAYER_NAMES[target_layer]})")
+    assert not upward, f"{name} ({LAYER_NAMES[layer]}) imports upward: {upward}"
+
+
+def _is_private(part: str) -> bool:
+    return part.startswith("_") and not (part.startswith("__") and part.endswith("__"))
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_other_folders_are_reached_through_their_surface(name: str) -> None:
+    """Across folders a module imports a folder's ``__init__`` or one of its public modules, and
+    no underscored name: a folder exposes what its siblings need, under names that say so.
+    Inside a folder anything goes; the root may take anything its subpackages export."""
+    ours, _ = import_edges(name, MODULES[name])
+    reaching = []
+    for target, names in ours:
+        module = resolve(target, MODULES)
+        if top(module) == top(name) or not module:
+            continue
+        inner = module.split(".")[1:]
+        if any(_is_private(part) for part in inner):
+            reaching.append(f"{module} (a private module of {top(module)}/)")
+        reaching.extend(f"{module}.{n}" for n in names if _is_private(n) and n != "*")
+    assert not reaching, f"{name} reaches into another folder: {reaching}"
+
+
+def _strongly_connected(graph: dict[str, set[str]]) -> list[set[str]]:
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[set[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for successor in graph[node]:
+            if successor not in index:
+                visit(successor)
+                low[node] = min(low[node], low[successor])
+            elif successor in on_stack:
+                low[node] = min(low[node], index[successor])
+        if low[node] == index[node]:
+            component = set()
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.add(member)
+                if member == node:
+                    break
+            found.append(component)
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def import_graph() -> dict[str, set[str]]:
+    return {
+        name: {resolve(target, MODULES) for target in imports_of(name, path)[0]} - {name}
+        for name, path in MODULES.items()
+    }
+
+
+def test_no_import_circle_outside_the_core() -> None:
+    """Lazy and ``TYPE_CHECKING`` imports count: a cycle hidden by a lazy import is still one.
+    Only the hub and its friends (``_core/``) may form one."""
+    circles = [
+        sorted(component)
+        for component in _strongly_connected(import_graph())
+        if len(component) > 1 and {top(member) for member in component} != {FRIENDS}
+    ]
+    assert not circles, f"import circles: {circles}"
+
+
+_STRING_IMPORT = re.compile(r"""(import_module|__import__)\(\s*[rbuf]?["'](workflow_hub\b|\.)""")
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_the_package_never_imports_itself_by_string(name: str) -> None:
+    """The package's own modules are never optional: no ``importlib.import_module`` of them
+    (the layer checks above could not see such an import)."""
+    assert not _STRING_IMPORT.search(MODULES[name].read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_only_third_party_imports_are_optional(name: str) -> None:
+    """An import guarded by ``except ImportError`` is for a third-party extra, never for a
+    module of this package."""
+    tree = ast.parse(MODULES[name].read_text(encoding="utf-8"))
+    guarded = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Try):
+            continue
+        catches = {ast.unparse(handler.type) for handler in node.handlers if handler.type}
+        if not catches & {"ImportError", "ModuleNotFoundError"}:
+            continue
+        for statement in node.body:
+            if isinstance(statement, ast.ImportFrom) and (
+                statement.level > 0 or (statement.module or "").startswith("workflow_hub")
+            ):
+                guarded.append(ast.unparse(statement))
+    assert not guarded, f"{name} treats its own package as optional: {guarded}"
+
+
+@pytest.mark.parametrize(
+    "name", sorted(n for n in MODULES if (layer_of(n) or 0) <= CLIENTS and top(n).startswith("_"))
+)
+def test_the_core_needs_no_extra(name: str) -> None:
+    """The contract, the core and the in-process clients need trio, attrs and cattrs only."""
+    _, others = imports_of(name, MODULES[name])
+    foreign = sorted(others - set(sys.stdlib_module_names) - CORE_THIRD_PARTY)
+    assert not foreign, f"{name} is core and imports {foreign}"
+
+
+@pytest.mark.parametrize("name", sorted(n for n in MODULES if top(n) in {"tracker", "reporting"}))
+def test_the_clients_need_no_extra(name: str) -> None:
+    _, others = imports_of(name, MODULES[name])
+    foreign = sorted(others - set(sys.stdlib_module_names) - CORE_THIRD_PARTY)
+    assert not foreign, f"{name} is an in-process client and imports {foreign}"
+
+
+@pytest.mark.parametrize(("importer", "imported", "why"), FORBIDDEN)
+def test_forbidden_edges(importer: str, imported: str, why: str) -> None:
+    ours, _ = imports_of(importer, MODULES[importer])
+    assert imported not in {resolve(t, MODULES) for t in ours}, why
+
+
+def test_the_checker_sees_what_it_must(tmp_path: Path) -> None:
+    """The parser finds relative, absolute and lazy imports and the names taken, the cycle
+    finder finds a cycle, and the string check sees ``import_module`` (else the tests above
+    prove nothing)."""
+    source = tmp_path / "_probe.py"
+    source.write_text(
+        "from __future__ import annotations\n"
+        "from typing import TYPE_CHECKING\n"
+        "from ._contract import Frame\n"
+        "from .reporting._aggregate import _first\n"
+        "import workflow_hub.wire\n"
+        "if TYPE_CHECKING:\n"
+        "    from .server import serve_hub\n"
+        "def f():\n"
+        "    from . import metrics\n"
+        "    import prometheus_client\n",
+        encoding="utf-8",
+    )
+    ours, others = import_edges("_probe", source)
+    assert set(ours) == {
+        ("_contract", ("Frame",)),
+        ("reporting._aggregate", ("_first",)),
+        ("wire", ()),
+        ("server", ("serve_hub",)),
+        ("metrics", ()),
+    }
+    assert "prometheus_client" in others
+    assert _strongly_connected({"a": {"b"}, "b": {"a"}, "c": set()}) == [{"a", "b"}, {"c"}] or (
+        sorted(map(sorted, _strongly_connected({"a": {"b"}, "b": {"a"}, "c": set()})))
+        == [["a", "b"], ["c"]]
+    )
+    assert _STRING_IMPORT.search('importlib.import_module("workflow_hub._cli._watch")')
+    assert not _STRING_IMPORT.search('importlib.import_module("coredis")')
+
+
+def test_importing_the_package_loads_no_transport_nor_prometheus() -> None:
+    """`import workflow_hub` and running a hub need none of the extras nor prometheus-client."""
+    program = (
+        "import sys, trio, workflow_hub\n"
+        "async def main():\n"
+        "    async with workflow_hub.open_hub() as hub:\n"
+        "        hub.register_publisher().publish_snapshot('ready', [])\n"
+        "trio.run(main)\n"
+        f"loaded = sorted(m for m in {NOT_ON_IMPORT!r} if m in sys.modules)\n"
+        "assert not loaded, loaded\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode == 0, result.stderr
