@@ -27,6 +27,7 @@ demo: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check $(LINTED)
 	$(BIN)/ruff format --check $(LINTED)
+	$(BIN)/python tools/contract_inits.py --check
 
 types: $(STAMP)
 	$(BIN)/mypy --strict src
