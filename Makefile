@@ -11,10 +11,14 @@ venv: $(STAMP)
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
+# The runtime extras the tests need; the development tools are pyproject.toml's `dev` group
+# (`pip install --group` needs pip 25.1 or later, hence the upgrade first).
+EXTRAS := server,redis,demo,testing
+
 # Reinstall only when pyproject.toml changes: the second `make test` is fast.
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[$(EXTRAS)]' --group dev
 	touch $(STAMP)
 
 LINTED := $(wildcard src tests benchmarks tools)
@@ -27,6 +31,7 @@ demo: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check $(LINTED)
 	$(BIN)/ruff format --check $(LINTED)
+	$(BIN)/python tools/contract_inits.py --check
 
 types: $(STAMP)
 	$(BIN)/mypy --strict src
@@ -59,7 +64,7 @@ conformance: $(STAMP)
 # Benchmarks (a few minutes): one table, benchmarks/results.json; docs/performance.md explains.
 BENCH_STAMP := $(VENV)/.installed-bench
 $(BENCH_STAMP): pyproject.toml $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
+	$(BIN)/python -m pip install --quiet -e '.[$(EXTRAS),bench]' --group dev
 	touch $(BENCH_STAMP)
 
 bench: $(BENCH_STAMP) redis-server

@@ -1,7 +1,10 @@
 """workflow-hub: a trio hub between workflow publishers and the observers and hooks that watch them.
 
 The public API is what this module exports; everything in a ``_private`` module is an internal.
+``workflow_hub.__version__`` is the installed distribution's version.
 """
+
+from typing import TYPE_CHECKING
 
 from ._core import HOOK_EVENT_TYPES as HOOK_EVENT_TYPES
 from ._core import Dispatch as Dispatch
@@ -45,3 +48,20 @@ __all__ = [
 
 fixup_module_metadata(__name__, globals())
 del fixup_module_metadata
+
+if TYPE_CHECKING:
+    __version__: str
+else:
+
+    def __getattr__(name: str) -> object:
+        # Read from the installed metadata when first asked for, not on every import: loading
+        # importlib.metadata costs about 10 ms, some 7% of importing the package.
+        if name == "__version__":
+            from importlib.metadata import version
+
+            globals()["__version__"] = found = version("workflow-hub")
+            return found
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+del TYPE_CHECKING

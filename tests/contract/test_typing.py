@@ -1,52 +1,64 @@
 """Typed users see the constructors that run (issue 12): mypy accepts wire strings for enum fields
 and any iterable for tuples, and knows which fields are required.
 
-Each contract class declares its real ``__init__`` under ``TYPE_CHECKING`` (see ``_contract``);
-the first test holds those declarations to the attrs fields, the others run mypy on a user program.
+Each contract class declares its real ``__init__`` under ``TYPE_CHECKING`` (see ``_contract``),
+generated from the attrs fields by tools/contract_inits.py (issue 21); the first tests hold the
+file to its regeneration, the others run mypy on a user program.
 """
 
 from __future__ import annotations
 
-import ast
+import importlib.util
 import inspect
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from types import ModuleType
 
-import attrs
 import pytest
 
 from workflow_hub._contract import _values as _contract
 
-
-def declared_inits() -> dict[str, ast.FunctionDef]:
-    tree = ast.parse(inspect.getsource(_contract))
-    found: dict[str, ast.FunctionDef] = {}
-    for node in tree.body:
-        if not isinstance(node, ast.ClassDef):
-            continue
-        for statement in node.body:
-            if isinstance(statement, ast.If) and ast.unparse(statement.test) == "TYPE_CHECKING":
-                for inner in statement.body:
-                    if isinstance(inner, ast.FunctionDef) and inner.name == "__init__":
-                        found[node.name] = inner
-    return found
+TOOL = Path(__file__).parent.parent / "tools" / "contract_inits.py"
 
 
-def test_every_declared_init_matches_the_attrs_fields() -> None:
-    """Same names, same order, all keyword-only, a default exactly where attrs has one."""
-    inits = declared_inits()
-    assert set(inits) == {cls.__name__ for cls in _contract.VALUE_CLASSES}
-    for cls in _contract.VALUE_CLASSES:
-        init = inits[cls.__name__]
-        assert [a.arg for a in init.args.args] == ["self"], cls
-        declared = [
-            (arg.arg, default is not None)
-            for arg, default in zip(init.args.kwonlyargs, init.args.kw_defaults, strict=True)
-        ]
-        fields = [(f.name, f.default is not attrs.NOTHING) for f in attrs.fields(cls)]
-        assert declared == fields, cls.__name__
+def load_tool() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("contract_inits", TOOL)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def tool() -> ModuleType:
+    return load_tool()
+
+
+def test_the_declared_inits_are_their_regeneration(tool: ModuleType) -> None:
+    """Same names, order, defaults and accepted types as the attrs fields: nothing hand-written."""
+    source = inspect.getsource(_contract)
+    assert tool.regenerate(source, tool.value_classes()) == source
+
+
+def test_a_drifted_declaration_is_rewritten_and_check_fails(
+    tool: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A field dropped from a declaration (or a class without one) comes back; --check says so."""
+    source = inspect.getsource(_contract)
+    drifted = source.replace("            revision: int,\n", "", 1)
+    assert drifted != source
+    assert tool.regenerate(drifted, tool.value_classes()) == source
+    copy = tmp_path / "_contract.py"
+    copy.write_text(drifted)
+    monkeypatch.setattr(tool, "module_path", lambda: copy)
+    assert tool.main(["--check"]) == 1
+    assert copy.read_text() == drifted
+    assert tool.main([]) == 0
+    assert copy.read_text() == source
+    assert tool.main(["--check"]) == 0
 
 
 PLAIN_STRINGS = """

@@ -10,8 +10,11 @@ itself); and no internal helper is reachable under a public-looking name. Modell
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import inspect
 import pkgutil
+import subprocess
+import sys
 from collections import defaultdict
 from types import ModuleType
 
@@ -103,3 +106,19 @@ def test_no_internal_helper_leaks_under_a_public_name(module: ModuleType) -> Non
         if _ours(value) and id(value) not in exported:
             by_module[module.__name__].append(name)
     assert dict(by_module) == {}
+
+
+def test_the_version_is_the_installed_distributions_and_costs_no_import() -> None:
+    """``__version__`` comes from the installed metadata, read when asked for (issue 21)."""
+    assert workflow_hub.__version__ == importlib.metadata.version("workflow-hub")
+    assert "__version__" not in workflow_hub.__all__
+    program = (
+        "import sys, workflow_hub\n"
+        "assert 'importlib.metadata' not in sys.modules, 'imported on import'\n"
+        "print(workflow_hub.__version__)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == workflow_hub.__version__

@@ -88,6 +88,19 @@ def check_positive_number(value: object, path: str) -> int | float:
     return number
 
 
+# What a field's converter accepts, as a type expression in the contract module's namespace: it
+# is recorded in the attrs field's ``metadata`` under this key, and tools/contract_inits.py
+# writes each class's type-checking ``__init__`` from it.
+ACCEPTS = "workflow_hub.accepts"
+
+# The type each check accepts, for the checks that fields are built from.
+_ACCEPTED_BY: dict[Callable[..., Any], str] = {
+    check_str: "str",
+    check_count: "int",
+    check_bool: "bool",
+}
+
+
 def enum_check(enum: type[_E]) -> Check[_E]:
     allowed = ", ".join(member.value for member in enum)
     by_value: dict[str, _E] = {member.value: member for member in enum}
@@ -104,13 +117,15 @@ def enum_check(enum: type[_E]) -> Check[_E]:
 
 
 def instance_check(cls: type[_T] | tuple[type[Any], ...]) -> Check[_T]:
-    names = " or ".join(c.__name__ for c in cls) if isinstance(cls, tuple) else cls.__name__
+    classes = cls if isinstance(cls, tuple) else (cls,)
+    names = " or ".join(c.__name__ for c in classes)
 
     def check(value: object, path: str) -> _T:
         if not isinstance(value, cls):
             raise ContractError(path, f"expected {names}, got {_type_name(value)}")
         return value
 
+    _ACCEPTED_BY[check] = " | ".join(c.__name__ for c in classes)
     return check
 
 
@@ -141,35 +156,43 @@ def _converter(check: Check[Any]) -> attrs.Converter[Any, Any]:
     return attrs.Converter(lambda value, field: check(value, field.name), takes_field=True)
 
 
-def _field(check: Check[Any], *, optional_: bool) -> Any:
+def _field(check: Check[Any], accepts: str, *, optional_: bool) -> Any:
     if optional_:
-        return attrs.field(default=None, converter=_converter(optional(check)))
-    return attrs.field(converter=_converter(check))
+        return attrs.field(
+            default=None,
+            converter=_converter(optional(check)),
+            metadata={ACCEPTS: f"{accepts} | None"},
+        )
+    return attrs.field(converter=_converter(check), metadata={ACCEPTS: accepts})
 
 
 def str_field(*, optional: bool = False) -> Any:
-    return _field(check_str, optional_=optional)
+    return _field(check_str, "str", optional_=optional)
 
 
 def count_field(*, optional: bool = False) -> Any:
-    return _field(check_count, optional_=optional)
+    return _field(check_count, "int", optional_=optional)
 
 
 def bool_field() -> Any:
-    return _field(check_bool, optional_=False)
+    return _field(check_bool, "bool", optional_=False)
 
 
 def number_field(*, positive: bool = False) -> Any:
-    return _field(check_positive_number if positive else check_number, optional_=False)
+    check = check_positive_number if positive else check_number
+    return _field(check, "int | float", optional_=False)
 
 
 def enum_field(enum: type[StrEnum], *, optional: bool = False) -> Any:
-    return _field(enum_check(enum), optional_=optional)
+    # A wire string is accepted for its member (``status="running"``).
+    return _field(enum_check(enum), f"{enum.__name__} | str", optional_=optional)
 
 
 def instance_field(cls: type[Any] | tuple[type[Any], ...], *, optional: bool = False) -> Any:
-    return _field(instance_check(cls), optional_=optional)
+    check: Check[Any] = instance_check(cls)
+    return _field(check, _ACCEPTED_BY[check], optional_=optional)
 
 
 def tuple_field(item: Check[Any], *, optional: bool = False) -> Any:
-    return _field(tuple_check(item), optional_=optional)
+    # Any iterable but a string, bytes or a mapping is read into a tuple.
+    return _field(tuple_check(item), f"Iterable[{_ACCEPTED_BY[item]}]", optional_=optional)

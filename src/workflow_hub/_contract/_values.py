@@ -5,6 +5,9 @@ Frames, targets and nodes carry a class-level ``kind`` and events a class-level 
 the wire discriminators, and they make ``frame.kind == "snapshot"`` and ``match`` both work.
 Construction validates every field (SPEC C1) so that a value that exists is a value the hub can
 trust; building one from bad input raises :class:`ContractError` naming the field.
+
+Each class's ``if TYPE_CHECKING: def __init__`` block is generated from its attrs fields: never
+edit it by hand, run ``python tools/contract_inits.py`` (``make lint`` fails when it drifts).
 """
 
 from __future__ import annotations
@@ -79,11 +82,12 @@ _C = TypeVar("_C")
 # What type checkers see differs from what runs, on purpose. At run time every class is a frozen,
 # keyword-only attrs class whose converters accept more than the attribute types say (a wire
 # string for an enum member, any iterable for a tuple). Type checkers would build ``__init__``
-# from the annotations alone (and mypy's attrs plugin ignores converters it cannot read), so
-# each class declares the ``__init__`` it really has under ``TYPE_CHECKING``, and the decorator
-# they see is a ``dataclass_transform`` that keeps a declared ``__init__`` (frozen and keyword-only
-# all the same). tests/test_typing.py checks the declarations against the attrs fields and runs
-# mypy on a typed user program.
+# from the annotations alone (mypy's attrs plugin cannot read a converter that receives the
+# field, and ``dataclass_transform`` has no converters), so each class declares the ``__init__``
+# it really has under ``TYPE_CHECKING``, and the decorator they see is a ``dataclass_transform``
+# that keeps a declared ``__init__`` (frozen and keyword-only all the same). The declarations are
+# written by tools/contract_inits.py from the attrs fields (the field helpers record the type each
+# converter accepts); tests/test_typing.py holds the file to it and runs mypy on user programs.
 if TYPE_CHECKING:
     from typing import dataclass_transform
 
@@ -142,7 +146,7 @@ class NodePrompt(_Value):
             kind: PromptKind | str,
             message: str,
             choices: Iterable[str] | None = None,
-            created_at: Timestamp,
+            created_at: int | float,
         ) -> None: ...
 
 
@@ -166,7 +170,7 @@ class RunPrompt(_Value):
             kind: PromptKind | str,
             message: str,
             choices: Iterable[str] | None = None,
-            created_at: Timestamp,
+            created_at: int | float,
             run_id: str,
         ) -> None: ...
 
@@ -248,7 +252,7 @@ class RootGraph(_Value):
         def __init__(
             self,
             *,
-            nodes: Iterable[GraphNode],
+            nodes: Iterable[StageNode | ToolNode],
             run_prompts: Iterable[RunPrompt] | None = None,
         ) -> None: ...
 
@@ -506,10 +510,10 @@ class LifecycleInput(_Value):
             run_id: str,
             root_run_id: str,
             owner_session_id: str,
-            occurred_at: Timestamp,
-            observed_at: Timestamp,
+            occurred_at: int | float,
+            observed_at: int | float,
             delivery: Delivery | str,
-            target: LifecycleTarget,
+            target: RunTarget | StageTarget | ToolTarget | PromptTarget,
             attribution: Attribution | str | None = None,
         ) -> None: ...
 
@@ -541,10 +545,10 @@ class LifecycleEvent(_Value):
             run_id: str,
             root_run_id: str,
             owner_session_id: str,
-            occurred_at: Timestamp,
-            observed_at: Timestamp,
+            occurred_at: int | float,
+            observed_at: int | float,
             delivery: Delivery | str,
-            target: LifecycleTarget,
+            target: RunTarget | StageTarget | ToolTarget | PromptTarget,
             attribution: Attribution | str | None = None,
         ) -> None: ...
 
@@ -586,8 +590,8 @@ class StageCompletedEvent(_Value):
             run_id: str,
             root_run_id: str,
             owner_session_id: str,
-            occurred_at: Timestamp,
-            observed_at: Timestamp,
+            occurred_at: int | float,
+            observed_at: int | float,
             delivery: Delivery | str,
             target: StageTarget,
             attribution: Attribution | str | None = None,
@@ -633,7 +637,7 @@ class HeartbeatEvent(_Value):
             run_id: str,
             root_run_id: str,
             owner_session_id: str,
-            scheduled_at: Timestamp,
+            scheduled_at: int | float,
             interval_minutes: int | float,
         ) -> None: ...
 
