@@ -10,7 +10,7 @@ field's converter accepts, which the field helpers of ``_validate`` record in th
     python tools/contract_inits.py          # rewrite the declarations
     python tools/contract_inits.py --check  # exit 1 with a diff if the file is not up to date
 
-``make lint`` runs ``--check``, and so does tests/test_typing.py.
+``make lint`` runs ``--check``, and so does tests/contract/test_typing.py.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The contract's value types, enumerations and error (SPEC §2); all re-exported by ``workflow_hub``.
 
 The names are written out, not derived: type checkers (mypy, pyright) read ``__all__`` and the
-imports statically and would see nothing in a computed list. tests/test_wire.py checks that this
+imports statically and would see nothing in a computed list. tests/contract/test_wire.py checks that this
 list is exactly what ``_contract`` and ``_enums`` export.
 """
 

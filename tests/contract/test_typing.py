@@ -20,7 +20,7 @@ import pytest
 
 from workflow_hub._contract import _values as _contract
 
-TOOL = Path(__file__).parent.parent / "tools" / "contract_inits.py"
+TOOL = Path(__file__).parents[2] / "tools" / "contract_inits.py"
 
 
 def load_tool() -> ModuleType:

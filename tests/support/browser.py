@@ -84,7 +84,7 @@ def open_browser() -> Browser:
     try:
         import playwright.sync_api  # noqa: F401
     except ImportError:
-        missing("the playwright package is not installed (pip install -e '.[dev]')")
+        missing("the playwright package is not installed (run make venv)")
     return Browser(executable)
 
 

@@ -4,7 +4,7 @@ The decisions issue 18 overturned are tested, through the tracker, in ``test_tra
 
 Each test builds the records of one root (the root run first, parents before children) and asks
 ``derive_root`` for its summary. ``derive_root`` and its records live in the internal module
-``workflow_hub.tracker._derive``, which these tests are about, so they import it by its private name.
+``workflow_hub.tracker._derive`` (and its records), which these tests are about, so they import it by its private name.
 """
 
 from __future__ import annotations
@@ -13,13 +13,13 @@ from collections.abc import Iterable
 
 from workflow_hub import NodePrompt, RootActivity, RunPrompt, StageNode, ToolNode
 from workflow_hub.contract import PromptKind, RunStatus, StageStatus, ToolNodeStatus
-from workflow_hub.tracker._derive import (
+from workflow_hub.tracker._derive import derive_root
+from workflow_hub.tracker._records import (
     NodeRecord,
     PromptRecord,
     RunRecord,
     StageRecord,
     ToolRecord,
-    derive_root,
 )
 
 

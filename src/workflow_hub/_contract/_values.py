@@ -87,7 +87,7 @@ _C = TypeVar("_C")
 # it really has under ``TYPE_CHECKING``, and the decorator they see is a ``dataclass_transform``
 # that keeps a declared ``__init__`` (frozen and keyword-only all the same). The declarations are
 # written by tools/contract_inits.py from the attrs fields (the field helpers record the type each
-# converter accepts); tests/test_typing.py holds the file to it and runs mypy on user programs.
+# converter accepts); tests/contract/test_typing.py holds the file to it and runs mypy on user programs.
 if TYPE_CHECKING:
     from typing import dataclass_transform
 

@@ -31,7 +31,8 @@ from .._contract import (
     ToolNode,
     unchecked,
 )
-from ._derive import (
+from ._derive import Totals
+from ._records import (
     ATTENTION_BEARING,
     FAILURES,
     SETTLED_STAGE,
@@ -40,7 +41,6 @@ from ._derive import (
     PromptRecord,
     RunRecord,
     StageRecord,
-    Totals,
     nested_id,
 )
 

@@ -59,7 +59,8 @@ from .._contract import (
     tuple_check,
 )
 from .._core import WorkflowActivityPublisher
-from ._derive import (
+from ._heartbeat import HeartbeatSchedule, check_interval
+from ._records import (
     ADVANCING,
     NodeRecord,
     PromptRecord,
@@ -68,7 +69,6 @@ from ._derive import (
     ToolRecord,
     nested_id,
 )
-from ._heartbeat import HeartbeatSchedule, check_interval
 from ._rootstate import RootState, refresh_run_prompts
 
 __all__ = ["RunTracker", "run_heartbeats"]

@@ -4,7 +4,7 @@
  *
  * It is a classic script so that the page loads it with a plain <script> tag (no module MIME
  * type, no build step) and node loads it with require(): the test suite folds the same frames
- * here and in Python and compares the results (tests/test_dashboard_fold.py).
+ * here and in Python and compares the results (tests/dashboard/test_dashboard_fold.py).
  */
 (function (global) {
   "use strict";

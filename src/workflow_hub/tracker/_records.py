@@ -1,0 +1,177 @@
+"""What a run tracker knows: the small mutable records of runs, stages, tools and prompts.
+
+The tracker (``_tracker.py``) writes facts into them; :func:`~._derive.derive_root` reads them to
+define a root's summary, and ``_rootstate.py`` keeps that summary up to date incrementally.
+Besides the facts, the records carry a few fields the incremental bookkeeping owns (marked
+*bookkeeping* below); ``derive_root`` never reads them. The status sets are the vocabulary both
+sides share.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal, TypeAlias
+
+import attrs
+
+from .._contract import (
+    GraphNode,
+    PromptKind,
+    RunPrompt,
+    RunStatus,
+    StageStatus,
+    Timestamp,
+    ToolNodeStatus,
+)
+
+__all__ = [
+    "ADVANCING",
+    "ATTENTION_BEARING",
+    "DONE_STAGE",
+    "DONE_TOOL",
+    "FAILURES",
+    "SETTLED_STAGE",
+    "SETTLED_TOOL",
+    "NodeRecord",
+    "PromptRecord",
+    "RunRecord",
+    "StageRecord",
+    "ToolRecord",
+    "nested_id",
+]
+
+# Statuses in which an executor moves a run forward by itself.
+ADVANCING = frozenset({RunStatus.PENDING, RunStatus.RUNNING})
+# D2: only runs in these statuses carry waits.
+ATTENTION_BEARING = frozenset(
+    {RunStatus.RUNNING, RunStatus.PENDING, RunStatus.FAILED, RunStatus.BLOCKED}
+)
+# D3: failures that need intervention while their executor is there.
+FAILURES = frozenset({RunStatus.FAILED, RunStatus.BLOCKED})
+# D6: a parent in one of these statuses lets its children run.
+DONE_STAGE = frozenset({StageStatus.COMPLETED})
+DONE_TOOL = frozenset({ToolNodeStatus.COMPLETED, ToolNodeStatus.CACHED})
+# D6: statuses that let a run continue past its nodes (a running stage hosting a child too).
+SETTLED_STAGE = frozenset({StageStatus.COMPLETED, StageStatus.SKIPPED})
+SETTLED_TOOL = frozenset({ToolNodeStatus.COMPLETED, ToolNodeStatus.CACHED, ToolNodeStatus.FAILED})
+
+
+def nested_id(run_id: str, node_id: str) -> str:
+    """A node's canonical identity within a root: ``"{run_id}:{node_id}"``."""
+    return f"{run_id}:{node_id}"
+
+
+@attrs.define(kw_only=True, eq=False)
+class PromptRecord:
+    """An open prompt, on a run or (``stage_id`` set) on one of its stages."""
+
+    prompt_id: str
+    kind: PromptKind
+    message: str
+    choices: tuple[str, ...] | None
+    created_at: Timestamp
+    stage_id: str | None
+
+
+@attrs.define(kw_only=True, eq=False)
+class StageRecord:
+    """A stage of one run. ``node_id`` is the scheduler's raw id, unique in its run."""
+
+    kind: ClassVar[Literal["stage"]] = "stage"
+
+    node_id: str
+    name: str
+    parent_ids: tuple[str, ...]
+    status: StageStatus
+    retrying: bool = False
+    execution_order: int | None = None
+    prompt: PromptRecord | None = None
+    # Bookkeeping: child runs this stage hosts, parents not yet done, nodes whose parent it is,
+    # what it adds to its run's counts, its position among its run's nodes, its graph node.
+    hosted: int = 0
+    unmet_parents: int = 0
+    dependents: list[NodeRecord] = attrs.field(factory=list)
+    counts: tuple[int, ...] = ()
+    position: int = 0
+    graph_node: GraphNode | None = None
+
+    @property
+    def running(self) -> bool:
+        return self.status is StageStatus.RUNNING
+
+    @property
+    def done(self) -> bool:
+        """Whether its dependents may run (D6)."""
+        return self.status in DONE_STAGE
+
+    @property
+    def waits_for_human(self) -> bool:
+        """D4, D5: an open prompt or ``awaiting_input``."""
+        return self.prompt is not None or self.status is StageStatus.AWAITING_INPUT
+
+
+@attrs.define(kw_only=True, eq=False)
+class ToolRecord:
+    """A tool node of one run. ``node_id`` is the scheduler's raw id, unique in its run."""
+
+    kind: ClassVar[Literal["tool"]] = "tool"
+
+    node_id: str
+    name: str
+    parent_ids: tuple[str, ...]
+    status: ToolNodeStatus
+    ordinal: int = 0
+    execution_order: int | None = None
+    # Bookkeeping, as for stages.
+    unmet_parents: int = 0
+    dependents: list[NodeRecord] = attrs.field(factory=list)
+    counts: tuple[int, ...] = ()
+    position: int = 0
+    graph_node: GraphNode | None = None
+
+    @property
+    def running(self) -> bool:
+        return self.status is ToolNodeStatus.RUNNING
+
+    @property
+    def done(self) -> bool:
+        return self.status in DONE_TOOL
+
+
+NodeRecord: TypeAlias = StageRecord | ToolRecord
+
+
+@attrs.define(kw_only=True, eq=False)
+class RunRecord:
+    """Everything the tracker knows about one run (root or nested)."""
+
+    run_id: str
+    root_run_id: str
+    parent_run_id: str | None
+    depth: int
+    live: bool
+    status: RunStatus
+    # The stage of the parent run that hosts this run (a nested run started by a stage).
+    host_stage_id: str | None = None
+    stop_requested: bool = False
+    # The executor reported that it has finished with the run (D3: a failure then is settled).
+    executor_ended: bool = False
+    acknowledged: bool = False
+    children: list[str] = attrs.field(factory=list)
+    nodes: dict[str, NodeRecord] = attrs.field(factory=dict)
+    prompts: dict[str, PromptRecord] = attrs.field(factory=dict)
+    # Keys are a stage id, or None for an intervention on the run itself; the value says
+    # whether it is a budget stop.
+    interventions: dict[str | None, bool] = attrs.field(factory=dict)
+    # Bookkeeping: whether a stop covers the run (D1), the sums of its nodes' counts, what it
+    # adds to its root's totals.
+    stopping: bool = False
+    open_run_prompts: int = 0
+    node_counts: list[int] = attrs.field(factory=list)
+    counts: tuple[int, ...] = ()
+    # Bookkeeping for the graph: the run's graph nodes in declaration order, its run prompts.
+    graph_nodes: list[GraphNode] = attrs.field(factory=list)
+    graph_prompts: tuple[RunPrompt, ...] = ()
+
+    @property
+    def budget_stop(self) -> bool:
+        return any(self.interventions.values())
