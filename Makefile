@@ -50,9 +50,14 @@ browsers:
 pytest: $(STAMP) redis-server browsers
 	$(BIN)/pytest
 
-# docs/dashboard.png: the dashboard of the demo's scheduler, taken by Debian's chromium.
+# docs/dashboard.png: the dashboard of the demo's scheduler, taken by Debian's chromium; and
+# docs/dashboard-busy-*.png: a busy scheduler's page opened on a link to its roots that need attention.
 screenshot: $(STAMP) browsers
 	$(BIN)/python tools/dashboard_screenshot.py --chromium "$$(command -v chromium)"
+	$(BIN)/python tools/dashboard_screenshot.py --chromium "$$(command -v chromium)" --busy 400 \
+		--view '#group=attention' --width 1280 --height 1000 --output docs/dashboard-busy-1280.png
+	$(BIN)/python tools/dashboard_screenshot.py --chromium "$$(command -v chromium)" --busy 400 \
+		--view '#group=attention' --width 375 --height 1100 --output docs/dashboard-busy-375.png
 
 test: lint types pytest
 
