@@ -44,16 +44,25 @@ redis-server:
 # The dashboard's tests run its JavaScript under node (so does the conformance kit's JavaScript
 # numbers adapter, tests/js/reencode.mjs) and its page in Debian's chromium (driven by
 # the Python playwright package; never `playwright install`, which downloads a browser).
+# axe-core (the dashboard's accessibility check) comes from npm at the version pinned in
+# tests/js/package.json, into tests/js/node_modules.
 browsers:
 	@command -v node >/dev/null || flock /tmp/apt.lock sh -c 'apt-get update && apt-get install -y nodejs'
+	@command -v npm >/dev/null || flock /tmp/apt.lock sh -c 'apt-get update && apt-get install -y npm'
 	@command -v chromium >/dev/null || flock /tmp/apt.lock sh -c 'apt-get update && apt-get install -y chromium'
+	@test -f tests/js/node_modules/axe-core/axe.min.js || npm ci --prefix tests/js --no-audit --no-fund
 
 pytest: $(STAMP) redis-server browsers
 	$(BIN)/pytest
 
-# docs/dashboard.png: the dashboard of the demo's scheduler, taken by Debian's chromium.
+# docs/dashboard.png: the dashboard of the demo's scheduler, taken by Debian's chromium; and
+# docs/dashboard-busy-*.png: a busy scheduler's page opened on a link to its roots that need attention.
 screenshot: $(STAMP) browsers
 	$(BIN)/python tools/dashboard_screenshot.py --chromium "$$(command -v chromium)"
+	$(BIN)/python tools/dashboard_screenshot.py --chromium "$$(command -v chromium)" --busy 400 \
+		--view '#group=attention' --width 1280 --height 1000 --output docs/dashboard-busy-1280.png
+	$(BIN)/python tools/dashboard_screenshot.py --chromium "$$(command -v chromium)" --busy 400 \
+		--view '#group=attention' --width 375 --height 1100 --output docs/dashboard-busy-375.png
 
 test: lint types pytest
 

@@ -3,6 +3,11 @@
 The demo's scenario runs in this process with a hub, a hook runner and the server, exactly as
 `workflow-hub serve` does; Debian's chromium (driven by playwright) loads the page, opens the
 stages of one root and takes the picture. Same seed, same picture (up to timing jitter).
+
+With ``--busy N`` the scheduler is a busy one instead: N roots (a seeded mix of working, blocked,
+flagged and idle ones, some with stages), still changing while the page is open, and the page is
+opened on ``--view`` (a fragment such as ``#group=attention``), as a shared link would open it:
+`make screenshot` draws docs/dashboard-busy-1280.png and docs/dashboard-busy-375.png this way.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from pathlib import Path
 
 import trio
 
-from workflow_hub import HookRunner, open_hub
+from workflow_hub import HookRunner, NodePrompt, RootActivity, RootGraph, StageNode, open_hub
 from workflow_hub._cli._scenario import run_scenario
 from workflow_hub.server import serve_hub
 from workflow_hub.tracker import RunTracker
@@ -39,38 +44,42 @@ CHROMIUM_FLAGS = [
 class _Camera:
     """Chromium in one thread (playwright's sync API stays on the thread that started it)."""
 
-    def __init__(self, chromium: str, width: int) -> None:
+    def __init__(
+        self, chromium: str, width: int, height: int = 900, full_page: bool = True
+    ) -> None:
         self._executor = ThreadPoolExecutor(max_workers=1)
         self._chromium = chromium
         self._width = width
+        self._height = height
+        self._full_page = full_page
 
     async def _call(self, function: Callable[..., object], *args: object) -> object:
         future = self._executor.submit(function, *args)
         return await trio.to_thread.run_sync(future.result)
 
-    def _open(self, url: str) -> None:
+    def _open(self, url: str, view: str = "") -> None:
         from playwright.sync_api import sync_playwright
 
         self._playwright = sync_playwright().start()
         self._browser = self._playwright.chromium.launch(
             executable_path=self._chromium, args=CHROMIUM_FLAGS
         )
-        self._page = self._browser.new_page(viewport={"width": self._width, "height": 900})
-        self._page.goto(url)
+        self._page = self._browser.new_page(viewport={"width": self._width, "height": self._height})
+        self._page.goto(url + view)
         self._page.wait_for_selector('[data-testid="connection"][data-state="live"]')
 
     def _shoot(self, path: Path, expand: str) -> None:
         summary = self._page.locator(f'[data-root-id="{expand}"] summary')
         if summary.count():
             summary.click()
-        self._page.screenshot(path=str(path), full_page=True)
+        self._page.screenshot(path=str(path), full_page=self._full_page)
 
     def _close(self) -> None:
         self._browser.close()
         self._playwright.stop()
 
-    async def open(self, url: str) -> None:
-        await self._call(self._open, url)
+    async def open(self, url: str, view: str = "") -> None:
+        await self._call(self._open, url, view)
 
     async def shoot(self, path: Path, expand: str) -> None:
         await self._call(self._shoot, path, expand)
@@ -80,7 +89,98 @@ class _Camera:
         self._executor.shutdown()
 
 
+# A busy scheduler's roots: pipelines of a data team, deployments, model training.
+_KINDS = ["nightly-etl", "deploy", "train-model", "backfill", "report", "ingest", "build"]
+_STAGES = ["fetch", "validate", "transform", "load", "approve", "publish"]
+_MIX = [
+    ("working", "executing", False, 50),
+    ("working", "retrying", False, 4),
+    ("working", "automatic_continuation", False, 3),
+    ("blocked", "awaiting_input", False, 1.5),
+    ("blocked", "manual_intervention", False, 1),
+    ("idle", "quiescent", True, 1),
+    ("idle", "quiescent", False, 30),
+    ("idle", "paused", False, 6),
+]
+
+
+def _busy_root(rng: random.Random, index: int) -> RootActivity:
+    state, reason, flagged, _ = rng.choices(_MIX, weights=[m[3] for m in _MIX])[0]
+    name = f"{_KINDS[index % len(_KINDS)]}-{index:04}"
+    graph = None
+    if state != "idle" or flagged:
+        done = rng.randrange(1, len(_STAGES))
+        nodes = []
+        for position, stage in enumerate(_STAGES[: done + 1]):
+            status = "completed" if position < done else "running" if not flagged else "failed"
+            prompt = None
+            if position == done and state == "blocked":
+                status = "awaiting_input" if reason == "awaiting_input" else "failed"
+                if reason == "awaiting_input":
+                    prompt = NodePrompt(
+                        id=f"{name}-prompt",
+                        kind="confirm",
+                        message=f"Approve {stage} of {name}?",
+                        created_at=1_700_000_000_000,
+                    )
+            nodes.append(
+                StageNode(
+                    id=f"{name}:{stage}",
+                    run_id=name,
+                    node_id=stage,
+                    name=stage,
+                    parent_ids=(f"{name}:{_STAGES[position - 1]}",) if position else (),
+                    depth=0,
+                    status=status,
+                    pending_prompt=prompt,
+                )
+            )
+        graph = RootGraph(nodes=tuple(nodes))
+    return RootActivity(
+        root_run_id=name,
+        owner_session_id="busy-scheduler",
+        state=state,
+        reason=reason,
+        active_execution_count=rng.randrange(1, 6) if state == "working" else 0,
+        actionable_block_count=1 if state == "blocked" else 0,
+        needs_attention=flagged or state == "blocked",
+        graph=graph,
+    )
+
+
+async def _busy(args: argparse.Namespace) -> None:
+    """A scheduler of ``args.busy`` roots that keeps changing; the page opened on ``args.view``."""
+    rng = random.Random(args.seed)
+    # What a reader sees on opening the link: the screen, not the whole list.
+    camera = _Camera(args.chromium, args.width, args.height, full_page=False)
+    async with open_hub(epoch_factory=lambda: f"{rng.getrandbits(48):012x}") as hub:
+        publisher = hub.register_publisher()
+        roots = [_busy_root(rng, index) for index in range(args.busy)]
+        publisher.publish_snapshot("ready", roots=roots)
+        async with trio.open_nursery() as nursery:
+            url = await nursery.start(partial(serve_hub, hub, port=0))
+            await camera.open(url, args.view)
+            try:
+                # A second of a busy scheduler: working roots come and go, idle ones start.
+                for _ in range(50):
+                    index = rng.randrange(len(roots))
+                    if roots[index].state != "blocked" and not roots[index].needs_attention:
+                        roots[index] = _busy_root(rng, index)
+                        if not roots[index].needs_attention:
+                            publisher.publish_changed(roots[index])
+                    await trio.sleep(0.02)
+                await trio.sleep(0.5)
+                expand = next(r.root_run_id for r in roots if r.reason == "awaiting_input")
+                await camera.shoot(args.output, expand)
+            finally:
+                await camera.close()
+            nursery.cancel_scope.cancel()
+
+
 async def _main(args: argparse.Namespace) -> None:
+    if args.busy:
+        await _busy(args)
+        return
     rng = random.Random(args.seed)
     camera = _Camera(args.chromium, args.width)
     async with open_hub(epoch_factory=lambda: f"{rng.getrandbits(48):012x}") as hub:
@@ -118,6 +218,9 @@ def main() -> int:
     parser.add_argument("--at", type=float, default=5.0, help="seconds into the demo")
     parser.add_argument("--width", type=int, default=1280)
     parser.add_argument("--chromium", default="/usr/bin/chromium")
+    parser.add_argument("--height", type=int, default=900, help="the window's height (--busy)")
+    parser.add_argument("--busy", type=int, default=0, help="a busy scheduler of this many roots")
+    parser.add_argument("--view", default="", help="the page's view, e.g. '#group=attention'")
     args = parser.parse_args()
     trio.run(_main, args)
     print(f"wrote {args.output}", file=sys.stderr)

@@ -162,6 +162,13 @@ async def dashboard(
         assert outside == []
 
 
+def page_rank(root: RootActivity) -> int:
+    """The page's groups (docs/dashboard.md): blocked or flagged, working, idle."""
+    if root.state == "blocked" or root.needs_attention:
+        return 0
+    return 1 if root.state == "working" else 2
+
+
 def expected_aggregate(view: ActivityView) -> dict[str, str]:
     status = aggregate(view)
     return {
@@ -183,7 +190,8 @@ def shown_aggregate(state: dict[str, Any]) -> dict[str, str]:
 
 
 async def test_the_page_shows_a_live_hub(browser: Browser) -> None:
-    """The roots of a live hub in hub order, a change within 1 s, a removal, hook events."""
+    """The roots of a live hub, attention first (docs/dashboard.md), a change within 1 s, a
+    removal, hook events."""
     with trio.fail_after(30):
         async with open_hub() as hub:
             runner = HookRunner(hub)
@@ -201,8 +209,8 @@ async def test_the_page_shows_a_live_hub(browser: Browser) -> None:
                 await tab.goto(server.url)
                 state = await tab.at_cursor(hub.snapshot_frame().cursor)
                 assert [(r["id"], r["state"], r["reason"]) for r in state["roots"]] == [
-                    ("build", "working", "executing"),
                     ("deploy", "blocked", "awaiting_input"),
+                    ("build", "working", "executing"),
                     ("docs", "idle", "paused"),
                 ]
                 assert state["connection"]["state"] == "live"
@@ -214,8 +222,8 @@ async def test_the_page_shows_a_live_hub(browser: Browser) -> None:
                     "message": "1 working · 1 waiting for input",
                 }
                 # Every badge says its state in words, not only in colour.
-                assert "working" in state["roots"][0]["text"]
-                assert "needs attention" in state["roots"][1]["text"]
+                assert "working" in state["roots"][1]["text"]
+                assert "needs attention" in state["roots"][0]["text"]
 
                 # The keyboard: the first Tab reaches the skip link, which leads to the roots.
                 await browser.run(tab.page.keyboard.press, "Tab")
@@ -308,8 +316,10 @@ async def test_the_aggregate_follows_aggregate_on_a_random_scenario(browser: Bro
                     await trio.testing.wait_all_tasks_blocked()
                     assert view.cursor == hub.snapshot_frame().cursor
                     assert shown_aggregate(state) == expected_aggregate(view)
+                    # In the page's order: attention first, then working, then idle (stable).
                     assert [(r["id"], r["state"], r["reason"]) for r in state["roots"]] == [
-                        (r.root_run_id, str(r.state), str(r.reason)) for r in view.roots
+                        (r.root_run_id, str(r.state), str(r.reason))
+                        for r in sorted(view.roots, key=page_rank)
                     ]
                     seen_states.add(state["aggregate"]["status"])
                 # The scenario went through the interesting rows of the decision table.

@@ -12,6 +12,8 @@
   "use strict";
 
   var Fold = window.WorkflowHubFold;
+  var Views = window.WorkflowHubViews;
+  var PAGE = 100; // roots drawn at first, and added by each "show more"
   var TOKEN_KEY = "workflow-hub.token";
   var FEED_LIMIT = 50;
   var MIN_RETRY_MS = 250;
@@ -53,6 +55,13 @@
     rootCount: $('[data-role="root-count"]'),
     rootsEmpty: $('[data-testid="roots-empty"]'),
     roots: $('[data-testid="roots"]'),
+    more: $('[data-testid="more"]'),
+    shown: $('[data-testid="shown"]'),
+    summary: $('[data-testid="summary"]'),
+    filters: $('[data-testid="filters"]'),
+    announcer: $('[data-testid="announcer"]'),
+    rootsHeading: $("#roots-heading"),
+    skip: $(".skip"),
     feedStatus: $('[data-testid="feed-status"]'),
     feed: $('[data-testid="feed"]'),
   };
@@ -64,7 +73,12 @@
   var retryTimer = null;
   var eventsTimer = null;
   var retryDelay = MIN_RETRY_MS;
-  var openRoots = new Set();
+  var openRoots = new Set(); // ids of the roots whose stages are expanded (pruned on removal)
+  var drawn = new Map(); // id -> <li> of the roots drawn now (at most `limit`)
+  var limit = PAGE;
+  var currentId = null; // the root the keyboard is on (the one <li> with tabindex 0)
+  var announced = null;
+  var controls = null;
 
   function resetModel() {
     model = {
@@ -283,6 +297,7 @@
   function setConnection(state) {
     connection = state;
     renderConnection();
+    announce(Fold.aggregate(model.view));
   }
 
   // --- hook events -----------------------------------------------------------------------
@@ -409,6 +424,7 @@
     ui.aggregateMessage.textContent = status.message;
     ui.aggregateAttention.hidden = !status.attention;
     document.title = status.state + " · workflow-hub";
+    announce(status);
   }
 
   function renderSuperseded() {
@@ -429,45 +445,187 @@
     ui.superseded.dataset.state = text ? "superseded" : "current";
   }
 
-  function renderRoots() {
-    var roots = model.view.roots();
-    var existing = new Map();
-    Array.prototype.forEach.call(ui.roots.children, function (item) {
-      existing.set(item.getAttribute("data-root-id"), item);
+  function count(number) {
+    return number.toLocaleString("en");
+  }
+
+  // The overall state, said once when it changes (never for each frame): "working", "blocked,
+  // needs attention", "reconnecting" ...
+  function announce(status) {
+    var text = "Status " + status.state + (status.attention ? ", needs attention" : "");
+    if (connection !== "live" && connection !== "resynced" && connection !== "connecting") {
+      text += "; connection " + words(connection);
+    }
+    if (text === announced) return;
+    // The first status of the page is on the screen already; only changes are announced.
+    if (announced !== null || connection === "live") ui.announcer.textContent = text;
+    announced = text;
+  }
+
+  function renderSummary(counts, view) {
+    var labels = {
+      attention: counts.attention === 1 ? "needs attention" : "need attention",
+      working: "working",
+      idle: "idle",
+      "": "in all",
+    };
+    Array.prototype.forEach.call(ui.summary.querySelectorAll("a[data-group]"), function (link) {
+      var group = link.dataset.group;
+      var number = group ? counts[group] : counts.all;
+      link.querySelector('[data-role="group-count"]').textContent = count(number);
+      link.lastChild.textContent = " " + labels[group];
+      link.dataset.count = String(number);
+      var current = group === view.group && (group !== "" || Views.isEmpty(view));
+      if (current) link.setAttribute("aria-current", "true");
+      else link.removeAttribute("aria-current");
     });
+  }
+
+  function renderRoots() {
+    var all = model.view.roots();
+    var view = controls.view;
+    var selection = Views.select(all, view);
+    var matching = selection.roots;
+    var roots = matching.slice(0, limit);
+    var known = model.view.known();
+    renderSummary(selection.counts, view);
+
+    // What has the focus now, to give it back after the list is redrawn.
     var focused = document.activeElement;
-    var refocus = null;
+    var focusItem = focused && focused.closest ? focused.closest("li.root") : null;
+    var focusId = focusItem && ui.roots.contains(focusItem) ? focusItem.dataset.rootId : null;
+    var focusSummary = focusId !== null && focused.tagName === "SUMMARY";
+    var focusIndex = focusId !== null ? Array.prototype.indexOf.call(ui.roots.children, focusItem) : -1;
+
+    var keep = new Map();
     roots.forEach(function (root, index) {
-      var item = existing.get(root.rootRunId);
-      existing.delete(root.rootRunId);
+      var item = drawn.get(root.rootRunId);
       // Every frame parses into new objects, so an unchanged root is the very same object.
       if (!item || item.__root !== root) {
         var fresh = rootItem(root);
         fresh.__root = root;
-        if (item) {
-          if (item.contains(focused)) refocus = fresh.querySelector("summary");
-          item.replaceWith(fresh);
-        }
+        if (item) item.replaceWith(fresh);
         item = fresh;
       }
+      keep.set(root.rootRunId, item);
       if (ui.roots.children[index] !== item) {
         ui.roots.insertBefore(item, ui.roots.children[index] || null);
       }
     });
-    existing.forEach(function (item) {
-      item.remove();
+    drawn.forEach(function (item, id) {
+      if (!keep.has(id)) item.remove();
     });
-    if (refocus) refocus.focus();
-    ui.rootCount.textContent = model.view.known() ? "(" + roots.length + ")" : "";
+    drawn = keep;
+    // Expanded stages of roots that are gone are forgotten: memory follows the roots.
+    openRoots.forEach(function (id) {
+      if (!model.view.get(id)) openRoots.delete(id);
+    });
+
+    // One root is reachable with Tab (roving tabindex); the arrows move between them.
+    if (currentId === null || !drawn.has(currentId)) {
+      currentId = roots.length ? roots[Math.max(0, Math.min(focusIndex, roots.length - 1))].rootRunId : null;
+    }
+    drawn.forEach(function (item, id) {
+      item.tabIndex = id === currentId ? 0 : -1;
+    });
+    if (focusId !== null && !ui.roots.contains(document.activeElement)) {
+      var target = drawn.get(focusId) || drawn.get(currentId);
+      if (target) {
+        var summary = focusSummary && target.dataset.rootId === focusId && target.querySelector("summary");
+        (summary || target).focus({ preventScroll: true });
+      } else {
+        ui.rootsHeading.focus({ preventScroll: true });
+      }
+    }
+
+    ui.roots.dataset.drawn = String(roots.length);
+    ui.roots.dataset.matching = String(matching.length);
+    ui.rootCount.textContent = known ? "(" + count(all.length) + ")" : "";
+    var described = Views.describeView(view);
+    ui.shown.hidden = !known || all.length === 0;
+    ui.shown.textContent =
+      (described ? "Showing " + count(matching.length) + " of " + count(all.length) + ": " + described
+                 : "Showing all " + count(all.length)) +
+      (roots.length < matching.length ? " (the first " + count(roots.length) + " drawn)" : "") +
+      ". Needs attention first, then working, then idle.";
+    var rest = matching.length - roots.length;
+    ui.more.hidden = rest <= 0;
+    ui.more.textContent = "Show " + count(Math.min(PAGE, rest)) + " more (" + count(rest) + " not drawn)";
     ui.rootsEmpty.hidden = roots.length > 0;
-    ui.rootsEmpty.textContent = model.view.known()
-      ? "No roots: nothing is running."
-      : "Activity unknown: no roots are shown until the source is ready.";
+    if (!known) {
+      ui.rootsEmpty.textContent = "Activity unknown: no roots are shown until the source is ready.";
+    } else if (all.length === 0) {
+      ui.rootsEmpty.textContent = "No roots: nothing is running.";
+    } else {
+      ui.rootsEmpty.textContent = "No root matches this view. Clear the filters to see all " +
+        count(all.length) + ".";
+    }
   }
+
+  // --- keyboard --------------------------------------------------------------------------
+
+  function moveTo(item) {
+    if (!item) return;
+    currentId = item.dataset.rootId;
+    drawn.forEach(function (other) {
+      other.tabIndex = other === item ? 0 : -1;
+    });
+    item.focus();
+  }
+
+  ui.roots.addEventListener("keydown", function (event) {
+    var item = event.target.closest("li.root");
+    if (!item || event.altKey || event.ctrlKey || event.metaKey) return;
+    var onItem = event.target === item;
+    var key = event.key;
+    if (key === "Escape") {
+      var details = item.querySelector("details");
+      if (details) details.open = false;
+      moveTo(item);
+    } else if (onItem && (key === "ArrowDown" || key === "ArrowUp")) {
+      var next = key === "ArrowDown" ? item.nextElementSibling : item.previousElementSibling;
+      if (!next && key === "ArrowDown" && !ui.more.hidden) {
+        showMore();
+        next = item.nextElementSibling;
+      }
+      moveTo(next);
+    } else if (onItem && key === "Home") {
+      moveTo(ui.roots.firstElementChild);
+    } else if (onItem && key === "End") {
+      moveTo(ui.roots.lastElementChild);
+    } else if (onItem && (key === "Enter" || key === " ")) {
+      var graph = item.querySelector("details");
+      if (!graph) return;
+      graph.open = true;
+      openRoots.add(item.dataset.rootId);
+      graph.querySelector("summary").focus();
+    } else {
+      return;
+    }
+    event.preventDefault();
+  });
+
+  function showMore() {
+    limit += PAGE;
+    renderRoots();
+  }
+
+  ui.more.addEventListener("click", function () {
+    var index = ui.roots.children.length;
+    showMore();
+    moveTo(ui.roots.children[index]);
+  });
+
+  // The skip link focuses the list's heading without touching the fragment (which holds the view).
+  ui.skip.addEventListener("click", function (click) {
+    click.preventDefault();
+    ui.rootsHeading.focus();
+  });
 
   function rootItem(root) {
     var item = element("li", "root");
     item.setAttribute("data-root-id", root.rootRunId);
+    item.dataset.group = Views.groupOf(root);
     item.dataset.state = root.state;
     item.dataset.reason = root.reason;
     item.dataset.attention = String(root.needsAttention);
@@ -554,6 +712,10 @@
 
   resetModel();
   takeTokenFromAddress();
+  controls = new window.WorkflowHubControls.Controls(ui.filters, function () {
+    limit = PAGE;
+    renderRoots();
+  });
   render();
   start();
 })();

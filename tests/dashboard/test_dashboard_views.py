@@ -1,0 +1,620 @@
+"""The dashboard for a busy scheduler: attention first, filters, search, views in the address,
+a bounded list at 20 000 roots, the keyboard and axe-core (issue 30).
+
+The view rules (``static/views.js``) run under node against a Python statement of the documented
+order (docs/dashboard.md); the page runs in Debian's chromium against a real server and hub, one
+browser for the module and a fresh page per test. Timings are the benchmark's
+(benchmarks/bench_dashboard.py), never asserted here.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import subprocess
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.support.browser import BROWSER_TIMEOUT_MS, Browser, Server
+from tests.support.dashboard import DASHBOARD, missing, require_program
+from workflow_hub import (
+    Cursor,
+    Reason,
+    RootActivity,
+    RootGraph,
+    StageNode,
+    State,
+    WorkflowActivityHub,
+    open_hub,
+)
+from workflow_hub.wire import to_wire
+
+JS = Path(__file__).parents[1] / "js"
+AXE = JS / "node_modules" / "axe-core" / "axe.min.js"
+GROUP_RANK = {"attention": 0, "working": 1, "idle": 2}
+
+
+# --- the rules, under node --------------------------------------------------------------------
+
+
+class NodeViews:
+    """One node process answering view requests (tests/js/views_driver.js)."""
+
+    def __init__(self, node: str) -> None:
+        self._process = subprocess.Popen(
+            [node, str(JS / "views_driver.js"), str(DASHBOARD / "views.js")],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            encoding="utf-8",
+        )
+
+    def ask(self, request: dict[str, Any]) -> dict[str, Any]:
+        assert self._process.stdin is not None
+        assert self._process.stdout is not None
+        self._process.stdin.write(json.dumps(request, ensure_ascii=False) + "\n")
+        self._process.stdin.flush()
+        line = self._process.stdout.readline()
+        assert line, "the node views driver exited"
+        answer: dict[str, Any] = json.loads(line)
+        return answer
+
+    def close(self) -> None:
+        assert self._process.stdin is not None
+        assert self._process.stdout is not None
+        self._process.stdin.close()
+        self._process.wait(timeout=10)
+        self._process.stdout.close()
+
+
+@pytest.fixture(scope="module")
+def node_views() -> Iterator[NodeViews]:
+    views = NodeViews(require_program("node", "WORKFLOW_HUB_NODE"))
+    yield views
+    views.close()
+
+
+def group_of(root: RootActivity) -> str:
+    """The documented groups: blocked or flagged first, then working, then idle."""
+    if root.state == "blocked" or root.needs_attention:
+        return "attention"
+    return "working" if root.state == "working" else "idle"
+
+
+def expected_order(roots: Sequence[RootActivity], view: dict[str, Any]) -> list[str]:
+    """What the page shows for a view: matching roots, groups in order, hub order within one."""
+    needle = view.get("q", "").lower()
+
+    def matches(root: RootActivity) -> bool:
+        names = [root.root_run_id] + [
+            node.name for node in (root.graph.nodes if root.graph else ())
+        ]
+        return (
+            (not view.get("group") or group_of(root) == view["group"])
+            and (not view.get("state") or root.state == view["state"])
+            and (not view.get("reason") or root.reason == view["reason"])
+            and (not view.get("attention") or group_of(root) == "attention")
+            and (not needle or any(needle in name.lower() for name in names))
+        )
+
+    shown = [root for root in roots if matches(root)]
+    return [root.root_run_id for root in sorted(shown, key=lambda r: GROUP_RANK[group_of(r)])]
+
+
+# Ids and names from a small alphabet with both cases: the rules under test are the order and
+# the filters, not Unicode case mapping (JavaScript's toLowerCase is the page's rule).
+_names = st.text(alphabet="abcAB-é É", min_size=0, max_size=6)
+
+
+def _graph(names: list[str]) -> RootGraph:
+    return RootGraph(
+        nodes=tuple(
+            StageNode(
+                id=f"run:{index}",
+                run_id="run",
+                node_id=str(index),
+                name=name,
+                parent_ids=(),
+                depth=0,
+                status="running",
+            )
+            for index, name in enumerate(names)
+        )
+    )
+
+
+_roots = st.builds(
+    lambda root_id, state, reason, attention, names: RootActivity(
+        root_run_id=root_id,
+        owner_session_id="session",
+        state=state,
+        reason=reason,
+        active_execution_count=0,
+        actionable_block_count=0,
+        needs_attention=attention,
+        graph=_graph(names) if names else None,
+    ),
+    _names,
+    st.sampled_from(State),
+    st.sampled_from(Reason),
+    st.booleans(),
+    st.lists(_names, max_size=2),
+)
+_views = st.fixed_dictionaries(
+    {},
+    optional={
+        "group": st.sampled_from(["attention", "working", "idle"]),
+        "state": st.sampled_from([str(s) for s in State]),
+        "reason": st.sampled_from([str(r) for r in Reason]),
+        "attention": st.booleans(),
+        "q": _names,
+    },
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(roots=st.lists(_roots, max_size=12, unique_by=lambda r: r.root_run_id), view=_views)
+def test_views_order_attention_first_and_filter(
+    node_views: NodeViews, roots: list[RootActivity], view: dict[str, Any]
+) -> None:
+    """Blocked or flagged roots first, then working, then idle, each group in hub order; every
+    filter and the search (ids and stage names, any case) keep exactly the matching roots; the
+    group counts are of all roots, whatever the view (O2: the page shows what the hub holds)."""
+    full = {"group": "", "state": "", "reason": "", "attention": False, "q": ""} | view
+    answer = node_views.ask({"roots": [to_wire(root) for root in roots], "view": full})
+    assert answer["shown"] == expected_order(roots, view)
+    groups = [group_of(root) for root in roots]
+    assert answer["counts"] == {
+        "all": len(roots),
+        "attention": groups.count("attention"),
+        "working": groups.count("working"),
+        "idle": groups.count("idle"),
+    }
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    view=_views,
+    q=st.text(max_size=30),
+)
+def test_a_view_survives_the_address(node_views: NodeViews, view: dict[str, Any], q: str) -> None:
+    """Any view, with any search text (&, #, =, spaces, unicode), comes back from its fragment;
+    the empty view is no fragment at all."""
+    full = {"group": "", "state": "", "reason": "", "attention": False} | view | {"q": q}
+    answer = node_views.ask({"format": full})
+    assert answer["reparsed"] == full
+    empty = not any(full.values())
+    assert (answer["formatted"] == "") == empty
+
+
+def test_a_hand_edited_fragment_shows_more_not_nothing(node_views: NodeViews) -> None:
+    """Unknown keys and values naming no group, state or reason are ignored."""
+    answer = node_views.ask({"fragment": "#group=urgent&state=blocked&reason=lunch&x=1&q=db"})
+    assert answer["parsed"] == {
+        "group": "",
+        "state": "blocked",
+        "reason": "",
+        "attention": False,
+        "q": "db",
+    }
+    assert node_views.ask({"fragment": "#roots-heading"})["parsed"]["q"] == ""
+
+
+# --- the page, in chromium --------------------------------------------------------------------
+
+ROWS = """() => ({
+  ids: [...document.querySelectorAll('[data-testid="roots"] > [data-root-id]')]
+    .map((row) => row.getAttribute("data-root-id")),
+  hash: location.hash,
+  cursor: document.querySelector('[data-testid="connection"]').dataset.cursor,
+  matching: Number(document.querySelector('[data-testid="roots"]').dataset.matching),
+  counts: Object.fromEntries([...document.querySelectorAll('[data-testid="summary"] a')]
+    .map((a) => [a.dataset.group || "all", Number(a.dataset.count)])),
+  current: [...document.querySelectorAll('[data-testid="summary"] a[aria-current="true"]')]
+    .map((a) => a.dataset.group),
+  form: {
+    q: document.querySelector('#filter-q').value,
+    state: document.querySelector('#filter-state').value,
+    reason: document.querySelector('#filter-reason').value,
+    attention: document.querySelector('#filter-attention').checked,
+  },
+  announced: document.querySelector('[data-testid="announcer"]').textContent,
+  focused: document.activeElement.closest("[data-root-id]")
+    ? document.activeElement.closest("[data-root-id]").getAttribute("data-root-id") : null,
+  focusedTag: document.activeElement.tagName,
+})"""
+
+
+def root(
+    root_run_id: str,
+    state: str = "working",
+    reason: str = "executing",
+    *,
+    attention: bool = False,
+    stages: Sequence[str] = (),
+) -> RootActivity:
+    return RootActivity(
+        root_run_id=root_run_id,
+        owner_session_id="session",
+        state=state,
+        reason=reason,
+        active_execution_count=1 if state == "working" else 0,
+        actionable_block_count=1 if state == "blocked" else 0,
+        needs_attention=attention,
+        graph=_graph(list(stages)) if stages else None,
+    )
+
+
+# A scheduler in hub order: the page must reorder it.
+BUSY = [
+    root("build-1", stages=["compile", "unit tests"]),
+    root("docs", "idle", "paused"),
+    root("deploy-eu", "blocked", "awaiting_input", stages=["approve release"]),
+    root("nightly", "idle", "quiescent", attention=True),
+    root("deploy-us", "working", "retrying"),
+    root("lint", "idle", "quiescent"),
+    root("migrate-db", "blocked", "manual_intervention", stages=["Schema Migration"]),
+    root("build-2", "working", "stopping"),
+]
+
+
+class Tab:
+    def __init__(self, browser: Browser, page: Any, url: str) -> None:
+        self.browser = browser
+        self.page = page
+        self.url = url
+
+    async def rows(self) -> dict[str, Any]:
+        rows: dict[str, Any] = await self.browser.run(self.page.evaluate, ROWS)
+        return rows
+
+    async def until(self, condition: str, arg: Any = None) -> dict[str, Any]:
+        """Wait until ``condition(arg, rows)`` holds in the page; the rows then."""
+        expression = f"(arg) => ({condition})(arg, ({ROWS})())"
+        await self.browser.run(
+            functools.partial(
+                self.page.wait_for_function, expression, arg=arg, timeout=BROWSER_TIMEOUT_MS
+            )
+        )
+        return await self.rows()
+
+    async def at(self, hub: WorkflowActivityHub) -> dict[str, Any]:
+        cursor: Cursor | None = hub.snapshot_frame().cursor
+        assert cursor is not None
+        return await self.until("(c, r) => r.cursor === c", f"{cursor.epoch}:{cursor.revision}")
+
+    async def call(self, function: Any, *args: Any, **kwargs: Any) -> Any:
+        return await self.browser.run(functools.partial(function, *args, **kwargs))
+
+
+@asynccontextmanager
+async def page_on(
+    browser: Browser, roots: Sequence[RootActivity], fragment: str = "", width: int = 1280
+) -> AsyncIterator[tuple[Tab, WorkflowActivityHub, Any]]:
+    """A hub holding ``roots``, its server, and a page loaded on it at ``fragment``."""
+    async with open_hub() as hub, trio.open_nursery() as nursery:
+        publisher = hub.register_publisher()
+        publisher.publish_snapshot("ready", roots=roots)
+        server = Server(nursery, hub)
+        await server.start()
+        page, errors, requests = await browser.new_page(viewport={"width": width, "height": 900})
+        tab = Tab(browser, page, server.url)
+        try:
+            await browser.run(page.goto, server.url + fragment)
+            await tab.at(hub)
+            yield tab, hub, publisher
+        finally:
+            await browser.run(page.context.close)
+            nursery.cancel_scope.cancel()
+        assert errors == [], "the page raised"
+        outside = [url for url in requests if not url.startswith(server.url)]
+        assert outside == [], "the page fetched something from elsewhere"
+
+
+async def test_attention_first_and_the_summary_filters_to_a_group(browser: Browser) -> None:
+    """Blocked and flagged roots first, then working, then idle, each in hub order (O2); the
+    summary counts every group and each count is a link to its group, marked current."""
+    with trio.fail_after(40):
+        async with page_on(browser, BUSY) as (tab, hub, publisher):
+            rows = await tab.rows()
+            assert rows["ids"] == expected_order(BUSY, {})
+            assert rows["ids"][:3] == ["deploy-eu", "nightly", "migrate-db"]
+            assert rows["counts"] == {"attention": 3, "working": 3, "idle": 2, "all": 8}
+            assert rows["current"] == [""]
+
+            await tab.call(tab.page.click, '[data-testid="summary"] a[data-group="attention"]')
+            rows = await tab.until("(_, r) => r.hash === '#group=attention'")
+            assert rows["ids"] == ["deploy-eu", "nightly", "migrate-db"]
+            assert rows["current"] == ["attention"]
+            assert rows["counts"]["all"] == 8, "the counts are of all roots"
+
+            # A root that becomes blocked joins the group, at its hub position.
+            publisher.publish_changed(root("build-1", "blocked", "awaiting_input"))
+            rows = await tab.at(hub)
+            assert rows["ids"] == ["build-1", "deploy-eu", "nightly", "migrate-db"]
+            await tab.call(tab.page.click, '[data-testid="summary"] a[data-group="idle"]')
+            rows = await tab.until("(_, r) => r.hash === '#group=idle'")
+            assert rows["ids"] == ["docs", "lint"]
+            await tab.call(tab.page.click, '[data-testid="summary"] a[data-group="working"]')
+            rows = await tab.until("(_, r) => r.hash === '#group=working'")
+            assert rows["ids"] == ["deploy-us", "build-2"]
+
+
+async def test_each_filter_and_the_search(browser: Browser) -> None:
+    """State, reason and needs-attention each keep exactly their roots; the search matches ids
+    and stage names in any case; Clear shows everything again. Each lands in the address."""
+    with trio.fail_after(40):
+        async with page_on(browser, BUSY) as (tab, hub, publisher):
+            await tab.call(tab.page.select_option, "#filter-state", "idle")
+            rows = await tab.until("(_, r) => r.hash === '#state=idle'")
+            assert rows["ids"] == expected_order(BUSY, {"state": "idle"})
+            assert rows["ids"] == ["nightly", "docs", "lint"]
+
+            await tab.call(tab.page.select_option, "#filter-state", "")
+            await tab.call(tab.page.select_option, "#filter-reason", "awaiting_input")
+            rows = await tab.until("(_, r) => r.hash === '#reason=awaiting_input'")
+            assert rows["ids"] == ["deploy-eu"]
+
+            await tab.call(tab.page.select_option, "#filter-reason", "")
+            await tab.call(tab.page.check, "#filter-attention")
+            rows = await tab.until("(_, r) => r.hash === '#attention=1'")
+            assert rows["ids"] == ["deploy-eu", "nightly", "migrate-db"]
+
+            await tab.call(tab.page.uncheck, "#filter-attention")
+            await tab.call(tab.page.fill, "#filter-q", "DEPLOY")
+            rows = await tab.until("(_, r) => r.hash === '#q=DEPLOY'")
+            assert rows["ids"] == ["deploy-eu", "deploy-us"]
+            await tab.call(tab.page.fill, "#filter-q", "schema")  # a stage's name
+            rows = await tab.until("(_, r) => r.hash === '#q=schema'")
+            assert rows["ids"] == ["migrate-db"]
+            await tab.call(tab.page.fill, "#filter-q", "no such root")
+            rows = await tab.until("(_, r) => r.ids.length === 0")
+            empty = tab.page.locator('[data-testid="roots-empty"]')
+            assert "No root matches" in await tab.call(empty.inner_text)
+
+            # A live change is filtered like the rest.
+            await tab.call(tab.page.fill, "#filter-q", "build")
+            await tab.until("(_, r) => r.ids.length === 2")
+            publisher.publish_changed(root("build-3", "idle", "quiescent"))
+            rows = await tab.at(hub)
+            assert rows["ids"] == ["build-1", "build-2", "build-3"]
+
+            await tab.call(tab.page.click, '[data-testid="filters"] button[type="reset"]')
+            rows = await tab.until("(_, r) => r.hash === '' && r.ids.length === 9")
+            assert rows["form"] == {"q": "", "state": "", "reason": "", "attention": False}
+
+
+async def test_a_link_reproduces_the_view_and_back_steps_through_views(browser: Browser) -> None:
+    """A fragment opens its view (form filled in); each choice adds one history entry, typing a
+    search adds one for the whole word; Back and Forward go through them."""
+    with trio.fail_after(40):
+        async with page_on(browser, BUSY, "#state=blocked&q=deploy") as (tab, hub, _):
+            rows = await tab.rows()
+            assert rows["ids"] == ["deploy-eu"]
+            assert rows["form"] == {
+                "q": "deploy",
+                "state": "blocked",
+                "reason": "",
+                "attention": False,
+            }
+
+            await tab.call(tab.page.select_option, "#filter-state", "working")
+            rows = await tab.until("(_, r) => r.hash === '#state=working&q=deploy'")
+            assert rows["ids"] == ["deploy-us"]
+            await tab.call(tab.page.fill, "#filter-q", "")
+            await tab.call(tab.page.type, "#filter-q", "build")  # five keystrokes
+            rows = await tab.until("(_, r) => r.hash === '#state=working&q=build'")
+            assert rows["ids"] == ["build-1", "build-2"]
+
+            await tab.call(tab.page.go_back)
+            rows = await tab.until("(_, r) => r.hash === '#state=working&q=deploy'")
+            assert rows["ids"] == ["deploy-us"]
+            assert rows["form"]["q"] == "deploy"
+            await tab.call(tab.page.go_back)
+            rows = await tab.until("(_, r) => r.hash === '#state=blocked&q=deploy'")
+            assert rows["ids"] == ["deploy-eu"]
+            assert rows["form"]["state"] == "blocked"
+            await tab.call(tab.page.go_forward)
+            rows = await tab.until("(_, r) => r.hash === '#state=working&q=deploy'")
+            assert rows["ids"] == ["deploy-us"]
+
+            # The same address in a new page shows the same view.
+            again, errors, _ = await tab.browser.new_page()
+            try:
+                await tab.browser.run(again.goto, tab.url + "#state=working&q=deploy")
+                other = Tab(tab.browser, again, tab.url)
+                assert (await other.at(hub))["ids"] == ["deploy-us"]
+            finally:
+                await tab.browser.run(again.context.close)
+            assert errors == []
+
+
+async def test_the_keyboard_walks_the_roots_and_their_stages(browser: Browser) -> None:
+    """Tab reaches the list once (one root in the tab order), the arrows, Home and End move
+    between roots with a visible focus, Enter opens a root's stages, Escape closes them and
+    returns to the root; the focus stays on its root while the list is redrawn."""
+    with trio.fail_after(40):
+        async with page_on(browser, BUSY) as (tab, hub, publisher):
+            keyboard = tab.page.keyboard
+            tabbable = await tab.call(
+                tab.page.evaluate,
+                "() => [...document.querySelectorAll('[data-root-id]')]"
+                ".filter((e) => e.tabIndex === 0).length",
+            )
+            assert tabbable == 1
+            await tab.call(tab.page.focus, '[data-testid="filters"] button[type="reset"]')
+            await tab.call(keyboard.press, "Tab")
+            rows = await tab.rows()
+            assert rows["focused"] == "deploy-eu"
+            outline = await tab.call(
+                tab.page.evaluate, "() => getComputedStyle(document.activeElement).outlineStyle"
+            )
+            assert outline not in ("none", "")
+
+            await tab.call(keyboard.press, "ArrowDown")
+            await tab.call(keyboard.press, "ArrowDown")
+            assert (await tab.rows())["focused"] == "migrate-db"
+            await tab.call(keyboard.press, "End")
+            assert (await tab.rows())["focused"] == "lint"
+            await tab.call(keyboard.press, "ArrowUp")
+            assert (await tab.rows())["focused"] == "docs"
+            await tab.call(keyboard.press, "Home")
+            assert (await tab.rows())["focused"] == "deploy-eu"
+            await tab.call(keyboard.press, "ArrowDown")
+            await tab.call(keyboard.press, "ArrowDown")
+
+            await tab.call(keyboard.press, "Enter")
+            rows = await tab.rows()
+            assert (rows["focused"], rows["focusedTag"]) == ("migrate-db", "SUMMARY")
+            stage = tab.page.locator('[data-root-id="migrate-db"] [data-node-id="run:0"]')
+            assert await tab.call(stage.is_visible)
+
+            # Another root changes: the list is redrawn, the focus and the open stages stay.
+            publisher.publish_changed(root("deploy-eu", "working", "executing"))
+            rows = await tab.at(hub)
+            assert (rows["focused"], rows["focusedTag"]) == ("migrate-db", "SUMMARY")
+            # This root changes itself: its card is new, the focus moves to the new one.
+            publisher.publish_changed(
+                root("migrate-db", "blocked", "awaiting_input", stages=["Schema Migration"])
+            )
+            rows = await tab.at(hub)
+            assert (rows["focused"], rows["focusedTag"]) == ("migrate-db", "SUMMARY")
+            assert await tab.call(stage.is_visible)
+
+            await tab.call(keyboard.press, "Escape")
+            rows = await tab.rows()
+            assert (rows["focused"], rows["focusedTag"]) == ("migrate-db", "LI")
+            assert not await tab.call(stage.is_visible)
+
+
+async def test_the_live_region_announces_the_overall_state_only(browser: Browser) -> None:
+    """Many frames that keep the overall state say nothing; a change of the overall state is
+    said once."""
+    with trio.fail_after(40):
+        async with page_on(browser, BUSY) as (tab, hub, publisher):
+            await tab.call(
+                tab.page.evaluate,
+                """() => {
+                  window.__said = [];
+                  const region = document.querySelector('[data-testid="announcer"]');
+                  new MutationObserver(() => window.__said.push(region.textContent))
+                    .observe(region, {childList: true, characterData: true, subtree: true});
+                }""",
+            )
+            for number in range(40):
+                publisher.publish_changed(root(f"extra-{number}", "working", "executing"))
+                if number % 10 == 0:
+                    await tab.at(hub)
+            await tab.at(hub)
+            assert await tab.call(tab.page.evaluate, "() => window.__said") == []
+
+            for item in [*BUSY, *(root(f"extra-{n}") for n in range(40))]:
+                if item.state == "working":
+                    publisher.publish_changed(root(item.root_run_id, "idle", "quiescent"))
+            await tab.at(hub)
+            said = await tab.call(tab.page.evaluate, "() => window.__said")
+            assert said == ["Status blocked, needs attention"]
+            region = tab.page.locator('[data-testid="announcer"]')
+            assert await tab.call(region.get_attribute, "aria-live") == "polite"
+
+
+def axe_source() -> str:
+    """axe-core, installed from npm into tests/js by `make browsers` (or here, when missing)."""
+    if not AXE.exists():
+        npm = require_program("npm", "WORKFLOW_HUB_NPM")
+        try:
+            subprocess.run(
+                [npm, "ci", "--no-audit", "--no-fund"],
+                cwd=JS,
+                check=True,
+                timeout=300,
+                capture_output=True,
+            )
+        except (subprocess.SubprocessError, OSError) as error:
+            missing(f"axe-core could not be installed with npm ({error})")
+    return AXE.read_text(encoding="utf-8")
+
+
+AXE_RUN = """async () => {
+  const result = await axe.run(document, {resultTypes: ["violations"]});
+  return result.violations
+    .filter((v) => v.impact === "serious" || v.impact === "critical")
+    .map((v) => ({id: v.id, impact: v.impact, help: v.help,
+                  nodes: v.nodes.slice(0, 3).map((n) => n.target.join(" "))}));
+}"""
+
+
+@pytest.mark.parametrize("width", [1280, 375])
+async def test_axe_finds_no_serious_violation(browser: Browser, width: int) -> None:
+    """axe-core in the real page, light and dark, a filter applied and a root's stages open:
+    no serious or critical violation."""
+    source = axe_source()
+    with trio.fail_after(60):
+        async with page_on(browser, BUSY, "#q=d", width=width) as (tab, _hub, _):
+            await tab.call(tab.page.click, '[data-root-id="deploy-eu"] summary')
+            await tab.call(tab.page.add_script_tag, content=source)
+            for scheme in ("light", "dark"):
+                await tab.call(tab.page.emulate_media, color_scheme=scheme)
+                violations = await tab.call(tab.page.evaluate, AXE_RUN)
+                assert violations == [], scheme
+
+
+async def test_twenty_thousand_roots_draw_a_bounded_list(browser: Browser) -> None:
+    """20 000 roots: the summary counts all of them, the list draws the first 100 in order (more
+    on request), a filter finds the one blocked root at once; roots that come and go leave no
+    trace in the page (the stages of a removed root are forgotten, the list stays bounded)."""
+    many = [root(f"root-{n:05}") for n in range(20_000)]
+    many[13_333] = root("root-13333", "blocked", "awaiting_input", stages=["approve"])
+    with trio.fail_after(90):
+        async with page_on(browser, many) as (tab, hub, publisher):
+            rows = await tab.rows()
+            assert rows["counts"] == {"attention": 1, "working": 19_999, "idle": 0, "all": 20_000}
+            assert len(rows["ids"]) == 100
+            assert rows["ids"][:2] == ["root-13333", "root-00000"]
+            await tab.call(tab.page.click, '[data-testid="more"]')
+            rows = await tab.until("(_, r) => r.ids.length === 200")
+            assert rows["ids"][-1] == "root-00198"
+
+            await tab.call(tab.page.select_option, "#filter-reason", "awaiting_input")
+            rows = await tab.until("(_, r) => r.ids.length === 1")
+            assert rows["ids"] == ["root-13333"]
+            await tab.call(tab.page.click, '[data-root-id="root-13333"] summary')
+
+            # Roots come and go at the top of the list while the filter is on.
+            await tab.call(tab.page.select_option, "#filter-reason", "")
+            for cycle in range(300):
+                publisher.publish_changed(root(f"new-{cycle}", "blocked", "manual_intervention"))
+                if cycle >= 5:
+                    publisher.publish_removed(f"new-{cycle - 5}")
+                if cycle % 50 == 0:
+                    await trio.sleep(0.01)
+            publisher.publish_removed("root-13333")
+            rows = await tab.at(hub)
+            assert rows["ids"][:5] == [f"new-{n}" for n in range(295, 300)]
+            assert len(rows["ids"]) == 100
+            assert rows["counts"]["all"] == 20_004
+            publisher.publish_changed(root("root-13333", "blocked", "awaiting_input", stages=["a"]))
+            await tab.at(hub)
+            stage = tab.page.locator('[data-root-id="root-13333"] [data-node-id="run:0"]')
+            assert not await tab.call(stage.is_visible), "a removed root's stages are forgotten"
+            count = await tab.call(
+                tab.page.evaluate, "() => document.querySelectorAll('li.root').length"
+            )
+            assert count == 100
+
+
+def test_axe_is_pinned() -> None:
+    """axe-core comes from npm at one pinned version (never a CDN, never `latest`)."""
+    package = json.loads((JS / "package.json").read_text(encoding="utf-8"))
+    version = package["devDependencies"]["axe-core"]
+    assert version[0].isdigit(), version
+    lock = json.loads((JS / "package-lock.json").read_text(encoding="utf-8"))
+    assert lock["packages"]["node_modules/axe-core"]["version"] == version
