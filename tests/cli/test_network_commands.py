@@ -56,7 +56,8 @@ def test_serve_refuses_a_public_address_without_a_token() -> None:
 
 def test_snapshot_of_a_server_that_wants_a_token_says_so() -> None:
     with subprocess.Popen(
-        [*CLI, "serve", "--port", "0", "--duration", "3", "--token", "s3cret"],
+        # Long enough for two commands to start on a loaded machine; ended when they are done.
+        [*CLI, "serve", "--port", "0", "--duration", "60", "--token", "s3cret"],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
@@ -66,6 +67,7 @@ def test_snapshot_of_a_server_that_wants_a_token_says_so() -> None:
         url = server.stdout.readline().strip()
         refused = command("snapshot", url, "--token", "wrong")
         allowed = command("snapshot", url, "--token", "s3cret")
+        server.terminate()
         server.wait(timeout=30)
     assert refused.returncode == 1
     assert "401" in refused.stderr
