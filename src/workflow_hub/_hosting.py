@@ -11,8 +11,8 @@ local or remote, before the servers close and the hub ends (SPEC H1).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Final, TypedDict, final
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Final, TypedDict, TypeVar, final
 
 import trio
 import trio.testing
@@ -31,7 +31,10 @@ __all__ = [
     "check_grace",
     "hub_options",
     "run_host",
+    "run_without_waiting",
 ]
+
+_T = TypeVar("_T")
 
 DEFAULT_SHUTDOWN_GRACE: Final = 2.0
 """Seconds a host gives its observers to take the final frame when it closes."""
@@ -81,6 +84,26 @@ def hub_options(options: HubOptions) -> HubOptions:
     if factory is not None and not callable(factory):
         raise ContractError("epoch_factory", f"expected a callable, got {factory!r}")
     return options
+
+
+def run_without_waiting(awaitable: Awaitable[_T], what: str) -> _T:
+    """Run a trio coroutine that is known never to wait (no checkpoint) to its end, right here.
+
+    Entering and leaving ``hub.subscribe()`` are such coroutines: they attach and dispose a
+    lease synchronously. Running them right where ``subscribe()`` is called (asyncio code, or a
+    call handed to the hub's thread) keeps it atomic (O1) without a trio task. Should one ever
+    wait, this raises instead of hanging.
+    """
+    coroutine = awaitable.__await__()
+    try:
+        coroutine.send(None)
+    except StopIteration as done:
+        result: _T = done.value
+        return result
+    close = getattr(coroutine, "close", None)
+    if close is not None:
+        close()
+    raise RuntimeError(f"{what} waited; it cannot run from asyncio code")
 
 
 @final

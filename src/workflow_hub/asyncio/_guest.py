@@ -18,32 +18,13 @@ from typing import Any, TypeVar, final
 import outcome
 import trio
 
-__all__ = ["Guest", "run_without_waiting"]
+__all__ = ["Guest"]
 
 _T = TypeVar("_T")
 
 
 class CallbackCancelled(RuntimeError):
     """An asyncio callback of the hub was cancelled by someone other than the hub."""
-
-
-def run_without_waiting(awaitable: Awaitable[_T], what: str) -> _T:
-    """Run a trio coroutine that is known never to wait (no checkpoint) to its end, right here.
-
-    Entering and leaving ``hub.subscribe()`` are such coroutines: they attach and dispose a
-    lease synchronously. Running them here, in asyncio code, keeps ``subscribe()`` atomic (O1)
-    without a round trip into trio. Should one ever wait, this raises instead of hanging.
-    """
-    coroutine = awaitable.__await__()
-    try:
-        coroutine.send(None)
-    except StopIteration as done:
-        result: _T = done.value
-        return result
-    close = getattr(coroutine, "close", None)
-    if close is not None:
-        close()
-    raise RuntimeError(f"{what} waited; it cannot run from asyncio code")
 
 
 @final

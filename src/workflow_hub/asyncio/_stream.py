@@ -21,8 +21,8 @@ import trio
 
 from .. import FrameStream as TrioFrameStream
 from .. import ObserverLease
+from .._hosting import run_without_waiting
 from .._public import NoPublicConstructor
-from ._guest import run_without_waiting
 
 if TYPE_CHECKING:
     from .. import Cursor, Frame, WorkflowActivityHub
