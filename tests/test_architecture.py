@@ -95,6 +95,10 @@ NOT_ON_IMPORT = (
     "coredis",
     "hypothesis",
     "rich",
+    # The server's streams are written with anyio (Starlette's own), so that they also run on
+    # asyncio for a hub hosted by workflow_hub.asyncio; uvicorn is for the hosts' tests only.
+    "anyio",
+    "uvicorn",
 )
 
 
