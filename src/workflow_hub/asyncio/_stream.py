@@ -3,7 +3,7 @@
 The subscription is the hub's own (``hub.subscribe()``): its bounded queue, its snapshot first,
 its overflow resnapshot, its resume. asyncio and the guest share one thread, so when frames are
 pending the asyncio iterator takes the next one from the hub's queue itself, synchronously, as
-the hub's own ``FrameStream`` does for a trio task: no task switch, and exactly the hub's bound
+the hub's own ``FrameStream`` does for a trio task (``receive_nowait()``): no task switch, and exactly the hub's bound
 (O4: only the frame being processed is out of the queue). Only when nothing is pending does it
 wait, through a small trio task per stream, the *pump*, which receives the next frame for it.
 """
@@ -109,21 +109,12 @@ class FrameStream(metaclass=NoPublicConstructor):
         """The next frame if one can be had without waiting: held by the pump, or pending."""
         if self._held:
             return self._held.popleft()
-        if self._ended or not self._stream.lease.pending:
+        if self._ended:
             return None
-        # With frames pending, the hub's stream hands the next one over without waiting,
-        # except once in a while, when it would checkpoint first: then it is asked again.
-        for _ in range(2):
-            step = self._stream.__anext__()
-            try:
-                step.send(None)
-            except StopIteration as done:
-                frame: Frame = done.value
-                return frame
-            except StopAsyncIteration:
-                return None
-            step.close()
-        return None
+        try:
+            return self._stream.receive_nowait()
+        except (trio.WouldBlock, trio.EndOfChannel):
+            return None
 
     async def _wait(self) -> None:
         """Wait until the pump holds a frame, or the subscription has ended."""
