@@ -231,16 +231,21 @@ class HostCore:
             publisher.dispose()
 
     async def close(self) -> None:
-        """The host's clean end (H1): publishers disposed, observers given the final frame,
-        servers closed (their streams end properly), then every host task cancelled.
+        """The host's clean end (H1): what was published delivered (frames and hook events),
+        publishers disposed, observers given the final frame, servers closed (their streams end
+        properly), then every host task cancelled.
 
         Observers get at most the shutdown grace to take what is queued for them: a consumer
         that never takes its frames cannot keep the host open.
         """
         self._closing = True
-        self.dispose_publishers()
         with trio.move_on_after(self._grace):
+            # First what was published before the exit, hook events included: once the
+            # publishers are disposed, their queued events are fenced (K2) and never dispatched.
             await self._drain()
+            self.dispose_publishers()
+            await self._drain()
+        self.dispose_publishers()  # idempotent; here when the grace ran out first
         # Servers first, on their own: each ends its streams (an SSE stream's last chunk, a
         # WebSocket's close 1001) and stops within a second.
         self._servers.cancel_scope.cancel()
