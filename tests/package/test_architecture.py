@@ -52,6 +52,7 @@ LAYERS: dict[str, int] = {
     "server": INTEGRATIONS,
     "redis": INTEGRATIONS,
     "testing": INTEGRATIONS,
+    "_hosting": HOSTS,  # what the asyncio and thread hosts share
     "asyncio": HOSTS,
     "sync": HOSTS,
     "langgraph": HOSTS,
@@ -85,6 +86,10 @@ NOT_ON_IMPORT = (
     "coredis",
     "hypothesis",
     "rich",
+    # The server's streams are written with anyio (Starlette's own), so that they also run on
+    # asyncio for a hub hosted by workflow_hub.asyncio; uvicorn is for the hosts' tests only.
+    "anyio",
+    "uvicorn",
 )
 
 

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from functools import partial
 from importlib.resources import files
 from pathlib import Path
-from typing import Final, final
+from typing import Final, Protocol, final
 
+import anyio
 import trio
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
@@ -28,8 +29,8 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from .._contract import ContractError, Cursor
-from .._core import FrameStream, HookRunner, WorkflowActivityHub
+from .._contract import ContractError, Cursor, Frame
+from .._core import HookRunner, ObserverLease, WorkflowActivityHub
 from ..metrics import HubMetrics
 from ._encode import FrameEncoder, cursor_text, sse_comment
 from ._events import HookEventClient, HookEventFanout
@@ -41,6 +42,8 @@ __all__ = [
     "DEFAULT_EVENTS_BUFFER",
     "DEFAULT_KEEPALIVE",
     "STATIC_DIR",
+    "HostedHub",
+    "HostedRunner",
     "HubApp",
     "StreamTracker",
     "create_app",
@@ -56,6 +59,59 @@ DEFAULT_EVENTS_BUFFER: Final = 1000
 
 STATIC_DIR: Final = Path(str(files(__package__).joinpath("static")))
 """The web page served at ``/`` (``index.html``) and its files at ``/static/...``."""
+
+
+class _Frames(Protocol):
+    """A subscription's frames: the hub's ``FrameStream`` (trio) or a host's (asyncio)."""
+
+    @property
+    def lease(self) -> ObserverLease: ...
+
+    def __aiter__(self) -> AsyncIterator[Frame]: ...
+
+    async def receive_all(self) -> list[Frame]: ...
+
+
+class _FrameSource(Protocol):
+    def subscribe(self, *, since: Cursor | None = None) -> AbstractAsyncContextManager[_Frames]: ...
+
+
+class HostedHub(Protocol):
+    """A hub hosted for another event loop (``workflow_hub.asyncio``'s ``Hub``): the trio hub
+    behind it, and subscriptions whose frames the host's loop can wait for. The server names
+    this shape, not the host, so that hosts build on the server and never the other way round."""
+
+    @property
+    def trio_hub(self) -> WorkflowActivityHub: ...
+
+    def subscribe(self, *, since: Cursor | None = None) -> AbstractAsyncContextManager[_Frames]: ...
+
+
+class HostedRunner(Protocol):
+    """A hook runner of a host (``workflow_hub.asyncio``'s ``HookRunner``): the trio runner behind it."""
+
+    @property
+    def trio_runner(self) -> HookRunner: ...
+
+
+def _hosted(
+    hub: object, runner: HookRunner | HostedRunner | None
+) -> tuple[WorkflowActivityHub, HookRunner | None]:
+    """The trio hub and runner behind a hosted hub and runner (see :class:`HostedHub`)."""
+    trio_hub = getattr(hub, "trio_hub", None)
+    if not isinstance(trio_hub, WorkflowActivityHub) or not callable(
+        getattr(hub, "subscribe", None)
+    ):
+        raise ContractError(
+            "hub",
+            "expected a WorkflowActivityHub or a hosted hub (workflow_hub.asyncio), got "
+            f"{type(hub).__name__}",
+        )
+    if runner is not None and not isinstance(runner, HookRunner):
+        trio_runner = getattr(runner, "trio_runner", None)
+        if isinstance(trio_runner, HookRunner):
+            return trio_hub, trio_runner
+    return trio_hub, runner  # type: ignore[return-value]  # checked by the caller
 
 
 @final
@@ -79,18 +135,18 @@ class _ActivityStream(Response):
             await send({"type": "http.response.start", "status": 200, "headers": headers})
             await app.stream_until_done(receive, send, partial(self._frames, stream, send))
 
-    async def _frames(self, stream: FrameStream, send: Send) -> None:
+    async def _frames(self, stream: _Frames, send: Send) -> None:
         try:
             await self._send_frames(stream, send)
         except trio.EndOfChannel:
             return  # the hub was disposed
 
-    async def _send_frames(self, stream: FrameStream, send: Send) -> None:
+    async def _send_frames(self, stream: _Frames, send: Send) -> None:
         app = self._hub_app
         backlog = app.encoder.backlog
         keepalive = app.keepalive
         while True:
-            with trio.move_on_after(keepalive) as idle:
+            with anyio.move_on_after(keepalive) as idle:
                 # A client that is behind gets everything pending in one write. The hub's queue
                 # bounds this: past its limit the hub replaced the backlog with one snapshot.
                 frames = await stream.receive_all()
@@ -127,7 +183,7 @@ class _HookStream(Response):
         hub = app.hub
         # A disposed hub dispatches no more hooks; the stream ends at the next keep-alive.
         while not hub.disposed:
-            with trio.move_on_after(app.keepalive) as idle:
+            with anyio.move_on_after(app.keepalive) as idle:
                 body = await client.take()
             if idle.cancelled_caught:
                 if hub.disposed:
@@ -141,24 +197,28 @@ class HubApp(StreamTracker):
     """The ASGI application of one hub; what :func:`create_app` returns.
 
     Mount it in any ASGI server that runs on trio, or let :func:`~workflow_hub.server.serve_hub`
-    run it. :meth:`close` ends every open stream cleanly (SSE streams end, WebSockets get close
-    code 1001); disposing the hub does the same.
+    run it. For a hub hosted by ``workflow_hub.asyncio`` (pass that host's hub, and its
+    ``hook_runner()`` as ``runner``), mount it in an asyncio ASGI server (uvicorn, a FastAPI or
+    Starlette app): the streams are written with anyio, so they run on either loop, and frames
+    reach them through the host's asyncio subscriptions. :meth:`close` ends every open stream
+    cleanly (SSE streams end, WebSockets get close code 1001); disposing the hub does the same.
     """
 
     def __init__(
         self,
-        hub: WorkflowActivityHub,
+        hub: WorkflowActivityHub | HostedHub,
         *,
         token: str | None = None,
-        runner: HookRunner | None = None,
+        runner: HookRunner | HostedRunner | None = None,
         metrics: HubMetrics | None = None,
         cors_origins: Sequence[str] | None = None,
         keepalive: float = DEFAULT_KEEPALIVE,
         events_buffer: int = DEFAULT_EVENTS_BUFFER,
         static_dir: Path | None = STATIC_DIR,
     ) -> None:
+        source: _FrameSource = hub
         if not isinstance(hub, WorkflowActivityHub):
-            raise ContractError("hub", f"expected a WorkflowActivityHub, got {type(hub).__name__}")
+            hub, runner = _hosted(hub, runner)
         if token is not None and (not isinstance(token, str) or not token):
             raise ContractError("token", "expected a non-empty string or None")
         if runner is not None and not isinstance(runner, HookRunner):
@@ -174,6 +234,7 @@ class HubApp(StreamTracker):
         if type(events_buffer) is not int or events_buffer < 1:
             raise ContractError("events_buffer", f"expected an int >= 1, got {events_buffer!r}")
         self.hub = hub
+        self._source = source
         self.metrics = metrics
         self.keepalive = float(keepalive)
         self.keepalive_bytes = sse_comment("keep-alive")
@@ -212,8 +273,9 @@ class HubApp(StreamTracker):
     # --- streaming helpers -----------------------------------------------------------------
 
     @asynccontextmanager
-    async def subscribe(self, since: Cursor | None) -> AsyncIterator[FrameStream]:
-        async with self.hub.subscribe(since=since) as stream:
+    async def subscribe(self, since: Cursor | None) -> AsyncIterator[_Frames]:
+        # The hub's own subscription under trio; the asyncio host's under asyncio.
+        async with self._source.subscribe(since=since) as stream:
             yield stream
 
     # --- endpoints -------------------------------------------------------------------------
@@ -274,7 +336,7 @@ class HubApp(StreamTracker):
             return
         await websocket.accept()
         left = False
-        async with self.subscribe(since) as stream, trio.open_nursery() as nursery:
+        async with self.subscribe(since) as stream, anyio.create_task_group() as nursery:
 
             async def watch_disconnect() -> None:
                 nonlocal left
@@ -297,16 +359,20 @@ class HubApp(StreamTracker):
 
 
 def create_app(
-    hub: WorkflowActivityHub,
+    hub: WorkflowActivityHub | HostedHub,
     *,
     token: str | None = None,
-    runner: HookRunner | None = None,
+    runner: HookRunner | HostedRunner | None = None,
     metrics: HubMetrics | None = None,
     cors_origins: Sequence[str] | None = None,
     keepalive: float = DEFAULT_KEEPALIVE,
     events_buffer: int = DEFAULT_EVENTS_BUFFER,
 ) -> HubApp:
     """The ASGI application that shows ``hub`` over HTTP, for mounting in your own server.
+
+    ``hub`` is a trio hub (mount the app in a trio ASGI server) or a ``workflow_hub.asyncio``
+    host's hub (mount it in an asyncio one, e.g. ``starlette_app.mount("/hub", app)`` under
+    uvicorn).
 
     ``token`` protects every endpoint but ``/healthz`` and the web page. ``runner`` (the host's
     :class:`~workflow_hub.HookRunner`) turns on ``/v1/events``; the app registers itself as one

@@ -1,11 +1,15 @@
-"""Open event streams of an application, so that closing it ends every one of them cleanly."""
+"""Open event streams of an application, so that closing it ends every one of them cleanly.
+
+Written with anyio (Starlette's own), so the streams run on trio and, for a hub hosted by
+``workflow_hub.asyncio``, on asyncio.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 
-import trio
+import anyio
 from starlette.types import Receive, Send
 
 __all__ = ["StreamTracker"]
@@ -16,7 +20,7 @@ class StreamTracker:
     fleet's applications)."""
 
     def __init__(self) -> None:
-        self._streams: set[trio.CancelScope] = set()
+        self._streams: set[anyio.CancelScope] = set()
         self._closed = False
 
     @property
@@ -30,8 +34,8 @@ class StreamTracker:
             scope.cancel()
 
     @contextmanager
-    def _tracked(self) -> Iterator[trio.CancelScope]:
-        scope = trio.CancelScope()
+    def _tracked(self) -> Iterator[anyio.CancelScope]:
+        scope = anyio.CancelScope()
         if self._closed:
             scope.cancel()
         self._streams.add(scope)
@@ -50,7 +54,7 @@ class StreamTracker:
         client sees the stream end rather than a broken connection.
         """
         gone = False
-        async with trio.open_nursery() as nursery:
+        async with anyio.create_task_group() as nursery:
 
             async def watch_disconnect() -> None:
                 nonlocal gone
