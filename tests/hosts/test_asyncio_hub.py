@@ -274,3 +274,23 @@ def test_one_hub_per_thread() -> None:
                     pass
 
     run(main)
+
+
+def test_hub_options_reach_the_hub_metrics_included() -> None:
+    """H1, L1: ``open_hub(**options)`` takes workflow_hub.open_hub's options."""
+    from prometheus_client import CollectorRegistry
+
+    from workflow_hub.metrics import HubMetrics
+
+    registry = CollectorRegistry()
+
+    async def main() -> None:
+        async with open_hub(metrics=HubMetrics(registry), history_limit=0) as hub:
+            hub.register_publisher().publish_snapshot("ready", [root()])
+            stats = hub.statistics()
+            assert stats.history_oldest_revision is None  # history off
+            assert stats.running
+
+    run(main)
+    # The hosted hub reported to the metrics: its first epoch and the publisher's.
+    assert registry.get_sample_value("workflow_hub_epochs_started_total") == 2
