@@ -294,3 +294,17 @@ def test_hub_options_reach_the_hub_metrics_included() -> None:
     run(main)
     # The hosted hub reported to the metrics: its first epoch and the publisher's.
     assert registry.get_sample_value("workflow_hub_epochs_started_total") == 2
+
+
+def test_after_the_host_closed_subscriptions_are_inert() -> None:
+    """O7, H1: a hub handle used after its host closed hands out inert leases and streams."""
+
+    async def main() -> None:
+        async with open_hub() as hub:
+            pass
+        lease = hub.observe(Recorder())
+        assert lease.disposed
+        async with hub.subscribe() as frames:
+            assert [frame async for frame in frames] == []
+
+    run(main)
