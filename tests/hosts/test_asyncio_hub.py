@@ -16,6 +16,7 @@ from workflow_hub import (
     DiagnosticKind,
     Frame,
     SnapshotFrame,
+    ThreadPublisher,
 )
 from workflow_hub.asyncio import open_hub
 
@@ -306,5 +307,27 @@ def test_after_the_host_closed_subscriptions_are_inert() -> None:
         assert lease.disposed
         async with hub.subscribe() as frames:
             assert [frame async for frame in frames] == []
+
+    run(main)
+
+
+def test_worker_threads_of_an_asyncio_scheduler_publish_through_a_thread_publisher() -> None:
+    """H1, P9: ``ThreadPublisher`` made in the loop's thread hands worker threads' calls over."""
+
+    async def main() -> None:
+        async with open_hub() as hub:
+            portal = ThreadPublisher(hub.register_publisher())
+            async with hub.subscribe() as frames:
+                assert is_unavailable(await frames.receive())
+
+                def worker() -> None:
+                    portal.publish_snapshot("ready", [])
+                    portal.publish_changed(root("from-a-thread"))
+
+                await asyncio.to_thread(worker)
+                ready, changed = await frames.receive(), await frames.receive()
+            assert isinstance(ready, SnapshotFrame)
+            assert isinstance(changed, ChangedFrame)
+            assert changed.root.root_run_id == "from-a-thread"
 
     run(main)
