@@ -106,6 +106,16 @@ def run_without_waiting(awaitable: Awaitable[_T], what: str) -> _T:
     raise RuntimeError(f"{what} waited; it cannot run from asyncio code")
 
 
+def _only_exception(group: BaseExceptionGroup[BaseException]) -> BaseException | None:
+    """The one exception inside nested groups of one, if that is what ``group`` is."""
+    error: BaseException = group
+    while isinstance(error, BaseExceptionGroup):
+        if len(error.exceptions) != 1:
+            return None
+        error = error.exceptions[0]
+    return error
+
+
 @final
 class HostCore:
     """One hub inside its trio run, with the publishers, trackers and servers a host started.
@@ -168,10 +178,10 @@ class HostCore:
         include_graph: bool = False,
     ) -> RunTracker:
         """A :class:`RunTracker` on a new publisher, its heartbeat task running in the host."""
-        # Checked on an inert publisher first: bad options raise before the hub starts a new
-        # epoch, so they change nothing (C1).
+        # Checked on a scratch hub's publisher first: bad options raise before this hub starts
+        # a new epoch, so they change nothing (C1).
         RunTracker(
-            WorkflowActivityPublisher._create(self.hub, None),
+            WorkflowActivityHub().register_publisher(),
             owner_session_id=owner_session_id,
             clock=clock,
             event_id_factory=event_id_factory,
@@ -219,7 +229,15 @@ class HostCore:
                 **options,
             )
 
-        url: str = await self._servers.start(serve)
+        try:
+            url: str = await self._servers.start(serve)
+        except BaseExceptionGroup as group:
+            # A server that cannot start fails in nested nurseries; the caller (asyncio code or
+            # a thread) gets the one error it can act on (a port in use), not the nesting.
+            single = _only_exception(group)
+            if single is None:
+                raise
+            raise single from group
         return url
 
     def dispose_publishers(self) -> None:
