@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 import attrs
+import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
@@ -300,3 +301,25 @@ def test_a_fact_that_raises_changes_nothing(data: st.DataObject, steps: int) -> 
         else:
             sources.bad_clock = sources.bad_id = None
             check_oracle(tracker)
+
+
+def test_a_stage_status_for_a_tool_id_raises_and_changes_nothing() -> None:
+    """C1 (the report of issue 22): ``set_stage_status`` given a tool's id raises KeyError, and
+    every record, its bookkeeping, the graph, the hub's cursor and frames are as they were,
+    whatever else the call asked for (a new status, a retry, a replay)."""
+    hub = WorkflowActivityHub()
+    tracker = RunTracker(
+        hub.register_publisher(), owner_session_id="s", clock=lambda: 1.0, include_graph=True
+    )
+    tracker.start()
+    tracker.add_run("root", status="running")
+    tracker.add_stage("root", "plan", "Plan", status="running")
+    tracker.add_tool("root", "grep", "grep", parent_ids=["plan"])
+    tracker.add_stage("root", "next", "Next", parent_ids=["grep"])
+    tracker.open_prompt("root", "p", "confirm", "?", stage_id="next")
+    before = everything(hub, tracker)
+    for status in ("running", "completed", "pending"):
+        with pytest.raises(KeyError, match="no stage 'grep'"):
+            tracker.set_stage_status("root", "grep", status, retrying=True, replay=True)
+        assert everything(hub, tracker) == before
+    check_oracle(tracker)
