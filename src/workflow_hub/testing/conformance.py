@@ -9,7 +9,10 @@ Write an adapter (:class:`ConformanceAdapter`, a dozen small coroutines) for you
 
 Hypothesis generates scenarios (operation sequences), each is played on your adapter and on
 :class:`~workflow_hub.testing.model.HubModel`, and the first disagreement is shrunk to a minimal
-scenario and raised as :class:`ConformanceFailure`, printed as a numbered script. The pytest
+scenario and raised as :class:`ConformanceFailure`, printed as a numbered script. The run
+checks the *profiles* the adapter declares (:data:`PROFILES`: source, resume, stream, threads; a
+``profiles`` attribute on the factory, or the ``hello`` answer of a process; silence means all)
+and its report says which it checked. The pytest
 plugin (fixture ``workflow_hub_conformance``) and the ``workflow-hub conformance`` command (for
 implementations in other languages, through the JSON-lines protocol) build on the same harness.
 See ``docs/conformance.md``. This module needs hypothesis (the ``testing`` extra).
