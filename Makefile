@@ -68,7 +68,7 @@ test: lint types pytest
 
 # The conformance suite with many more scenarios than `make test` runs (about two minutes).
 conformance: $(STAMP)
-	WORKFLOW_HUB_CONFORMANCE_EXAMPLES=2000 $(BIN)/pytest tests/test_conformance.py tests/test_conformance_cli.py
+	WORKFLOW_HUB_CONFORMANCE_EXAMPLES=2000 $(BIN)/pytest tests/testing
 
 # Benchmarks (a few minutes): one table, benchmarks/results.json; docs/performance.md explains.
 BENCH_STAMP := $(VENV)/.installed-bench

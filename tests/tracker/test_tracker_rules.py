@@ -250,11 +250,79 @@ def test_an_active_failure_is_a_manual_wait_and_an_ended_one_is_settled() -> Non
     assert summary(t) == ("idle", "quiescent", 0, 0, True)
 
 
-def test_a_restored_failure_is_settled() -> None:
-    """D3: restored history has no executor, so its failure is settled."""
+def test_a_restored_failure_that_can_still_be_resumed_stays_blocked() -> None:
+    """D3: a failed or blocked run is a manual wait while its executor has not ended, live or
+    not: restored from storage and resumable, it stays blocked / manual_intervention."""
+    for status in ("blocked", "failed"):
+        t = tracker()
+        t.add_run("root", status=status, live=False)
+        assert summary(t) == ("blocked", "manual_intervention", 0, 1, True)
+
+
+def test_a_restored_failure_whose_executor_ended_is_settled() -> None:
+    """D3: executor_ended, not liveness, decides: a restored failure that has ended is settled
+    (needs attention, blocks nothing)."""
     t = tracker()
-    t.add_run("root", status="blocked", live=False)
+    t.add_run("root", status="blocked", live=False, executor_ended=True)
     assert summary(t) == ("idle", "quiescent", 0, 0, True)
+
+
+def test_a_restored_intervention_is_a_manual_wait_until_the_executor_ends() -> None:
+    """D3: an intervention required on a restored pending run blocks while its executor has not
+    ended, and is settled once it has."""
+    t = tracker()
+    t.add_run("root", status="pending", live=False)
+    t.require_intervention("root")
+    assert summary(t) == ("blocked", "manual_intervention", 0, 1, True)
+    t.set_run_status("root", "pending", executor_ended=True)
+    assert summary(t) == ("idle", "quiescent", 0, 0, True)
+
+
+def test_releasing_ownership_keeps_an_unended_failure_blocked() -> None:
+    """D3: a live failure that becomes history without its executor ending stays a manual wait."""
+    t = tracker()
+    running_root(t)
+    t.set_run_status("root", "failed")
+    t.release_ownership("root")
+    assert summary(t) == ("blocked", "manual_intervention", 0, 1, True)
+
+
+def test_a_pending_stage_with_an_open_prompt_is_a_wait_not_runnable_work() -> None:
+    """D6: in a live running run, a pending stage with an open prompt is a human wait, never
+    runnable work: blocked / awaiting_input (this was working / automatic_continuation)."""
+    t = tracker()
+    running_root(t)
+    t.add_stage("root", "ask", "Ask")
+    assert summary(t) == ("working", "automatic_continuation", 0, 0, False)
+    t.open_prompt("root", "p", "confirm", "Go?", stage_id="ask")
+    assert summary(t) == ("blocked", "awaiting_input", 0, 1, True)
+    t.answer_prompt("root", "p")
+    assert summary(t) == ("working", "automatic_continuation", 0, 0, False)
+
+
+def test_a_prompted_pending_stage_leaves_other_runnable_work_runnable() -> None:
+    """D6, D8: another pending stage whose parents are done still continues the run; the
+    prompted one is a wait beside it (working, needs attention)."""
+    t = tracker()
+    running_root(t)
+    t.add_stage("root", "ask", "Ask")
+    t.add_stage("root", "next", "Next")
+    t.open_prompt("root", "p", "confirm", "Go?", stage_id="ask")
+    assert summary(t) == ("working", "automatic_continuation", 0, 1, True)
+
+
+def test_a_prompted_pending_stage_becomes_runnable_when_its_parent_completes_after() -> None:
+    """D6: a pending stage that waits for its parent and has a prompt stays a wait when the
+    parent completes (the incremental parent bookkeeping agrees with the definition)."""
+    t = tracker()
+    running_root(t)
+    t.add_stage("root", "first", "First", status="running")
+    t.add_stage("root", "ask", "Ask", parent_ids=["first"])
+    t.open_prompt("root", "p", "confirm", "Go?", stage_id="ask")
+    t.set_stage_status("root", "first", "completed")
+    assert summary(t) == ("blocked", "awaiting_input", 0, 1, True)
+    t.cancel_prompt("root", "p")
+    assert summary(t) == ("working", "automatic_continuation", 0, 0, False)
 
 
 def test_a_budget_stop_keeps_needing_approval_after_the_run_ended() -> None:
@@ -384,3 +452,18 @@ def test_successive_graphs_share_unchanged_nodes_and_never_change() -> None:
     assert shared == [True, True, False, True, True]
     rebuilt = derive_root(t._subtree(t._runs["root"]), owner_session_id="s", include_graph=True)
     assert after == rebuilt
+
+
+def test_a_pending_retry_in_a_paused_or_ended_run_is_retrying() -> None:
+    """D5: what set_stage_status's docstring says: a retry that is not running, in a live run
+    that is paused or has ended, still gives working / retrying (the executor says it retries);
+    a prompt on the stage makes it a wait instead."""
+    for run_status in ("paused", "completed", "failed", "cancelled"):
+        t = tracker()
+        running_root(t)
+        t.add_stage("root", "build", "Build", status="running")
+        t.set_run_status("root", run_status, executor_ended=True)
+        t.set_stage_status("root", "build", "pending", retrying=True)
+        assert summary(t)[:2] == ("working", "retrying"), run_status
+    t.open_prompt("root", "p", "confirm", "Retry?", stage_id="build")
+    assert summary(t)[:2] == ("idle", "quiescent")

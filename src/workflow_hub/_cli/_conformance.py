@@ -1,9 +1,12 @@
 """``workflow-hub conformance``: check an external process against the reference model.
 
-The process speaks the JSON-lines adapter protocol (``docs/conformance.md``). Exit status: 0 when
-every scenario agrees with the model, 1 on a disagreement (the shrunk scenario is printed), 2 when
-the adapter cannot be started or does not speak the protocol. Hypothesis is imported by ``run``
-only, so that other subcommands never load it.
+The process speaks the JSON-lines adapter protocol (``docs/conformance.md``) and declares, in
+its ``hello`` answer, the profiles of the contract it implements; the command checks exactly
+those (``--profile`` narrows to some, ``--without`` leaves some out) and says which it checked.
+Exit status: 0 when every scenario agrees with the model, 1 on a disagreement (the shrunk
+scenario is printed, with a command line that reproduces it), 2 when the adapter cannot be
+started, does not speak the protocol, or the profiles asked for are not declared. Hypothesis is
+imported by ``run`` only, so that other subcommands never load it.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ __all__ = ["add_arguments", "run"]
 from ..testing import defaults
 
 _STYLES = defaults.STYLES
+PROFILES = defaults.PROFILES
 
 
 def _styles(text: str) -> tuple[str, ...]:
@@ -28,6 +32,16 @@ def _styles(text: str) -> tuple[str, ...]:
             f"expected a comma-separated list of {' and '.join(_STYLES)}, got {text!r}"
         )
     return styles
+
+
+def _profiles(text: str) -> tuple[str, ...]:
+    names = tuple(part.strip() for part in text.split(",") if part.strip())
+    unknown = [name for name in names if name not in PROFILES]
+    if not names or unknown:
+        raise argparse.ArgumentTypeError(
+            f"expected a comma-separated list of profiles among {', '.join(PROFILES)}, got {text!r}"
+        )
+    return names
 
 
 def _positive_int(text: str) -> int:
@@ -73,11 +87,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"operations per scenario at most (default: {defaults.MAX_STEPS})",
     )
     parser.add_argument(
+        "--profile",
+        type=_profiles,
+        action="append",
+        default=None,
+        metavar="PROFILES",
+        help=f"check only these of the declared profiles ({', '.join(PROFILES)}; repeatable or "
+        "comma-separated; source is always needed). Default: every profile the adapter declares",
+    )
+    parser.add_argument(
+        "--without",
+        type=_profiles,
+        action="append",
+        default=None,
+        metavar="PROFILES",
+        help="leave these profiles out of the check (repeatable or comma-separated)",
+    )
+    parser.add_argument(
         "--styles",
         type=_styles,
-        default=_STYLES,
+        default=None,
         metavar="STYLES",
-        help="observer styles the adapter supports: callback,stream (default: both)",
+        help="observer styles to attach: callback,stream (default: both; without the stream "
+        "profile, callback only)",
     )
     parser.add_argument(
         "--timeout",
@@ -88,11 +120,37 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _reproduce(args: argparse.Namespace, seed: int) -> str:
-    return (
-        f"workflow-hub conformance --adapter {shlex.quote(args.adapter)} "
-        f"--examples {args.examples} --seed {seed}"
-    )
+def _flatten(groups: list[tuple[str, ...]] | None) -> list[str]:
+    return [name for group in groups or () for name in group]
+
+
+def _chosen(args: argparse.Namespace, declared: tuple[str, ...]) -> tuple[str, ...]:
+    """The profiles asked for: ``--profile`` (or the declared ones), less ``--without``."""
+    asked = _flatten(args.profile) or list(declared)
+    left_out = set(_flatten(args.without))
+    return tuple(name for name in PROFILES if name in asked and name not in left_out)
+
+
+def _reproduce(args: argparse.Namespace, seed: int, profiles: tuple[str, ...]) -> str:
+    """A command line that runs the same scenarios again: every option that shaped the run."""
+    parts = [
+        "workflow-hub conformance",
+        f"--adapter {shlex.quote(args.adapter)}",
+        f"--examples {args.examples}",
+        f"--seed {seed}",
+        f"--max-steps {args.max_steps}",
+        f"--timeout {args.timeout:g}",
+        f"--profile {','.join(profiles)}",
+    ]
+    if args.styles is not None:
+        parts.append(f"--styles {','.join(args.styles)}")
+    return " ".join(parts)
+
+
+def _usage_error(args: argparse.Namespace, problem: str, detail: object) -> int:
+    print(f"workflow-hub conformance: {problem} {args.adapter!r}:", file=sys.stderr)
+    print(f"  {detail}", file=sys.stderr)
+    return 2
 
 
 def run(args: argparse.Namespace) -> int:
@@ -104,12 +162,14 @@ def run(args: argparse.Namespace) -> int:
         JsonLinesError,
         JsonLinesProcess,
         check_conformance,
+        conformance_plan,
     )
 
     seed: int = args.seed if args.seed is not None else random.randrange(2**32)
     process = JsonLinesProcess(args.adapter, timeout=args.timeout)
     try:
         process.open()
+        declared = process.profiles
         # One empty scenario first: a command that does not speak the protocol is a usage
         # problem, reported once, not a failure to shrink.
         process.request(
@@ -122,22 +182,30 @@ def run(args: argparse.Namespace) -> int:
         process.request("close")
     except (OSError, JsonLinesError) as error:
         process.close()
-        print(
-            f"workflow-hub conformance: cannot use the adapter {args.adapter!r}:", file=sys.stderr
-        )
-        print(f"  {error}", file=sys.stderr)
-        return 2
+        return _usage_error(args, "cannot use the adapter", error)
+    styles = args.styles if args.styles is not None else _STYLES
+    try:
+        plan = conformance_plan(process, profiles=_chosen(args, declared), styles=styles)
+    except ValueError as error:
+        process.close()
+        return _usage_error(args, "cannot check these profiles of the adapter", error)
+    print(f"workflow-hub conformance: {plan.describe()}")
+    print()
+    # The profiles asked for, not only those checked: the same plan, the same description.
+    reproduce = _reproduce(args, seed, plan.chosen)
     try:
         report = check_conformance(
             process,
             max_examples=args.examples,
             seed=seed,
             max_steps=args.max_steps,
-            styles=args.styles,
+            styles=plan.styles,
+            history_limits=plan.history_limits,
+            profiles=plan.profiles,
         )
     except ConformanceFailure as failure:
         print(failure)
-        print(f"\nReproduce with: {_reproduce(args, seed)}")
+        print(f"\nReproduce with: {reproduce}")
         return 1
     except FlakyFailure as flaky:
         print(
@@ -145,13 +213,15 @@ def run(args: argparse.Namespace) -> int:
             "passed when it was played again. The first failure:\n"
         )
         print(flaky.exceptions[0])
-        print(f"\nReproduce with: {_reproduce(args, seed)}")
+        print(f"\nReproduce with: {reproduce}")
         return 1
     finally:
         process.close()
     print(
         f"workflow-hub conformance: {report.examples} scenarios ({report.operations} operations, "
-        f"{report.comparisons} comparisons) agree with the reference model."
+        f"{report.comparisons} comparisons) agree with the reference model, "
+        f"for the profiles {', '.join(report.profiles)}."
     )
     print(f"Seed {seed}; adapter: {args.adapter}")
+    print(f"Run again with: {reproduce}")
     return 0

@@ -31,6 +31,14 @@ from .._contract import Cursor
 from . import defaults
 from ._adapter import AdapterFactory, ConformanceAdapter, ObserverStyle
 from ._operations import Scenario, check_playable
+from ._profiles import (
+    PROFILES,
+    WITHOUT_SCENARIOS,
+    Profile,
+    check_profiles,
+    declared_profiles,
+    describe_profiles,
+)
 from ._render import render
 from ._scenarios import scenarios
 from .model import HubModel
@@ -38,10 +46,12 @@ from .model import HubModel
 __all__ = [
     "Checkpoint",
     "ConformanceFailure",
+    "ConformancePlan",
     "ConformanceReport",
     "ConformanceSuite",
     "SettleHook",
     "check_conformance",
+    "conformance_plan",
     "play_scenario",
 ]
 
@@ -63,6 +73,8 @@ class ConformanceFailure(AssertionError):
         """The scenario that failed (after shrinking, when raised by ``check_conformance``)."""
         self.step = step
         """The 1-based step where the disagreement showed; 0 is the start, len+1 the end."""
+        self.profiles: tuple[Profile, ...] = PROFILES
+        """The profiles the run checked (set by ``check_conformance``)."""
 
 
 @final
@@ -76,6 +88,8 @@ class ConformanceReport:
     """Operations played, over all scenarios."""
     comparisons: int
     """Times the whole observable state was compared with the model."""
+    profiles: tuple[Profile, ...] = PROFILES
+    """The profiles checked (see :data:`~workflow_hub.testing.conformance.PROFILES`)."""
 
 
 @final
@@ -462,6 +476,82 @@ def play_scenario(
     trio.run(_play, scenario, adapter_factory, timeout, on_settle)
 
 
+@final
+@attrs.frozen(kw_only=True)
+class ConformancePlan:
+    """What a run checks: the profiles, and the options that follow from them."""
+
+    profiles: tuple[Profile, ...]
+    """The profiles checked: what the adapter declared (or the subset asked for), less any the
+    options leave unchecked (no ``stream`` style, or only a zero history limit) and any the kit
+    has no scenarios for (``threads``)."""
+    history_limits: tuple[int, ...]
+    styles: tuple[ObserverStyle, ...]
+    declared: tuple[Profile, ...] = PROFILES
+    """What the adapter declared."""
+    chosen: tuple[Profile, ...] = PROFILES
+    """The profiles asked for (before the options and the kit narrowed them)."""
+
+    @property
+    def resume(self) -> bool:
+        return "resume" in self.profiles
+
+    def describe(self) -> str:
+        """The profiles, checked or not, one a line, with their requirement ids."""
+        return "Profiles checked:\n" + describe_profiles(self.profiles, self.chosen)
+
+
+def conformance_plan(
+    adapter_factory: object,
+    *,
+    profiles: Sequence[str] | None = None,
+    history_limits: Sequence[int] = defaults.HISTORY_LIMITS,
+    styles: Sequence[ObserverStyle] = defaults.STYLES,
+) -> ConformancePlan:
+    """The profiles a run checks and the options it runs with.
+
+    ``profiles`` defaults to what the adapter declares (:func:`declared_profiles`: every profile
+    when it declares nothing); naming a profile it does not declare is a ``ValueError``. Without
+    ``resume`` the history limit is 0 and no observer resumes; without ``stream`` only callback
+    observers attach. ``history_limits`` and ``styles`` narrow further, and the plan says so: a
+    run with only a zero history limit does not check ``resume``, one without the stream style
+    does not check ``stream``.
+    """
+    declared = declared_profiles(adapter_factory)
+    if profiles is None:
+        chosen = declared
+    else:
+        chosen = check_profiles(profiles)
+        undeclared = [profile for profile in chosen if profile not in declared]
+        if undeclared:
+            raise ValueError(
+                f"profiles: the adapter does not declare {', '.join(undeclared)} "
+                f"(it declares {', '.join(declared)})"
+            )
+    limits = tuple(history_limits)
+    chosen_styles = tuple(styles)
+    if "stream" not in chosen:
+        chosen_styles = tuple(style for style in chosen_styles if style != "stream")
+    if not chosen_styles:
+        raise ValueError("styles: no observer style is left to check")
+    if "resume" not in chosen:
+        limits = (0,)
+    checked = tuple(
+        profile
+        for profile in chosen
+        if profile not in WITHOUT_SCENARIOS
+        and not (profile == "resume" and not any(limits))
+        and not (profile == "stream" and "stream" not in chosen_styles)
+    )
+    return ConformancePlan(
+        profiles=checked,
+        history_limits=limits,
+        styles=chosen_styles,
+        declared=declared,
+        chosen=chosen,
+    )
+
+
 def check_conformance(
     adapter_factory: AdapterFactory,
     *,
@@ -473,6 +563,7 @@ def check_conformance(
     history_limits: Sequence[int] = defaults.HISTORY_LIMITS,
     styles: Sequence[ObserverStyle] = defaults.STYLES,
     timeout: float = defaults.TIMEOUT,
+    profiles: Sequence[str] | None = None,
 ) -> ConformanceReport:
     """Check an implementation against the reference model with generated scenarios.
 
@@ -485,9 +576,16 @@ def check_conformance(
     ``styles`` the observer styles the adapter supports. Each scenario is
     bounded by ``timeout`` seconds.
 
+    ``profiles`` are the parts of the contract checked (see :func:`conformance_plan`): by
+    default what the adapter declares in its ``profiles`` attribute, every profile when it
+    declares nothing. The report (and a failure's message) says which were checked.
+
     Must be called from synchronous code: each scenario runs in its own ``trio.run``.
     """
     _refuse_inside_trio()
+    plan = conformance_plan(
+        adapter_factory, profiles=profiles, history_limits=history_limits, styles=styles
+    )
     played = {"examples": 0, "operations": 0, "comparisons": 0}
 
     @settings(
@@ -504,8 +602,9 @@ def check_conformance(
             max_steps=max_steps,
             queue_limits=queue_limits,
             diagnostics_limits=diagnostics_limits,
-            history_limits=history_limits,
-            styles=styles,
+            history_limits=plan.history_limits,
+            styles=plan.styles,
+            resume=plan.resume,
         )
     )
     def conformance(scenario: Scenario) -> None:
@@ -524,10 +623,12 @@ def check_conformance(
     except ConformanceFailure as error:
         failure = error
     else:
-        return ConformanceReport(**played)
+        return ConformanceReport(**played, profiles=plan.profiles)
     # Hypothesis notes the failing example's repr; the message already is its readable form.
     notes = [note for note in getattr(failure, "__notes__", ()) if not _is_example_note(note)]
     failure.__notes__ = notes
+    failure.profiles = plan.profiles
+    failure.args = (f"{failure.args[0]}\n\n{plan.describe()}", *failure.args[1:])
     raise failure.with_traceback(None)
 
 
@@ -553,6 +654,8 @@ class ConformanceSuite:
     history_limits: Sequence[int] = defaults.HISTORY_LIMITS
     styles: Sequence[ObserverStyle] = defaults.STYLES
     timeout: float = defaults.TIMEOUT
+    profiles: Sequence[str] | None = None
+    """The profiles to check; by default what the adapter declares (every one if it is silent)."""
     report: ConformanceReport | None = None
     """Set once :meth:`run` has passed."""
 
@@ -570,5 +673,6 @@ class ConformanceSuite:
                 history_limits=self.history_limits,
                 styles=self.styles,
                 timeout=self.timeout,
+                profiles=self.profiles,
             )
         return self.report

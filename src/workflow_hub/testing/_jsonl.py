@@ -46,6 +46,7 @@ from .._contract import (
     to_wire,
 )
 from ._adapter import AdapterConfig, AdapterFactory, ConformanceAdapter, ObserverStyle
+from ._profiles import PROFILES, Profile, check_profiles
 
 __all__ = [
     "CALLS",
@@ -56,9 +57,10 @@ __all__ = [
     "serve",
 ]
 
-PROTOCOL_VERSION = 2
-"""Sent as ``protocol`` with every ``start`` request. Version 2 added resuming: ``historyLimit``
-on ``start``, ``since`` on ``observe`` and its answer ``resumed``."""
+PROTOCOL_VERSION = 3
+"""Sent as ``protocol`` with ``hello`` and every ``start`` request. Version 2 added resuming:
+``historyLimit`` on ``start``, ``since`` on ``observe`` and its answer ``resumed``. Version 3 added
+``hello``, whose answer declares the adapter's ``profiles``."""
 
 DEFAULT_TIMEOUT = 10.0
 DEFAULT_STARTUP_TIMEOUT = 30.0
@@ -66,6 +68,10 @@ DEFAULT_STARTUP_TIMEOUT = 30.0
 
 class JsonLinesError(Exception):
     """The child process broke the protocol, answered with an error, was late or exited."""
+
+
+class _Refused(JsonLinesError):
+    """The child answered ``"ok": false`` with an error: it is alive and speaking."""
 
 
 def _dump(message: Mapping[str, Any]) -> bytes:
@@ -182,9 +188,37 @@ class JsonLinesProcess:
         self._cwd = cwd
         self._child: _Child | None = None
         self._next_id = 1
+        self._profiles: tuple[Profile, ...] | None = None
 
     def __call__(self, config: AdapterConfig) -> JsonLinesAdapter:
         return JsonLinesAdapter(self, config)
+
+    @property
+    def profiles(self) -> tuple[Profile, ...]:
+        """The profiles the adapter declares in its ``hello`` answer (asked once).
+
+        An adapter that answers ``hello`` without ``profiles``, or refuses it (an adapter of
+        protocol 2), declares nothing: every profile is checked. A declaration that is not a
+        list of known profile names including ``source`` is a :class:`JsonLinesError`.
+        """
+        if self._profiles is None:
+            try:
+                answer = self.request("hello", protocol=PROTOCOL_VERSION)
+            except _Refused:
+                answer = {}
+            declared = answer.get("profiles")
+            if declared is None:
+                self._profiles = PROFILES
+            else:
+                if not isinstance(declared, list):
+                    raise JsonLinesError(
+                        f"the answer to 'hello' has a bad 'profiles': {declared!r} is not a list"
+                    )
+                try:
+                    self._profiles = check_profiles(declared, "the answer to 'hello': 'profiles'")
+                except ValueError as error:
+                    raise JsonLinesError(str(error)) from None
+        return self._profiles
 
     def open(self) -> None:
         """Start the child now (it is otherwise started by the first request). Raises ``OSError``."""
@@ -249,7 +283,7 @@ class JsonLinesProcess:
                 f"the answer to {op!r} (id {request_id}) carries id {answer.get('id')!r}"
             )
         if answer.get("ok") is False and "error" in answer:
-            raise JsonLinesError(f"{op!r} failed in the adapter: {answer['error']}")
+            raise _Refused(f"{op!r} failed in the adapter: {answer['error']}")
         if answer.get("ok") is not True:
             raise self._fail(f'the answer to {op!r} has no "ok": true: {line[:200]!r}')
         return answer
@@ -553,8 +587,14 @@ async def _handle(
     return {answer.key: answer.codec.encode(value)}
 
 
-async def _serve(adapter_factory: AdapterFactory, stdin: IO[bytes], stdout: IO[bytes]) -> None:
+async def _serve(
+    adapter_factory: AdapterFactory,
+    stdin: IO[bytes],
+    stdout: IO[bytes],
+    profiles: tuple[Profile, ...] | None,
+) -> None:
     adapter: ConformanceAdapter | None = None
+    answer: dict[str, Any]
     try:
         while True:
             # A blocking read, on purpose: while this task waits for the next request, no other
@@ -569,7 +609,9 @@ async def _serve(adapter_factory: AdapterFactory, stdin: IO[bytes], stdout: IO[b
                     raise ValueError("a request must be a JSON object")
                 request_id = request.get("id")
                 op = request.get("op")
-                if op == "start":
+                if op == "hello":
+                    answer = {} if profiles is None else {"profiles": list(profiles)}
+                elif op == "start":
                     if adapter is not None:
                         await adapter.close()
                         adapter = None
@@ -581,7 +623,7 @@ async def _serve(adapter_factory: AdapterFactory, stdin: IO[bytes], stdout: IO[b
                     )
                     adapter = adapter_factory(config)
                     await adapter.start()
-                    answer: dict[str, Any] = {}
+                    answer = {}
                 elif op == "close":
                     if adapter is not None:
                         await adapter.close()
@@ -610,16 +652,22 @@ def serve(
     *,
     stdin: IO[bytes] | None = None,
     stdout: IO[bytes] | None = None,
+    profiles: Sequence[str] | None = None,
 ) -> None:
     """Serve the JSON-lines protocol for ``adapter_factory`` until stdin ends.
+
+    ``profiles`` is what the ``hello`` answer declares (by default the factory's ``profiles``
+    attribute; with neither, the answer declares nothing, which means every profile).
 
     This is the child's side of :class:`JsonLinesProcess`, for any Python adapter: the process
     ``python -m workflow_hub.testing.jsonl_adapter`` is ``serve(HubAdapter)``. Requests are read
     with blocking reads so that nothing is delivered between two ``settle`` requests.
     """
+    declared = profiles if profiles is not None else getattr(adapter_factory, "profiles", None)
     trio.run(
         _serve,
         adapter_factory,
         stdin if stdin is not None else sys.stdin.buffer,
         stdout if stdout is not None else sys.stdout.buffer,
+        None if declared is None else check_profiles(declared),
     )

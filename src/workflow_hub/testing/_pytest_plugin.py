@@ -13,8 +13,10 @@ test's call; a disagreement fails the test with the shrunk scenario::
 
 The number of scenarios comes from ``--conformance-examples N``, else from the environment
 variable ``WORKFLOW_HUB_CONFORMANCE_EXAMPLES``, else 100; ``--conformance-seed S`` fixes the seed.
-The marker ``@pytest.mark.workflow_hub_conformance(styles=("callback",), max_steps=60, ...)``
-passes other options of ``check_conformance``. Nothing is imported (hypothesis included) until a
+The marker ``@pytest.mark.workflow_hub_conformance(profiles=("source",), max_steps=60, ...)``
+passes other options of ``check_conformance``. The profiles checked are what the adapter factory
+declares (its ``profiles`` attribute; every profile when it has none), or the marker's
+``profiles`` among them; each test's failure report, and the session's summary, say which. Nothing is imported (hypothesis included) until a
 test asks for the fixture, so the plugin costs nothing to projects that do not use it.
 """
 
@@ -38,8 +40,18 @@ EXAMPLES_VARIABLE = "WORKFLOW_HUB_CONFORMANCE_EXAMPLES"
 DEFAULT_EXAMPLES = defaults.EXAMPLES
 _FIXTURE = "workflow_hub_conformance"
 _MARKER_OPTIONS = frozenset(
-    {"max_steps", "queue_limits", "diagnostics_limits", "history_limits", "styles", "timeout"}
+    {
+        "max_steps",
+        "queue_limits",
+        "diagnostics_limits",
+        "history_limits",
+        "styles",
+        "timeout",
+        "profiles",
+    }
 )
+# (test id, the profiles it checked), for the summary.
+_CHECKED = pytest.StashKey[list[tuple[str, str]]]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -65,7 +77,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         "workflow_hub_conformance(**options): options for the workflow_hub_conformance fixture "
-        "(max_steps, queue_limits, diagnostics_limits, history_limits, styles, timeout)",
+        "(max_steps, queue_limits, diagnostics_limits, history_limits, styles, timeout, "
+        "profiles)",
     )
 
 
@@ -124,11 +137,13 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> None:
     if not isinstance(suite, ConformanceSuite):
         return
     try:
-        suite.run()
+        report = suite.run()
     except ConformanceFailure as error:
         failure = error
     else:
+        _record(pyfuncitem, ", ".join(report.profiles))
         return
+    _record(pyfuncitem, ", ".join(failure.profiles) + " (failed)")
     # The report is the message; the harness's frames would only bury it. What the
     # implementation itself raised, if anything, is worth its traceback. (Failing outside the
     # except block keeps pytest from printing the report twice, as the failure's context.)
@@ -137,3 +152,16 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> None:
         raised = "".join(traceback.format_exception(failure.__cause__))
         message += f"\n\nWhat the adapter raised:\n{raised}"
     pytest.fail(message, pytrace=False)
+
+
+def _record(item: pytest.Function, profiles: str) -> None:
+    item.config.stash.setdefault(_CHECKED, []).append((item.nodeid, profiles))
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    """Say which profiles each conformance test checked: a pass means little without it."""
+    checked = config.stash.get(_CHECKED, [])
+    if checked:
+        terminalreporter.section("workflow-hub conformance profiles")
+        for nodeid, profiles in checked:
+            terminalreporter.write_line(f"{nodeid}: checked {profiles}")

@@ -66,11 +66,13 @@ def operations(
     *,
     styles: Sequence[ObserverStyle] = _STYLES,
     roots: st.SearchStrategy[RootActivity] | None = None,
+    resume: bool = True,
 ) -> st.SearchStrategy[Operation]:
     """Any single operation, with publisher and observer numbers in 0..7 (see :func:`playable`).
 
     ``styles`` are the observer styles to attach; ``roots`` overrides the roots drawn (by default
-    every field varies, and root ids come from :data:`ROOT_IDS`). Publishing a change and
+    every field varies, and root ids come from :data:`ROOT_IDS`); without ``resume`` no observer
+    is attached with ``since`` (the resume profile, R2, is not checked). Publishing a change and
     settling are drawn more often than the rest, so scenarios do something and check it.
     """
     if not styles:
@@ -98,6 +100,8 @@ def operations(
     if "callback" in styles:
         observes = observes | st.just(Observe("callback", failing=True))
         resumes = resumes | st.builds(Observe, st.just("callback"), st.just(True), since)
+    if not resume:
+        resumes = observes
     snapshots = st.sampled_from(Availability).flatmap(
         lambda availability: st.builds(
             PublishSnapshot,
@@ -138,6 +142,7 @@ def operation_sequences(
     max_size: int = 40,
     styles: Sequence[ObserverStyle] = _STYLES,
     roots: st.SearchStrategy[RootActivity] | None = None,
+    resume: bool = True,
 ) -> st.SearchStrategy[tuple[Operation, ...]]:
     """Playable sequences of at most ``max_size`` operations (see :func:`playable`).
 
@@ -145,7 +150,7 @@ def operation_sequences(
     averages about five elements, too few to fill a queue or wrap the diagnostics ring, while
     runs average about twenty-five and still shrink by whole runs and single operations.
     """
-    runs = st.lists(operations(styles=styles, roots=roots), max_size=max_size)
+    runs = st.lists(operations(styles=styles, roots=roots, resume=resume), max_size=max_size)
     return st.lists(runs, max_size=8).map(
         lambda drawn: playable(itertools.chain.from_iterable(drawn))[:max_size]
     )
@@ -159,12 +164,13 @@ def scenarios(
     history_limits: Sequence[int] = defaults.HISTORY_LIMITS,
     styles: Sequence[ObserverStyle] = _STYLES,
     roots: st.SearchStrategy[RootActivity] | None = None,
+    resume: bool = True,
 ) -> st.SearchStrategy[Scenario]:
     """Scenarios: a configuration drawn from the limits given, and a playable sequence.
 
     Small queue limits make overflow (O4) reachable in a few steps; a small diagnostics limit
     makes the ring (L3) wrap; small history limits put resumes (R1, R2) on both sides of the
-    history's edge. The first limit of each is the one shrinking moves towards, so
+    history's edge (without ``resume``, no observer resumes: see :func:`operations`). The first limit of each is the one shrinking moves towards, so
     the defaults start with the contract's default, 256: a shrunk scenario shows a small limit
     only when the failure needs one.
     """
@@ -177,5 +183,7 @@ def scenarios(
     return st.builds(
         Scenario,
         config=configs,
-        operations=operation_sequences(max_size=max_steps, styles=styles, roots=roots),
+        operations=operation_sequences(
+            max_size=max_steps, styles=styles, roots=roots, resume=resume
+        ),
     )

@@ -9,7 +9,10 @@ Write an adapter (:class:`ConformanceAdapter`, a dozen small coroutines) for you
 
 Hypothesis generates scenarios (operation sequences), each is played on your adapter and on
 :class:`~workflow_hub.testing.model.HubModel`, and the first disagreement is shrunk to a minimal
-scenario and raised as :class:`ConformanceFailure`, printed as a numbered script. The pytest
+scenario and raised as :class:`ConformanceFailure`, printed as a numbered script. The run
+checks the *profiles* the adapter declares (:data:`PROFILES`: source, resume, stream, threads; a
+``profiles`` attribute on the factory, or the ``hello`` answer of a process; silence means all)
+and its report says which it checked. The pytest
 plugin (fixture ``workflow_hub_conformance``) and the ``workflow-hub conformance`` command (for
 implementations in other languages, through the JSON-lines protocol) build on the same harness.
 See ``docs/conformance.md``. This module needs hypothesis (the ``testing`` extra).
@@ -23,10 +26,12 @@ from ._adapter import HubAdapter as HubAdapter
 from ._adapter import ObserverStyle as ObserverStyle
 from ._harness import Checkpoint as Checkpoint
 from ._harness import ConformanceFailure as ConformanceFailure
+from ._harness import ConformancePlan as ConformancePlan
 from ._harness import ConformanceReport as ConformanceReport
 from ._harness import ConformanceSuite as ConformanceSuite
 from ._harness import SettleHook as SettleHook
 from ._harness import check_conformance as check_conformance
+from ._harness import conformance_plan as conformance_plan
 from ._harness import play_scenario as play_scenario
 from ._jsonl import PROTOCOL_VERSION as PROTOCOL_VERSION
 from ._jsonl import JsonLinesAdapter as JsonLinesAdapter
@@ -56,8 +61,13 @@ from ._operations import Settle as Settle
 from ._operations import Since as Since
 from ._operations import StallObserver as StallObserver
 from ._operations import playable as playable
+from ._profiles import PROFILE_REQUIREMENTS as PROFILE_REQUIREMENTS
+from ._profiles import PROFILES as PROFILES
+from ._profiles import Profile as Profile
 
 __all__ = [
+    "PROFILES",
+    "PROFILE_REQUIREMENTS",
     "PROTOCOL_VERSION",
     "ROOT_IDS",
     "AdapterConfig",
@@ -68,6 +78,7 @@ __all__ = [
     "Checkpoint",
     "ConformanceAdapter",
     "ConformanceFailure",
+    "ConformancePlan",
     "ConformanceReport",
     "ConformanceSuite",
     "DisposeHub",
@@ -81,6 +92,7 @@ __all__ = [
     "ObserverStyle",
     "Operation",
     "Player",
+    "Profile",
     "PublishChanged",
     "PublishHeartbeat",
     "PublishLifecycle",
@@ -95,6 +107,7 @@ __all__ = [
     "Since",
     "StallObserver",
     "check_conformance",
+    "conformance_plan",
     "play_scenario",
     "playable",
     "serve",

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
+from ._profiles import PROFILES as PROFILES
+
 if TYPE_CHECKING:
     from ._adapter import ObserverStyle
 
@@ -16,6 +18,7 @@ __all__ = [
     "EXAMPLES",
     "HISTORY_LIMITS",
     "MAX_STEPS",
+    "PROFILES",
     "QUEUE_LIMITS",
     "STYLES",
     "TIMEOUT",

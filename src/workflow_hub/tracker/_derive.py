@@ -80,14 +80,14 @@ def _human_waits(run: RunRecord) -> int:
 
 
 def _failure(run: RunRecord) -> Literal["manual", "settled"] | None:
-    """D3: an active failure or intervention is a manual wait; once the executor has ended it
-    is a settled failure, except a budget stop; an acknowledged failure is neither."""
+    """D3: an active failure or intervention is a manual wait while its executor has not ended,
+    live or not (restored history that can still be resumed stays blocked); once the executor
+    has ended it is a settled failure, except a budget stop; an acknowledged failure is neither."""
     if run.status not in ATTENTION_BEARING or run.acknowledged:
         return None
     if run.status not in FAILURES and not run.interventions:
         return None
-    executor_there = run.live and not run.executor_ended
-    return "manual" if executor_there or run.budget_stop else "settled"
+    return "manual" if not run.executor_ended or run.budget_stop else "settled"
 
 
 def _executions(run: RunRecord, hosting: set[tuple[str, str]]) -> int:
@@ -117,13 +117,17 @@ def _retries(run: RunRecord) -> int:
 def _runnable(
     run: RunRecord, hosting: set[tuple[str, str]], stopping: set[str]
 ) -> Literal["plain", "through_host"] | None:
-    """D6: whether a live, running, non-stopping run has runnable work; ``through_host`` when it
-    continues only through a running stage that hosts a nested run."""
+    """D6: whether a live, running, non-stopping run has runnable work (a pending node whose
+    parents are done and that does not wait for a human); ``through_host`` when it continues
+    only through a running stage that hosts a nested run."""
     if not run.live or run.status is not RunStatus.RUNNING or run.run_id in stopping:
         return None
     for node in run.nodes.values():
-        if node.status == "pending" and all(
-            parent in run.nodes and run.nodes[parent].done for parent in node.parent_ids
+        if (
+            node.status == "pending"
+            # A pending stage with an open prompt waits for a human: never runnable work.
+            and not (isinstance(node, StageRecord) and node.waits_for_human)
+            and all(parent in run.nodes and run.nodes[parent].done for parent in node.parent_ids)
         ):
             return "plain"
     if run.prompts or run.interventions:

@@ -55,7 +55,7 @@ _TOTAL_FIELDS = tuple(field.name for field in Totals.__attrs_attrs__)
 
 def node_counts(node: NodeRecord) -> tuple[int, ...]:
     """What one node adds to its run's counts (D2, D4, D5, D6, D7 at the node's level)."""
-    ready = int(node.status == "pending" and node.unmet_parents == 0)
+    ready = node.status == "pending" and node.unmet_parents == 0
     if isinstance(node, StageRecord):
         waits = node.waits_for_human
         hosting = node.hosted > 0
@@ -66,7 +66,8 @@ def node_counts(node: NodeRecord) -> tuple[int, ...]:
             int(waits and node.status is not StageStatus.PAUSED),
             int(node.status not in SETTLED_STAGE and not (running and hosting)),
             int(running and hosting),
-            ready,
+            # D6: a pending stage with an open prompt is a wait, never runnable work.
+            int(ready and not waits),
             int(node.status is StageStatus.PAUSED),
         )
     return (
@@ -75,7 +76,7 @@ def node_counts(node: NodeRecord) -> tuple[int, ...]:
         0,
         int(node.status not in SETTLED_TOOL),
         0,
-        ready,
+        int(ready),
         0,
     )
 
@@ -95,7 +96,8 @@ def run_counts(run: RunRecord) -> tuple[int, ...]:
         and not run.acknowledged
         and (status in FAILURES or run.interventions)
     ):
-        if (live and not run.executor_ended) or run.budget_stop:
+        # D3: live or not, a failure is a manual wait until its executor has ended.
+        if not run.executor_ended or run.budget_stop:
             manual = 1
         else:
             settled = 1

@@ -542,10 +542,12 @@ class RunTracker:
     ) -> None:
         """Record a stage's status; a live run emits a stage event when the status changed.
 
-        ``retrying=True`` marks the stage as being retried: the root works with reason
-        ``retrying`` while the stage runs, and while it waits ``pending`` for its next attempt in a
-        run that is ``pending``/``running`` and not nested in a paused run (while the run is paused
-        or has ended, a retry that is not running is no work). The flag holds until the next call.
+        ``retrying=True`` marks the stage as being retried: while its run is live and the stage
+        does not wait for a human (no open prompt, not ``awaiting_input``), the root works with
+        reason ``retrying``, whatever the stage's or the run's status (D5: the executor says it
+        retries, so a retry waiting ``pending`` in a paused or ended run is still retrying). It
+        is independent continuation unless the run is stopping. The flag holds until the next
+        call.
         ``replay=True`` says an explicit continuation is re-running the stage: its event has
         ``delivery: replay``.
         """
