@@ -66,6 +66,7 @@ LAYERS: dict[str, int] = {
 # Families of modules placed by their name.
 PREFIXES: tuple[tuple[str, int], ...] = (
     ("server", INTEGRATIONS),
+    ("langgraph", INTEGRATIONS),
     ("_redis_cli", APPLICATIONS),
     ("_redis_", INTEGRATIONS),
     ("testing._conformance_cli", APPLICATIONS),
@@ -91,6 +92,8 @@ NOT_ON_IMPORT = (
     "coredis",
     "hypothesis",
     "rich",
+    "langgraph",
+    "langchain_core",
 )
 
 
