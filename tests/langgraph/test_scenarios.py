@@ -138,6 +138,27 @@ async def test_a_subgraph_is_a_nested_run_hosted_by_its_stage(scene: Scene) -> N
     assert [str(t.status) for t in nested_events] == ["running", "completed"]
 
 
+async def test_a_node_that_calls_a_subgraph_twice_hosts_two_nested_runs(scene: Scene) -> None:
+    """D4: a subgraph invoked from inside a node function is a nested run of that node's stage,
+    once per call (LangGraph numbers the second call's namespace)."""
+    subgraph = chain(("step", log("step")), checkpointer=False)
+
+    def twice(state: State) -> dict[str, list[str]]:
+        subgraph.invoke({"log": []})
+        subgraph.invoke({"log": []})
+        return {"log": ["twice"]}
+
+    watched = watch(chain(("twice", twice)), scene.facts)
+    await scene.run(watched.invoke, {"log": []}, config())
+    end = scene.look("end")
+    assert summary(end) == ("idle", "quiescent", 0, 0, False)
+    assert end is not None and end.graph is not None
+    stages = [(node.name, node.depth, str(node.status)) for node in end.graph.nodes]
+    assert stages == [("twice", 0, "completed"), ("step", 1, "completed"), ("step", 1, "completed")]
+    nested = {node.run_id for node in end.graph.nodes if node.depth == 1}
+    assert len(nested) == 2
+
+
 async def test_a_tool_call_is_a_tool_of_its_stage(scene: Scene) -> None:
     """D4: a tool running inside a node is an execution of its own, child of the node's stage."""
 

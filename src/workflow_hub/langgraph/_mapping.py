@@ -83,6 +83,18 @@ def split_task_ns(task_ns: str) -> tuple[str, str, str]:
     return prefix, name, task_id
 
 
+def host_task_ns(prefix: str) -> str:
+    """The namespace of the task that runs the subgraph whose tasks have namespace ``prefix``.
+
+    A task that runs subgraphs more than once numbers the later ones (``node:<id>|1``): such a
+    counter segment belongs to the task before it.
+    """
+    segments = prefix.split(NS_SEP)
+    while len(segments) > 1 and NS_END not in segments[-1]:
+        segments.pop()
+    return NS_SEP.join(segments)
+
+
 class ThreadMapper:
     """Reports one LangGraph thread (a root) to ``sink``, fact by fact."""
 
@@ -288,11 +300,12 @@ class ThreadMapper:
         if run is not None:
             self._set_run(run, "running")
             return run
-        parent_prefix, name, task_id = split_task_ns(prefix)
+        host_ns = host_task_ns(prefix)
+        parent_prefix, name, task_id = split_task_ns(host_ns)
         parent = self._run_for(parent_prefix)
-        host = self._stages.get(prefix)
+        host = self._stages.get(host_ns)
         if host is None:  # never seen the hosting task start: it is running now
-            host = self._add_stage(parent, prefix, task_id, name, None)
+            host = self._add_stage(parent, host_ns, task_id, name, None)
         run_id = f"{self.root_run_id}{NS_SEP}{prefix}"
         self._sink.add_run(
             run_id, parent_run_id=parent.run_id, host_stage_id=host.stage_id, status="running"
