@@ -197,16 +197,20 @@ async def scenario(
                 call = partial(asyncio.run, watched.ainvoke(pending, config))
             else:
                 call = partial(watched.invoke, pending, config)
+            failed = False
             try:
                 with trio.fail_after(30):
                     result = await trio.to_thread.run_sync(call)
             except (RuntimeError, ConnectionError):
-                result = None
+                result, failed = None, True
             await trio.testing.wait_all_tasks_blocked()
             published = {r.root_run_id: r for r in hub.snapshot_frame().roots or ()}
             assert published["t"] == oracle(tracker, "t")
             check_lifecycle(tracker, hooks, "t")
-            assert stage_runs(hooks) == nodes.attempts
+            # A sibling LangGraph abandoned may go on in its thread after the invocation raised
+            # (docs/langgraph.md, limits): its attempts are not all reported, nor all counted yet.
+            if not failed:
+                assert stage_runs(hooks) == nodes.attempts
             if not (isinstance(result, dict) and result.get("__interrupt__")):
                 break
             assert str(published["t"].state) == "blocked"

@@ -152,7 +152,8 @@ async def test_a_node_that_calls_a_subgraph_twice_hosts_two_nested_runs(scene: S
     await scene.run(watched.invoke, {"log": []}, config())
     end = scene.look("end")
     assert summary(end) == ("idle", "quiescent", 0, 0, False)
-    assert end is not None and end.graph is not None
+    assert end is not None
+    assert end.graph is not None
     stages = [(node.name, node.depth, str(node.status)) for node in end.graph.nodes]
     assert stages == [("twice", 0, "completed"), ("step", 1, "completed"), ("step", 1, "completed")]
     nested = {node.run_id for node in end.graph.nodes if node.depth == 1}
@@ -439,3 +440,29 @@ async def test_a_graph_that_runs_out_of_steps_is_a_failed_run(scene: Scene) -> N
     with pytest.raises(GraphRecursionError):
         await scene.run(lambda: watched.invoke({"log": []}, {**config(), "recursion_limit": 1}))
     assert summary(scene.look("end")) == ("idle", "quiescent", 0, 0, True)
+
+
+async def test_a_run_that_raises_withdraws_the_interrupts_it_never_returned(scene: Scene) -> None:
+    """D2, D3: one branch asks while the other raises: the caller gets the exception, never the
+    interrupt, so the prompt is cancelled and the root is a settled failure, not blocked."""
+
+    asked = threading.Event()
+    scene.hub.observe(
+        lambda frame: (
+            asked.set() if frame.kind == "changed" and frame.root.actionable_block_count else None
+        )
+    )
+
+    def broken(state: State) -> dict[str, list[str]]:
+        assert asked.wait(10)
+        raise KeyError("broken")
+
+    watched = watch(fork(log("first"), approval, broken, log("last")), scene.facts)
+    with pytest.raises(KeyError):
+        await scene.run(watched.invoke, {"log": []}, config())
+    end = scene.look("end")
+    assert summary(end) == ("idle", "quiescent", 0, 0, True)
+    assert end is not None
+    assert statuses(end) == {"first": "completed", "left": "skipped", "right": "failed"}
+    prompts = [e.target for e in scene.lifecycle() if isinstance(e.target, PromptTarget)]
+    assert [str(p.status) for p in prompts] == ["opened", "cancelled"]

@@ -144,12 +144,7 @@ class ThreadMapper:
                 return
             if not resume:
                 # New input abandons what the thread was waiting for.
-                for prompt_id, (run, stage) in list(self._prompts.items()):
-                    sink.cancel_prompt(run.run_id, prompt_id)
-                    if stage is not None:
-                        stage.prompt_id = None
-                        self._set_stage(stage, "skipped")
-                self._prompts.clear()
+                self._abandon_prompts()
                 for run in self._runs.values():
                     if run.host is not None and run.status == "running":
                         self._set_run(run, "cancelled")
@@ -165,14 +160,18 @@ class ThreadMapper:
 
         A thread whose interrupt waits for an answer stays ``running`` after a normal end. Work
         LangGraph abandoned (a sibling of a failed task, anything cut short by a cancellation)
-        ends too: running stages ``skipped``, tools ``cancelled``.
+        ends too: running stages ``skipped``, tools ``cancelled``. An invocation that raised
+        never gave its caller an interrupt to answer: its open prompts are cancelled (their
+        stages ``skipped``); a later resume that asks again opens them again.
         """
         sink = self._sink
         root = self._runs[""]
         with sink.batch():
             if outcome == "killed":
                 sink.request_control(root.run_id, "kill")
-            keep_waiting = outcome != "killed"
+            keep_waiting = outcome in ("completed", "paused")
+            if not keep_waiting:
+                self._abandon_prompts()
             for stage in list(self._stages.values()):
                 self._close_tools(stage, "cancelled")
                 if stage.status == "running" and not (
@@ -341,6 +340,14 @@ class ThreadMapper:
             return
         self._sink.set_run_status(run.run_id, status, executor_ended=executor_ended)
         run.status = status
+
+    def _abandon_prompts(self) -> None:
+        for prompt_id, (run, stage) in self._prompts.items():
+            self._sink.cancel_prompt(run.run_id, prompt_id)
+            if stage is not None:
+                stage.prompt_id = None
+                self._set_stage(stage, "skipped")
+        self._prompts.clear()
 
     def _close_tools(self, stage: _Stage, status: str) -> None:
         for key, tool_id in stage.tools.items():
