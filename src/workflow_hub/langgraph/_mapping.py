@@ -194,14 +194,19 @@ class ThreadMapper:
 
     def task_started(self, task_ns: str, name: str, step: int | None) -> None:
         """A task (one attempt of it) starts running."""
-        sink = self._sink
-        with sink.batch():
-            stage = self._stages.get(task_ns)
-            if stage is None:
-                prefix, _, task_id = split_task_ns(task_ns)
-                run = self._run_for(prefix)
+        stage = self._stages.get(task_ns)
+        if stage is None:
+            prefix, _, task_id = split_task_ns(task_ns)
+            run = self._runs.get(prefix)
+            if run is not None and run.status == "running":
+                # The common case, one fact: no batch to pay for.
                 self._add_stage(run, task_ns, task_id, name, step)
                 return
+            with self._sink.batch():
+                self._add_stage(self._run_for(prefix), task_ns, task_id, name, step)
+            return
+        sink = self._sink
+        with sink.batch():
             if stage.prompt_id is not None:
                 prompt_id, stage.prompt_id = stage.prompt_id, None
                 del self._prompts[prompt_id]
@@ -213,6 +218,9 @@ class ThreadMapper:
         """The task returned: its stage completed, and so did the subgraph runs it hosted."""
         stage = self._stages.get(task_ns)
         if stage is None:
+            return
+        if not stage.tools and not stage.hosted:
+            self._set_stage(stage, "completed", retrying=False)  # one fact: no batch
             return
         with self._sink.batch():
             self._close_tools(stage, "cancelled")
