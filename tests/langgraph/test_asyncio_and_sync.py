@@ -1,12 +1,14 @@
 """The same graph through ``ainvoke`` and ``invoke`` reports the same thing; async-only graphs
 and asyncio cancellation too.
 
-``ainvoke``/``astream`` run on an asyncio loop (here in a worker thread of the test's trio hub).
+``invoke`` runs with the thread host (``workflow_hub.sync``), ``ainvoke``/``astream`` with the
+asyncio host (``workflow_hub.asyncio``: trio as a guest on the test's asyncio loop).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Any
 
 from langchain_core.tools import tool
@@ -15,7 +17,7 @@ from langgraph.types import Command, interrupt
 from workflow_hub import RunTarget
 from workflow_hub.langgraph import watch
 
-from .conftest import Scene
+from .conftest import AsyncioScene, Scene, SyncScene, asyncio_scene
 from .graphs import State, by_name, chain, config, log, parents, statuses, summary
 
 
@@ -50,60 +52,89 @@ def shape(scene: Scene, root_run_id: str) -> list[tuple[str, str, str, int, froz
     ]
 
 
-def changes(scene: Scene, root_run_id: str) -> list[Any]:
-    return [summary(root) for root in scene.changes if root.root_run_id == root_run_id]
+def changes(scene: Scene) -> list[Any]:
+    return [summary(root) for root in scene.changes]
 
 
-async def test_ainvoke_and_invoke_report_the_same(scene: Scene) -> None:
-    """H1: the same graph, once through ``invoke`` and once through ``ainvoke``: the same
-    sequence of published summaries, the same stages, tools, nested run and prompt."""
-    watched = watch(graph(), scene.facts)
-    await scene.run(watched.invoke, {"log": []}, config("sync"))
-    await scene.run(watched.invoke, Command(resume="yes"), config("sync"))
+def test_ainvoke_and_invoke_report_the_same(scene: SyncScene) -> None:
+    """H1: the same graph, once through ``invoke`` (thread host) and once through ``ainvoke``
+    (asyncio host): the same sequence of published summaries, the same stages, tools, nested
+    run and prompt."""
+    built = graph()
+    watched = watch(built, scene.facts)
+    scene.run(watched.invoke, {"log": []}, config("t"))
+    scene.run(watched.invoke, Command(resume="yes"), config("t"))
 
-    async def run_async() -> Any:
-        await watched.ainvoke({"log": []}, config("async"))
-        return await watched.ainvoke(Command(resume="yes"), config("async"))
+    async def run_async(ascene: AsyncioScene) -> Any:
+        awatched = watch(built, ascene.facts)
+        await awatched.ainvoke({"log": []}, config("t-async"))
+        result = await awatched.ainvoke(Command(resume="yes"), config("t-async"))
+        await ascene.settle()
+        return result, changes(ascene), shape(ascene, "t-async")
 
-    result = await scene.run_asyncio(run_async)
+    result, async_changes, async_shape = asyncio_scene(run_async)
     assert result["log"][-2:] == ["yes", "ship"]
-    assert changes(scene, "async") == changes(scene, "sync")
-    assert shape(scene, "async") == shape(scene, "sync")
-    blocked = ("blocked", "awaiting_input", 0, 1, True)
-    assert blocked in changes(scene, "sync")
-    assert changes(scene, "sync")[-1] == ("idle", "quiescent", 0, 0, False)
-    assert {kind for kind, *_ in shape(scene, "sync")} == {"stage", "tool"}
+    assert async_changes == changes(scene)
+    assert async_shape == shape(scene, "t")
+    assert ("blocked", "awaiting_input", 0, 1, True) in changes(scene)
+    assert changes(scene)[-1] == ("idle", "quiescent", 0, 0, False)
+    assert {kind for kind, *_ in shape(scene, "t")} == {"stage", "tool"}
 
 
-async def test_astream_of_async_nodes_is_watched_on_the_loop(scene: Scene) -> None:
+def test_astream_of_async_nodes_is_watched_on_the_loop() -> None:
     """Async nodes report from the event loop's own thread; the stream's chunks are LangGraph's."""
 
-    async def slow(state: State) -> dict[str, list[str]]:
-        await asyncio.sleep(0)
-        scene.look("inside an async node")
-        return {"log": ["slow"]}
+    async def main(scene: AsyncioScene) -> None:
+        async def slow(state: State) -> dict[str, list[str]]:
+            await asyncio.sleep(0)
+            scene.look("inside an async node")
+            return {"log": ["slow"]}
 
-    watched = watch(chain(("slow", slow), ("after", log("after"))), scene.facts)
-
-    async def run() -> list[Any]:
-        return [
+        watched = watch(chain(("slow", slow), ("after", log("after"))), scene.facts)
+        chunks = [
             chunk async for chunk in watched.astream({"log": []}, config(), stream_mode="updates")
         ]
+        assert chunks == [{"slow": {"log": ["slow"]}}, {"after": {"log": ["after"]}}]
+        assert summary(scene.seen("inside an async node")) == ("working", "executing", 1, 0, False)
+        end = scene.look("end")
+        assert summary(end) == ("idle", "quiescent", 0, 0, False)
+        assert end is not None
+        assert statuses(end) == {"slow": "completed", "after": "completed"}
 
-    chunks = await scene.run_asyncio(run)
-    assert chunks == [{"slow": {"log": ["slow"]}}, {"after": {"log": ["after"]}}]
-    assert summary(scene.seen("inside an async node")) == ("working", "executing", 1, 0, False)
-    end = scene.look("end")
-    assert summary(end) == ("idle", "quiescent", 0, 0, False)
-    assert end is not None
-    assert statuses(end) == {"slow": "completed", "after": "completed"}
+    asyncio_scene(main)
 
 
-async def test_cancelling_ainvoke_is_a_kill_request(scene: Scene) -> None:
+def test_sync_nodes_of_ainvoke_report_through_the_loop() -> None:
+    """A sync node and its tool run in the loop's executor thread: their facts reach the
+    asyncio host's tracker on the loop's thread, in order, and are live inside the tool."""
+
+    async def main(scene: AsyncioScene) -> None:
+        @tool
+        def probe(text: str) -> str:
+            """Look at the hub from inside a tool."""
+            scene.look("inside the tool")
+            return text
+
+        def uses_tool(state: State) -> dict[str, list[str]]:
+            return {"log": [probe.invoke({"text": "x"})]}
+
+        watched = watch(chain(("uses_tool", uses_tool)), scene.facts)
+        await watched.ainvoke({"log": []}, config())
+        during = scene.seen("inside the tool")
+        assert summary(during) == ("working", "executing", 2, 0, False)
+        assert statuses(scene.look("end") or during) == {
+            "uses_tool": "completed",
+            "probe": "completed",
+        }
+
+    asyncio_scene(main)
+
+
+def test_cancelling_ainvoke_is_a_kill_request() -> None:
     """D1 and the control-event rule: the asyncio task awaiting ``ainvoke`` is cancelled while a
     node runs: a kill request, the run killed, the abandoned stage no longer executing."""
 
-    async def run() -> str:
+    async def main(scene: AsyncioScene) -> None:
         started = asyncio.Event()
 
         async def forever(state: State) -> dict[str, list[str]]:
@@ -116,20 +147,19 @@ async def test_cancelling_ainvoke_is_a_kill_request(scene: Scene) -> None:
         await started.wait()
         scene.look("while it runs")
         task.cancel()
-        try:
+        with contextlib.suppress(asyncio.CancelledError):
             await task
-        except asyncio.CancelledError:
-            return "cancelled"
-        return "finished"
+        assert task.cancelled()
+        await scene.settle()
+        assert summary(scene.seen("while it runs")) == ("working", "executing", 1, 0, False)
+        end = scene.look("end")
+        assert summary(end) == ("idle", "quiescent", 0, 0, False)
+        assert end is not None
+        assert str(by_name(end)["forever"].status) == "skipped"
+        runs = [e.target for e in scene.lifecycle() if isinstance(e.target, RunTarget)]
+        assert [(str(t.status), str(t.action) if t.action else None) for t in runs][-2:] == [
+            ("running", "kill"),
+            ("killed", None),
+        ]
 
-    assert await scene.run_asyncio(run) == "cancelled"
-    assert summary(scene.seen("while it runs")) == ("working", "executing", 1, 0, False)
-    end = scene.look("end")
-    assert summary(end) == ("idle", "quiescent", 0, 0, False)
-    assert end is not None
-    assert str(by_name(end)["forever"].status) == "skipped"
-    runs = [e.target for e in scene.lifecycle() if isinstance(e.target, RunTarget)]
-    assert [(str(t.status), str(t.action) if t.action else None) for t in runs][-2:] == [
-        ("running", "kill"),
-        ("killed", None),
-    ]
+    asyncio_scene(main)

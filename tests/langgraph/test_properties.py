@@ -1,7 +1,7 @@
 """Random LangGraph graphs, run to the end with random answers: what is published stays true.
 
 A drawn graph is a random DAG of plain-function nodes, each of which returns, fails, fails a few
-times under a ``RetryPolicy``, or asks for approval with ``interrupt()``. The thread is invoked,
+times under a ``RetryPolicy``, or asks for approval with ``interrupt()``. The thread is invoked (with the thread host, ``workflow_hub.sync``),
 then resumed with drawn answers (``Command(resume=...)``, or new input), then with "yes" until
 nothing waits any more.
 After every invocation:
@@ -24,8 +24,6 @@ from collections import Counter, defaultdict
 from functools import partial
 from typing import Annotated, Any, TypedDict
 
-import trio
-import trio.testing
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.tools import tool
@@ -33,6 +31,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, RetryPolicy, interrupt
 
+import workflow_hub.sync
 from workflow_hub import (
     LifecycleEvent,
     PromptTarget,
@@ -40,13 +39,11 @@ from workflow_hub import (
     RunTracker,
     StageTarget,
     ToolTarget,
-    open_hub,
 )
 from workflow_hub.langgraph import watch
 
 from ..consumers import RecordingDispatcher
-from .conftest import oracle
-from .standin import ThreadSafeTracker
+from .conftest import SyncScene
 
 BEHAVIOURS = ("ok", "ok", "ok", "fail", "flaky", "ask", "tool")
 
@@ -178,18 +175,14 @@ def stage_runs(hooks: RecordingDispatcher) -> Counter[str]:
     )
 
 
-async def scenario(
+def scenario(
     behaviours: list[str], edges: list[tuple[int, int]], answers: list[str], data: st.DataObject
 ) -> None:
     nodes = Nodes(behaviours)
     graph = build(nodes, edges)
-    async with open_hub() as hub:
-        tracker = RunTracker(hub.register_publisher(), owner_session_id="s", include_graph=True)
-        tracker.start()
-        hooks = RecordingDispatcher()
-        hub.bind_dispatcher(hooks)
-        facts = ThreadSafeTracker(tracker, trio.lowlevel.current_trio_token())
-        watched = watch(graph, facts)
+    with workflow_hub.sync.open_hub() as hub:
+        scene = SyncScene(hub)
+        watched = watch(graph, scene.facts)
         config = {"configurable": {"thread_id": "t"}}
         pending: Any = {"log": []}
         for step in range(20):
@@ -199,24 +192,23 @@ async def scenario(
                 call = partial(watched.invoke, pending, config)
             failed = False
             try:
-                with trio.fail_after(30):
-                    result = await trio.to_thread.run_sync(call)
+                result = scene.run(call)
             except (RuntimeError, ConnectionError):
                 result, failed = None, True
-            await trio.testing.wait_all_tasks_blocked()
-            published = {r.root_run_id: r for r in hub.snapshot_frame().roots or ()}
-            assert published["t"] == oracle(tracker, "t")
-            check_lifecycle(tracker, hooks, "t")
+            published = scene.look(f"after invocation {step}")
+            assert published is not None
+            hub.call(check_lifecycle, scene.tracker, scene.hooks, "t")
             # A sibling LangGraph abandoned may go on in its thread after the invocation raised
             # (docs/langgraph.md, limits): its attempts are not all reported, nor all counted yet.
             if not failed:
-                assert stage_runs(hooks) == nodes.attempts
+                assert stage_runs(scene.hooks) == nodes.attempts
             if not (isinstance(result, dict) and result.get("__interrupt__")):
                 break
-            assert str(published["t"].state) == "blocked"
+            assert str(published.state) == "blocked"
             answer = answers[step] if step < len(answers) else "yes"
             pending = {"log": []} if answer == "new input" else Command(resume=answer)
-        final = tracker.activity("t")
+        final = scene.look("final")
+        assert final is not None
         assert str(final.state) == "idle", final
 
 
@@ -235,4 +227,4 @@ def test_random_graphs_publish_what_their_facts_say(
 ) -> None:
     """D1-D8, P6: random graphs, failures, retries, interrupts and resumes; see the module."""
     behaviours, edges = graph
-    trio.run(scenario, behaviours, edges, answers, data)
+    scenario(behaviours, edges, answers, data)

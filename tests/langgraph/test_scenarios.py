@@ -20,13 +20,13 @@ from langgraph.types import Command, RetryPolicy, interrupt
 from workflow_hub import PromptTarget, RunTarget, StageTarget, ToolTarget
 from workflow_hub.langgraph import watch
 
-from .conftest import Scene
+from .conftest import SyncScene
 from .graphs import State, by_name, chain, config, fork, log, parents, statuses, summary
 
 WORKING = ("working", "executing")
 
 
-async def test_a_chain_of_nodes_is_a_chain_of_stages(scene: Scene) -> None:
+def test_a_chain_of_nodes_is_a_chain_of_stages(scene: SyncScene) -> None:
     """D4, D6, D8: a running node is one execution, between nodes the run continues, and the
     finished thread is idle; each stage's parent is the stage of the super-step before it."""
 
@@ -38,7 +38,7 @@ async def test_a_chain_of_nodes_is_a_chain_of_stages(scene: Scene) -> None:
         chain(("first", log("first")), ("middle", middle), ("last", log("last"))), scene.facts
     )
     scene.look("before")
-    result = await scene.run(watched.invoke, {"log": []}, config())
+    result = scene.run(watched.invoke, {"log": []}, config())
     assert result == {"log": ["first", "middle", "last"]}
     scene.look("end")
 
@@ -55,11 +55,11 @@ async def test_a_chain_of_nodes_is_a_chain_of_stages(scene: Scene) -> None:
     assert [root for label, root in scene.looks if label == "before"] == [None]
 
 
-async def test_the_runs_lifecycle_events_tell_each_change_once(scene: Scene) -> None:
+def test_the_runs_lifecycle_events_tell_each_change_once(scene: SyncScene) -> None:
     """P6: a stage event per real status change, with its previous status; the run goes
     running -> completed."""
     watched = watch(chain(("a", log("a")), ("b", log("b"))), scene.facts)
-    await scene.run(watched.invoke, {"log": []}, config())
+    scene.run(watched.invoke, {"log": []}, config())
     targets = [event.target for event in scene.lifecycle()]
     runs = [(t.previous_status, t.status) for t in targets if isinstance(t, RunTarget)]
     stages = [
@@ -79,7 +79,7 @@ async def test_the_runs_lifecycle_events_tell_each_change_once(scene: Scene) -> 
     assert len(completed) == 2
 
 
-async def test_parallel_branches_are_parallel_stages(scene: Scene, barrier: Any) -> None:
+def test_parallel_branches_are_parallel_stages(scene: SyncScene, barrier: Any) -> None:
     """D4: two branches of one super-step run at once: two executions, both children of the
     stage that forked them, and the join's parents are both branches."""
     both = barrier(2)
@@ -95,7 +95,7 @@ async def test_parallel_branches_are_parallel_stages(scene: Scene, barrier: Any)
         return node
 
     watched = watch(fork(log("first"), branch("left"), branch("right"), log("last")), scene.facts)
-    await scene.run(watched.invoke, {"log": []}, config())
+    scene.run(watched.invoke, {"log": []}, config())
     scene.look("end")
 
     during = scene.seen("both running")
@@ -107,7 +107,7 @@ async def test_parallel_branches_are_parallel_stages(scene: Scene, barrier: Any)
     assert summary(end) == ("idle", "quiescent", 0, 0, False)
 
 
-async def test_a_subgraph_is_a_nested_run_hosted_by_its_stage(scene: Scene) -> None:
+def test_a_subgraph_is_a_nested_run_hosted_by_its_stage(scene: SyncScene) -> None:
     """D4: while a subgraph's node runs, its own stage is the execution, not the hosting stage;
     the nested run completes with its host."""
 
@@ -117,7 +117,7 @@ async def test_a_subgraph_is_a_nested_run_hosted_by_its_stage(scene: Scene) -> N
 
     subgraph = chain(("inner", inner), checkpointer=False)
     watched = watch(chain(("before", log("before")), ("sub", subgraph)), scene.facts)
-    await scene.run(watched.invoke, {"log": []}, config())
+    scene.run(watched.invoke, {"log": []}, config())
     scene.look("end")
 
     during = scene.seen("inside the subgraph")
@@ -138,7 +138,7 @@ async def test_a_subgraph_is_a_nested_run_hosted_by_its_stage(scene: Scene) -> N
     assert [str(t.status) for t in nested_events] == ["running", "completed"]
 
 
-async def test_a_node_that_calls_a_subgraph_twice_hosts_two_nested_runs(scene: Scene) -> None:
+def test_a_node_that_calls_a_subgraph_twice_hosts_two_nested_runs(scene: SyncScene) -> None:
     """D4: a subgraph invoked from inside a node function is a nested run of that node's stage,
     once per call (LangGraph numbers the second call's namespace)."""
     subgraph = chain(("step", log("step")), checkpointer=False)
@@ -149,7 +149,7 @@ async def test_a_node_that_calls_a_subgraph_twice_hosts_two_nested_runs(scene: S
         return {"log": ["twice"]}
 
     watched = watch(chain(("twice", twice)), scene.facts)
-    await scene.run(watched.invoke, {"log": []}, config())
+    scene.run(watched.invoke, {"log": []}, config())
     end = scene.look("end")
     assert summary(end) == ("idle", "quiescent", 0, 0, False)
     assert end is not None
@@ -160,7 +160,7 @@ async def test_a_node_that_calls_a_subgraph_twice_hosts_two_nested_runs(scene: S
     assert len(nested) == 2
 
 
-async def test_a_tool_call_is_a_tool_of_its_stage(scene: Scene) -> None:
+def test_a_tool_call_is_a_tool_of_its_stage(scene: SyncScene) -> None:
     """D4: a tool running inside a node is an execution of its own, child of the node's stage."""
 
     @tool
@@ -173,7 +173,7 @@ async def test_a_tool_call_is_a_tool_of_its_stage(scene: Scene) -> None:
         return {"log": [lookup.invoke({"key": "k"})]}
 
     watched = watch(chain(("agent", agent)), scene.facts)
-    assert await scene.run(watched.invoke, {"log": []}, config()) == {"log": ["K"]}
+    assert scene.run(watched.invoke, {"log": []}, config()) == {"log": ["K"]}
     scene.look("end")
 
     during = scene.seen("inside the tool")
@@ -192,7 +192,7 @@ def approval(state: State) -> dict[str, list[str]]:
     return {"log": [f"answer={answer}"]}
 
 
-async def test_an_interrupt_blocks_the_root_until_it_is_answered(scene: Scene) -> None:
+def test_an_interrupt_blocks_the_root_until_it_is_answered(scene: SyncScene) -> None:
     """D2, D8: only a human can advance the thread: blocked / awaiting_input with the prompt on
     its stage; ``Command(resume=...)`` answers it, the same root goes on and ends idle."""
 
@@ -201,7 +201,7 @@ async def test_an_interrupt_blocks_the_root_until_it_is_answered(scene: Scene) -
         return {"log": ["after"]}
 
     watched = watch(chain(("ask", approval), ("after", after)), scene.facts)
-    result = await scene.run(watched.invoke, {"log": []}, config())
+    result = scene.run(watched.invoke, {"log": []}, config())
     assert "__interrupt__" in result
     waiting = scene.look("at the interrupt")
     assert summary(waiting) == ("blocked", "awaiting_input", 0, 1, True)
@@ -213,7 +213,7 @@ async def test_an_interrupt_blocks_the_root_until_it_is_answered(scene: Scene) -
     assert ask.pending_prompt.choices == ("yes", "no")
     assert str(ask.pending_prompt.kind) == "select"
 
-    result = await scene.run(watched.invoke, Command(resume="yes"), config())
+    result = scene.run(watched.invoke, Command(resume="yes"), config())
     assert result == {"log": ["answer=yes", "after"]}
     scene.look("end")
 
@@ -227,13 +227,13 @@ async def test_an_interrupt_blocks_the_root_until_it_is_answered(scene: Scene) -
     assert prompts[0].prompt_id == ask.pending_prompt.id
 
 
-async def test_an_interrupt_while_another_branch_runs_needs_attention(
-    scene: Scene, barrier: Any
+def test_an_interrupt_while_another_branch_runs_needs_attention(
+    scene: SyncScene, barrier: Any
 ) -> None:
     """D2, D8: one branch waits for a human while another executes: working / executing with
     needs_attention; once the other branch is done, blocked / awaiting_input."""
     asked = threading.Event()
-    scene.hub.observe(
+    scene.observe(
         lambda frame: (
             asked.set() if frame.kind == "changed" and frame.root.actionable_block_count else None
         )
@@ -245,7 +245,7 @@ async def test_an_interrupt_while_another_branch_runs_needs_attention(
         return {"log": ["busy"]}
 
     watched = watch(fork(log("first"), approval, busy, log("last")), scene.facts)
-    await scene.run(watched.invoke, {"log": []}, config())
+    scene.run(watched.invoke, {"log": []}, config())
     scene.look("at the interrupt")
 
     assert summary(scene.seen("while the other branch asks")) == (
@@ -256,19 +256,19 @@ async def test_an_interrupt_while_another_branch_runs_needs_attention(
         True,
     )
     assert summary(scene.seen("at the interrupt")) == ("blocked", "awaiting_input", 0, 1, True)
-    await scene.run(watched.invoke, Command(resume="no"), config())
+    scene.run(watched.invoke, Command(resume="no"), config())
     end = scene.look("end")
     assert summary(end) == ("idle", "quiescent", 0, 0, False)
     assert end is not None
     assert statuses(end)["last"] == "completed"
 
 
-async def test_an_interrupt_in_a_subgraph_is_a_prompt_of_the_nested_run(scene: Scene) -> None:
+def test_an_interrupt_in_a_subgraph_is_a_prompt_of_the_nested_run(scene: SyncScene) -> None:
     """D2: the prompt belongs to the subgraph's stage; the hosting stage waits with it; after
     the answer both finish."""
     subgraph = chain(("approve", approval), checkpointer=False)
     watched = watch(chain(("prepare", log("prepare")), ("review", subgraph)), scene.facts)
-    await scene.run(watched.invoke, {"log": []}, config())
+    scene.run(watched.invoke, {"log": []}, config())
     waiting = scene.look("at the interrupt")
     assert summary(waiting) == ("blocked", "awaiting_input", 0, 1, True)
     assert waiting is not None
@@ -276,14 +276,14 @@ async def test_an_interrupt_in_a_subgraph_is_a_prompt_of_the_nested_run(scene: S
     assert nodes["approve"].depth == 1
     assert nodes["approve"].pending_prompt is not None
     assert str(nodes["review"].status) == "running"
-    await scene.run(watched.invoke, Command(resume="yes"), config())
+    scene.run(watched.invoke, Command(resume="yes"), config())
     end = scene.look("end")
     assert summary(end) == ("idle", "quiescent", 0, 0, False)
     assert end is not None
     assert statuses(end) == {"prepare": "completed", "review": "completed", "approve": "completed"}
 
 
-async def test_a_node_that_raises_fails_its_stage_and_its_run(scene: Scene) -> None:
+def test_a_node_that_raises_fails_its_stage_and_its_run(scene: SyncScene) -> None:
     """D3: the invocation raised, the executor ended: a settled failure, idle with needs_attention;
     the exception reaches the caller unchanged."""
 
@@ -292,7 +292,7 @@ async def test_a_node_that_raises_fails_its_stage_and_its_run(scene: Scene) -> N
 
     watched = watch(chain(("ok", log("ok")), ("broken", broken)), scene.facts)
     with pytest.raises(KeyError, match="missing"):
-        await scene.run(watched.invoke, {"log": []}, config())
+        scene.run(watched.invoke, {"log": []}, config())
     end = scene.look("end")
     assert summary(end) == ("idle", "quiescent", 0, 0, True)
     assert end is not None
@@ -302,7 +302,7 @@ async def test_a_node_that_raises_fails_its_stage_and_its_run(scene: Scene) -> N
     assert scene.tracker.run_status("t") == "failed"
 
 
-async def test_a_retried_node_is_a_retrying_stage(scene: Scene) -> None:
+def test_a_retried_node_is_a_retrying_stage(scene: SyncScene) -> None:
     """D5: between attempts and during the retry the root is working / retrying; the stage ends
     completed and the run idle."""
     attempts: list[int] = []
@@ -316,7 +316,7 @@ async def test_a_retried_node_is_a_retrying_stage(scene: Scene) -> None:
 
     policy = RetryPolicy(initial_interval=0.001, jitter=False, retry_on=ConnectionError)
     watched = watch(chain(("flaky", flaky), flaky={"retry_policy": policy}), scene.facts)
-    await scene.run(watched.invoke, {"log": []}, config())
+    scene.run(watched.invoke, {"log": []}, config())
     scene.look("end")
 
     assert summary(scene.seen("third attempt")) == ("working", "retrying", 1, 0, False)
@@ -337,7 +337,7 @@ async def test_a_retried_node_is_a_retrying_stage(scene: Scene) -> None:
     ]
 
 
-async def test_a_node_whose_retries_run_out_fails(scene: Scene) -> None:
+def test_a_node_whose_retries_run_out_fails(scene: SyncScene) -> None:
     """D3, D5: the last attempt is no retry: the stage fails and the run is a settled failure."""
 
     def hopeless(state: State) -> dict[str, list[str]]:
@@ -348,14 +348,14 @@ async def test_a_node_whose_retries_run_out_fails(scene: Scene) -> None:
     )
     watched = watch(chain(("hopeless", hopeless), hopeless={"retry_policy": policy}), scene.facts)
     with pytest.raises(ConnectionError):
-        await scene.run(watched.invoke, {"log": []}, config())
+        scene.run(watched.invoke, {"log": []}, config())
     end = scene.look("end")
     assert summary(end) == ("idle", "quiescent", 0, 0, True)
     assert end is not None
     assert statuses(end) == {"hopeless": "failed"}
 
 
-async def test_closing_a_stream_early_is_a_kill_request(scene: Scene) -> None:
+def test_closing_a_stream_early_is_a_kill_request(scene: SyncScene) -> None:
     """D1 and the control-event rule: the caller stopped the invocation: a run event with
     action kill, then the run killed; nothing is left executing."""
     watched = watch(chain(("a", log("a")), ("b", log("b")), ("c", log("c"))), scene.facts)
@@ -366,7 +366,7 @@ async def test_closing_a_stream_early_is_a_kill_request(scene: Scene) -> None:
         chunks.close()
         return first
 
-    assert await scene.run(first_chunk_only) == {"a": {"log": ["a"]}}
+    assert scene.run(first_chunk_only) == {"a": {"log": ["a"]}}
     end = scene.look("end")
     assert summary(end) == ("idle", "quiescent", 0, 0, False)
     runs = [e.target for e in scene.lifecycle() if isinstance(e.target, RunTarget)]
@@ -376,14 +376,14 @@ async def test_closing_a_stream_early_is_a_kill_request(scene: Scene) -> None:
     ]
 
 
-async def test_a_breakpoint_pauses_the_thread(scene: Scene) -> None:
+def test_a_breakpoint_pauses_the_thread(scene: SyncScene) -> None:
     """D7, D8: a thread stopped before a node by ``interrupt_before`` is idle / paused, and
     resuming it with ``None`` finishes it."""
     graph = chain(("a", log("a")), ("b", log("b")))
     watched = watch(graph, scene.facts)
-    await scene.run(partial_invoke(watched, {"log": []}, interrupt_before=["b"]))
+    scene.run(partial_invoke(watched, {"log": []}, interrupt_before=["b"]))
     assert summary(scene.look("at the breakpoint")) == ("idle", "paused", 0, 0, False)
-    await scene.run(partial_invoke(watched, None))
+    scene.run(partial_invoke(watched, None))
     end = scene.look("end")
     assert summary(end) == ("idle", "quiescent", 0, 0, False)
     assert end is not None
@@ -394,12 +394,12 @@ def partial_invoke(watched: Any, input: Any, **kwargs: Any) -> Any:
     return lambda: watched.invoke(input, config(), **kwargs)
 
 
-async def test_new_input_on_a_thread_continues_its_root(scene: Scene) -> None:
+def test_new_input_on_a_thread_continues_its_root(scene: SyncScene) -> None:
     """One root per thread: a second invocation with new input is the same root, starting a new
     run status history (completed -> running -> completed)."""
     watched = watch(chain(("a", log("a"))), scene.facts)
-    await scene.run(watched.invoke, {"log": []}, config())
-    await scene.run(watched.invoke, {"log": []}, config())
+    scene.run(watched.invoke, {"log": []}, config())
+    scene.run(watched.invoke, {"log": []}, config())
     roots = scene.hub.snapshot_frame().roots
     assert roots is not None
     assert [r.root_run_id for r in roots] == ["t"]
@@ -411,43 +411,43 @@ async def test_new_input_on_a_thread_continues_its_root(scene: Scene) -> None:
     assert parents(end, "a") == set()  # new input: not a child of the last invocation
 
 
-async def test_new_input_abandons_a_waiting_interrupt(scene: Scene) -> None:
+def test_new_input_abandons_a_waiting_interrupt(scene: SyncScene) -> None:
     """A thread given new input while an interrupt waits: the prompt is cancelled, its stage
     skipped, and the root no longer blocked."""
     watched = watch(chain(("ask", approval)), scene.facts)
-    await scene.run(watched.invoke, {"log": []}, config())
+    scene.run(watched.invoke, {"log": []}, config())
     assert summary(scene.look("waiting")) == ("blocked", "awaiting_input", 0, 1, True)
-    await scene.run(watched.invoke, {"log": []}, config())
+    scene.run(watched.invoke, {"log": []}, config())
     prompts = [e.target for e in scene.lifecycle() if isinstance(e.target, PromptTarget)]
     assert [str(p.status) for p in prompts] == ["opened", "cancelled", "opened"]
     assert summary(scene.look("waiting again")) == ("blocked", "awaiting_input", 0, 1, True)
 
 
-async def test_threads_are_separate_roots(scene: Scene) -> None:
+def test_threads_are_separate_roots(scene: SyncScene) -> None:
     """Each thread id is its own root; an invocation without one is a root of its own too."""
     watched = watch(chain(("a", log("a"))), scene.facts)
-    await scene.run(watched.invoke, {"log": []}, config("one"))
-    await scene.run(watched.invoke, {"log": []}, config("two"))
+    scene.run(watched.invoke, {"log": []}, config("one"))
+    scene.run(watched.invoke, {"log": []}, config("two"))
     roots = scene.hub.snapshot_frame().roots
     assert roots is not None
     assert [r.root_run_id for r in roots] == ["one", "two"]
     assert all(summary(r) == ("idle", "quiescent", 0, 0, False) for r in roots)
 
 
-async def test_a_graph_that_runs_out_of_steps_is_a_failed_run(scene: Scene) -> None:
+def test_a_graph_that_runs_out_of_steps_is_a_failed_run(scene: SyncScene) -> None:
     """A LangGraph error of the run itself (recursion limit) is a failed run, executor ended."""
     watched = watch(chain(("a", log("a")), ("b", log("b"))), scene.facts)
     with pytest.raises(GraphRecursionError):
-        await scene.run(lambda: watched.invoke({"log": []}, {**config(), "recursion_limit": 1}))
+        scene.run(lambda: watched.invoke({"log": []}, {**config(), "recursion_limit": 1}))
     assert summary(scene.look("end")) == ("idle", "quiescent", 0, 0, True)
 
 
-async def test_a_run_that_raises_withdraws_the_interrupts_it_never_returned(scene: Scene) -> None:
+def test_a_run_that_raises_withdraws_the_interrupts_it_never_returned(scene: SyncScene) -> None:
     """D2, D3: one branch asks while the other raises: the caller gets the exception, never the
     interrupt, so the prompt is cancelled and the root is a settled failure, not blocked."""
 
     asked = threading.Event()
-    scene.hub.observe(
+    scene.observe(
         lambda frame: (
             asked.set() if frame.kind == "changed" and frame.root.actionable_block_count else None
         )
@@ -459,7 +459,7 @@ async def test_a_run_that_raises_withdraws_the_interrupts_it_never_returned(scen
 
     watched = watch(fork(log("first"), approval, broken, log("last")), scene.facts)
     with pytest.raises(KeyError):
-        await scene.run(watched.invoke, {"log": []}, config())
+        scene.run(watched.invoke, {"log": []}, config())
     end = scene.look("end")
     assert summary(end) == ("idle", "quiescent", 0, 0, True)
     assert end is not None
