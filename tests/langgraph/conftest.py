@@ -25,6 +25,7 @@ import workflow_hub.asyncio
 import workflow_hub.sync
 from workflow_hub import Frame, LifecycleEvent, RootActivity, RunTracker, WorkflowActivityHub
 from workflow_hub._derive import derive_root
+from workflow_hub.langgraph import WatchedGraph, watch
 
 from ..consumers import RecordingDispatcher
 
@@ -49,6 +50,7 @@ class Scene:
     trio_hub: WorkflowActivityHub
 
     def __init__(self) -> None:
+        self.watched: list[WatchedGraph] = []
         self.hooks = RecordingDispatcher()
         self.looks: list[tuple[str, RootActivity | None]] = []
         self.changes: list[RootActivity] = []
@@ -70,8 +72,17 @@ class Scene:
     def published(self, root_run_id: str) -> RootActivity | None:
         return self._in_hub(lambda: self._published_now(root_run_id))  # type: ignore[no-any-return]
 
+    def watch(self, graph: Any, **options: Any) -> WatchedGraph:
+        """``workflow_hub.langgraph.watch(graph, scene.facts)``, flushed before every look."""
+        watched = watch(graph, self.facts, **options)
+        self.watched.append(watched)
+        return watched
+
     def look(self, label: str, root_run_id: str = "t") -> RootActivity | None:
-        """The published root now (from any thread), checked against the oracle."""
+        """The published root now (from any thread), checked against the oracle; what the
+        watched graphs queued before the look has reached the tracker."""
+        for watched in self.watched:
+            watched.flush(TIMEOUT)
 
         def now() -> RootActivity | None:
             root = self._published_now(root_run_id)

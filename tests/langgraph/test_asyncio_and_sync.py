@@ -15,7 +15,6 @@ from langchain_core.tools import tool
 from langgraph.types import Command, interrupt
 
 from workflow_hub import RunTarget
-from workflow_hub.langgraph import watch
 
 from .conftest import AsyncioScene, Scene, SyncScene, asyncio_scene
 from .graphs import State, by_name, chain, config, log, parents, statuses, summary
@@ -52,33 +51,54 @@ def shape(scene: Scene, root_run_id: str) -> list[tuple[str, str, str, int, froz
     ]
 
 
-def changes(scene: Scene) -> list[Any]:
-    return [summary(root) for root in scene.changes]
+def history(scene: Scene) -> list[tuple[str, str, str | None, str]]:
+    """Every lifecycle event as (kind, name, previous status, status): ids aside, what happened."""
+    rows: list[tuple[str, str, str | None, str]] = []
+    for event in scene.lifecycle():
+        target = event.target
+        name = getattr(target, "stage_name", None) or getattr(target, "tool_name", None)
+        if name is None:
+            name = getattr(target, "prompt_id", None) and "prompt"
+        previous = getattr(target, "previous_status", None)
+        rows.append(
+            (
+                target.kind,
+                str(name or "run"),
+                None if previous is None else str(previous),
+                str(getattr(target, "action", None) or target.status),
+            )
+        )
+    return rows
 
 
 def test_ainvoke_and_invoke_report_the_same(scene: SyncScene) -> None:
     """H1: the same graph, once through ``invoke`` (thread host) and once through ``ainvoke``
-    (asyncio host): the same sequence of published summaries, the same stages, tools, nested
-    run and prompt."""
+    (asyncio host): the same lifecycle history, the same roots at the interrupt and at the end,
+    the same stages, tools, nested run and prompt."""
     built = graph()
-    watched = watch(built, scene.facts)
-    scene.run(watched.invoke, {"log": []}, config("t"))
-    scene.run(watched.invoke, Command(resume="yes"), config("t"))
+    watched = scene.watch(built)
+    scene.run(watched.invoke, {"log": []}, config())
+    waiting = scene.look("at the interrupt")
+    scene.run(watched.invoke, Command(resume="yes"), config())
+    end = scene.look("end")
 
     async def run_async(ascene: AsyncioScene) -> Any:
-        awatched = watch(built, ascene.facts)
-        await awatched.ainvoke({"log": []}, config("t-async"))
-        result = await awatched.ainvoke(Command(resume="yes"), config("t-async"))
+        awatched = ascene.watch(built)
+        await awatched.ainvoke({"log": []}, config())
         await ascene.settle()
-        return result, changes(ascene), shape(ascene, "t-async")
+        awaiting = ascene.look("at the interrupt")
+        result = await awatched.ainvoke(Command(resume="yes"), config())
+        await ascene.settle()
+        return result, history(ascene), awaiting, ascene.look("end"), shape(ascene, "t")
 
-    result, async_changes, async_shape = asyncio_scene(run_async)
+    result, async_history, async_waiting, async_end, async_shape = asyncio_scene(run_async)
     assert result["log"][-2:] == ["yes", "ship"]
-    assert async_changes == changes(scene)
+    assert async_history == history(scene)
+    assert summary(async_waiting) == summary(waiting) == ("blocked", "awaiting_input", 0, 1, True)
+    assert summary(async_end) == summary(end) == ("idle", "quiescent", 0, 0, False)
     assert async_shape == shape(scene, "t")
-    assert ("blocked", "awaiting_input", 0, 1, True) in changes(scene)
-    assert changes(scene)[-1] == ("idle", "quiescent", 0, 0, False)
     assert {kind for kind, *_ in shape(scene, "t")} == {"stage", "tool"}
+    assert ("prompt", "prompt", None, "answered") in history(scene)
 
 
 def test_astream_of_async_nodes_is_watched_on_the_loop() -> None:
@@ -90,7 +110,7 @@ def test_astream_of_async_nodes_is_watched_on_the_loop() -> None:
             scene.look("inside an async node")
             return {"log": ["slow"]}
 
-        watched = watch(chain(("slow", slow), ("after", log("after"))), scene.facts)
+        watched = scene.watch(chain(("slow", slow), ("after", log("after"))))
         chunks = [
             chunk async for chunk in watched.astream({"log": []}, config(), stream_mode="updates")
         ]
@@ -118,7 +138,7 @@ def test_sync_nodes_of_ainvoke_report_through_the_loop() -> None:
         def uses_tool(state: State) -> dict[str, list[str]]:
             return {"log": [probe.invoke({"text": "x"})]}
 
-        watched = watch(chain(("uses_tool", uses_tool)), scene.facts)
+        watched = scene.watch(chain(("uses_tool", uses_tool)))
         await watched.ainvoke({"log": []}, config())
         during = scene.seen("inside the tool")
         assert summary(during) == ("working", "executing", 2, 0, False)
@@ -142,7 +162,7 @@ def test_cancelling_ainvoke_is_a_kill_request() -> None:
             await asyncio.sleep(3600)
             return {"log": []}
 
-        watched = watch(chain(("forever", forever)), scene.facts)
+        watched = scene.watch(chain(("forever", forever)))
         task = asyncio.ensure_future(watched.ainvoke({"log": []}, config()))
         await started.wait()
         scene.look("while it runs")

@@ -40,7 +40,6 @@ from workflow_hub import (
     StageTarget,
     ToolTarget,
 )
-from workflow_hub.langgraph import watch
 
 from ..consumers import RecordingDispatcher
 from .conftest import SyncScene
@@ -182,7 +181,7 @@ def scenario(
     graph = build(nodes, edges)
     with workflow_hub.sync.open_hub() as hub:
         scene = SyncScene(hub)
-        watched = watch(graph, scene.facts)
+        watched = scene.watch(graph)
         config = {"configurable": {"thread_id": "t"}}
         pending: Any = {"log": []}
         for step in range(20):

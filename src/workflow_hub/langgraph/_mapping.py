@@ -19,7 +19,8 @@ The mapper is not thread-safe: its caller serialises the calls (see ``_gates.py`
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Literal
 
 import attrs
@@ -100,6 +101,7 @@ class ThreadMapper:
 
     __slots__ = (
         "_heartbeat",
+        "batching",
         "_prompts",
         "_runs",
         "_sink",
@@ -118,6 +120,21 @@ class ThreadMapper:
         self._stages: dict[str, _Stage] = {}  # by task checkpoint namespace
         self._tools: dict[str, _Stage] = {}  # by callback run id
         self._prompts: dict[str, tuple[_Run, _Stage | None]] = {}
+        # True while the caller holds a batch around the calls: no nested one to pay for.
+        self.batching = False
+
+    def _batch(self) -> AbstractContextManager[None]:
+        return nullcontext() if self.batching else self._sink.batch()
+
+    @contextmanager
+    def outer_batch(self) -> Iterator[None]:
+        """One tracker batch around several calls of this mapper."""
+        with self._sink.batch():
+            self.batching = True
+            try:
+                yield
+            finally:
+                self.batching = False
 
     # --- reading ---------------------------------------------------------------------------
 
@@ -132,7 +149,7 @@ class ThreadMapper:
         """An invocation of the thread starts; ``resume`` when it continues the thread (a
         ``Command`` or ``None`` input), not when it brings new input."""
         sink = self._sink
-        with sink.batch():
+        with self._batch():
             root = self._runs.get("")
             if root is None:
                 sink.add_run(
@@ -166,7 +183,7 @@ class ThreadMapper:
         """
         sink = self._sink
         root = self._runs[""]
-        with sink.batch():
+        with self._batch():
             if outcome == "killed":
                 sink.request_control(root.run_id, "kill")
             keep_waiting = outcome in ("completed", "paused")
@@ -202,11 +219,11 @@ class ThreadMapper:
                 # The common case, one fact: no batch to pay for.
                 self._add_stage(run, task_ns, task_id, name, step)
                 return
-            with self._sink.batch():
+            with self._batch():
                 self._add_stage(self._run_for(prefix), task_ns, task_id, name, step)
             return
         sink = self._sink
-        with sink.batch():
+        with self._batch():
             if stage.prompt_id is not None:
                 prompt_id, stage.prompt_id = stage.prompt_id, None
                 del self._prompts[prompt_id]
@@ -222,7 +239,7 @@ class ThreadMapper:
         if not stage.tools and not stage.hosted:
             self._set_stage(stage, "completed", retrying=False)  # one fact: no batch
             return
-        with self._sink.batch():
+        with self._batch():
             self._close_tools(stage, "cancelled")
             for run in stage.hosted:
                 if run.status == "running" and not self._has_prompts(run):
@@ -240,7 +257,7 @@ class ThreadMapper:
             return
         sink = self._sink
         run = stage.run
-        with sink.batch():
+        with self._batch():
             self._close_tools(stage, "cancelled")
             for index, prompt in enumerate(fresh):
                 on_stage = index == 0 and stage.prompt_id is None
@@ -262,7 +279,7 @@ class ThreadMapper:
         stage = self._stages.get(task_ns)
         if stage is None:
             return
-        with self._sink.batch():
+        with self._batch():
             self._close_tools(stage, "cancelled")
             for run in stage.hosted:
                 if run.status == "running" and not self._has_prompts(run):

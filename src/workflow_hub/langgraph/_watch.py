@@ -22,7 +22,7 @@ from langchain_core.callbacks import BaseCallbackManager
 from langgraph.types import Command
 
 from ._facts import FactSink
-from ._gates import Gate, LockGate, LoopGate
+from ._gates import Gate, LoopGate, ThreadGate
 from ._handler import WatchHandler
 from ._mapping import Outcome, ThreadMapper
 from ._retry import retry_policies
@@ -60,9 +60,12 @@ def _outcome(error: BaseException) -> Outcome:
 class _Invocation:
     """One call of the graph: its handler, its gate and its thread's mapper."""
 
-    __slots__ = ("config", "gate", "handler", "mapper")
+    __slots__ = ("config", "gate", "handler", "mapper", "owner")
 
-    def __init__(self, mapper: ThreadMapper, gate: Gate, handler: WatchHandler) -> None:
+    def __init__(
+        self, owner: WatchedGraph, mapper: ThreadMapper, gate: Gate, handler: WatchHandler
+    ) -> None:
+        self.owner = owner
         self.mapper = mapper
         self.gate = gate
         self.handler = handler
@@ -77,6 +80,8 @@ class _Invocation:
             self.mapper.end(final)
 
         self.gate.submit(finish)
+        self.gate.close()  # everything reported before the invocation returns
+        self.owner._active.discard(self.gate)
 
 
 @final
@@ -94,7 +99,7 @@ class WatchedGraph:
     and so is a thread-safe one).
     """
 
-    __slots__ = ("_graph", "_heartbeat", "_lock_gate", "_mappers", "_policies", "_prefix", "_sink")
+    __slots__ = ("_active", "_graph", "_heartbeat", "_mappers", "_policies", "_prefix", "_sink")
 
     def __init__(
         self,
@@ -115,8 +120,8 @@ class WatchedGraph:
         self._heartbeat = heartbeat_interval_minutes
         self._prefix = root_prefix
         self._policies = retry_policies(graph)
-        self._lock_gate = LockGate()
         self._mappers: dict[str, ThreadMapper] = {}
+        self._active: set[Gate] = set()
 
     @property
     def graph(self) -> Any:
@@ -134,7 +139,9 @@ class WatchedGraph:
 
     # --- invocations ------------------------------------------------------------------------
 
-    def _begin(self, input: Any, config: dict[str, Any] | None, gate: Gate) -> _Invocation:
+    def _begin(
+        self, input: Any, config: dict[str, Any] | None, *, asynchronous: bool
+    ) -> _Invocation:
         root = self.root_run_id(config)
         if root is None:
             mapper = ThreadMapper(
@@ -147,13 +154,29 @@ class WatchedGraph:
             if found is None:
                 found = ThreadMapper(self._sink, root, heartbeat_interval_minutes=self._heartbeat)
             mapper = found
-        resume = input is None or isinstance(input, Command)
-        gate.submit(lambda: mapper.begin(resume=resume))
+        # Reported here, not queued: a tracker that refuses the root raises to the caller.
+        mapper.begin(resume=input is None or isinstance(input, Command))
         if root is not None:
             self._mappers[root] = mapper  # only once the tracker took the root
-        invocation = _Invocation(mapper, gate, WatchHandler(mapper, gate, self._policies))
+        gate: Gate
+        if asynchronous:
+            gate = LoopGate(asyncio.get_running_loop(), mapper.outer_batch)
+        else:
+            gate = ThreadGate(mapper.outer_batch)
+        self._active.add(gate)
+        invocation = _Invocation(self, mapper, gate, WatchHandler(mapper, gate, self._policies))
         invocation.config = _with_handler(config, invocation.handler)
         return invocation
+
+    def flush(self, timeout: float | None = None) -> None:
+        """Wait until what every running invocation queued so far has reached the tracker.
+
+        Reporting never makes LangGraph wait: callbacks queue their facts and a reporter applies
+        them in order, moments later. An invocation flushes before it returns; call this to look
+        at the hub from inside a running graph (from an async node it applies the queue at once).
+        """
+        for gate in list(self._active):
+            gate.flush(timeout)
 
     def _paused(self, config: dict[str, Any] | None) -> bool:
         if _thread_id(config) is None:
@@ -173,7 +196,7 @@ class WatchedGraph:
 
     def invoke(self, input: Any, config: dict[str, Any] | None = None, **kwargs: Any) -> Any:
         """``graph.invoke(input, config, **kwargs)``, reported as it runs."""
-        invocation = self._begin(input, config, self._lock_gate)
+        invocation = self._begin(input, config, asynchronous=False)
         try:
             result = self._graph.invoke(input, invocation.config, **kwargs)
         except BaseException as error:
@@ -184,7 +207,7 @@ class WatchedGraph:
 
     async def ainvoke(self, input: Any, config: dict[str, Any] | None = None, **kwargs: Any) -> Any:
         """``await graph.ainvoke(input, config, **kwargs)``, reported as it runs."""
-        invocation = self._begin(input, config, LoopGate(asyncio.get_running_loop()))
+        invocation = self._begin(input, config, asynchronous=True)
         call: Callable[..., Awaitable[Any]] = self._graph.ainvoke
         try:
             result = await call(input, invocation.config, **kwargs)
@@ -202,7 +225,7 @@ class WatchedGraph:
         Closing the iterator before its end (``break``, ``close()``) is a cancellation by the
         caller: the thread's run gets a kill request and ends ``killed``.
         """
-        invocation = self._begin(input, config, self._lock_gate)
+        invocation = self._begin(input, config, asynchronous=False)
         try:
             with closing(self._graph.stream(input, invocation.config, **kwargs)) as chunks:
                 yield from chunks
@@ -219,7 +242,7 @@ class WatchedGraph:
         Closing the iterator before its end (``aclose()``) or cancelling the task that iterates
         it is a cancellation by the caller, reported as for :meth:`stream`.
         """
-        invocation = self._begin(input, config, LoopGate(asyncio.get_running_loop()))
+        invocation = self._begin(input, config, asynchronous=True)
         try:
             async with aclosing(self._graph.astream(input, invocation.config, **kwargs)) as chunks:
                 async for chunk in chunks:
