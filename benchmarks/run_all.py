@@ -16,6 +16,7 @@ from pathlib import Path
 
 import bench_fanout
 import bench_hooks
+import bench_langgraph
 import bench_memory
 import bench_metrics
 import bench_network
@@ -49,6 +50,7 @@ BENCHMARKS: dict[str, Benchmark] = {
     "redis": bench_redis.run,
     "resume": bench_resume.run,
     "tracker": bench_tracker.run,
+    "langgraph": bench_langgraph.run,
 }
 
 

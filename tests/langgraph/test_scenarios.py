@@ -18,7 +18,6 @@ from langgraph.errors import GraphRecursionError
 from langgraph.types import Command, RetryPolicy, interrupt
 
 from workflow_hub import PromptTarget, RunTarget, StageTarget, ToolTarget
-from workflow_hub.langgraph import watch
 
 from .conftest import SyncScene
 from .graphs import State, by_name, chain, config, fork, log, parents, statuses, summary

@@ -3,9 +3,10 @@
 A callback only queues its call; the gate applies the queue in order, a whole backlog in one
 ``tracker.batch()`` (one published change for it), away from the code LangGraph is running:
 
-* a :class:`ThreadGate` (sync invocations) drains in a reporter thread of its own, so a node's
-  thread never waits for the hub, even when the tracker hands every fact to the hub's thread and
-  waits for it (``workflow_hub.sync``'s does);
+* a :class:`ThreadGate` (sync invocations) drains in a reporter thread of its own, at most a
+  few milliseconds after a call was queued, so a node's thread never waits for the hub, even
+  when the tracker hands every fact to the hub's thread and waits for it (``workflow_hub.sync``'s
+  does);
 * a :class:`LoopGate` (async invocations) drains on the event loop's thread, soon after the call
   was queued (sync nodes and tools run in executor threads and queue from there), so the tracker
   is only ever called on the loop's thread, as ``workflow_hub.asyncio``'s must be.
@@ -29,6 +30,10 @@ __all__ = ["Gate", "LoopGate", "ThreadGate"]
 logger = logging.getLogger("workflow_hub")
 
 Batch = Callable[[], AbstractContextManager[None]]
+
+LINGER = 0.005
+"""Seconds a reporter thread lets calls gather before it applies them: invisible to a person
+watching, and a fast graph's steps are told in a few batches instead of one by one."""
 
 
 class Gate(Protocol):
@@ -55,7 +60,7 @@ def _apply(calls: list[Callable[[], None]], batch: Batch) -> None:
 class ThreadGate:
     """Applies queued calls in a reporter thread of its own."""
 
-    __slots__ = ("_batch", "_busy", "_calls", "_changed", "_closed", "_thread")
+    __slots__ = ("_batch", "_busy", "_calls", "_changed", "_closed", "_flushing", "_thread")
 
     def __init__(self, batch: Batch) -> None:
         self._batch = batch
@@ -63,6 +68,7 @@ class ThreadGate:
         self._changed = threading.Condition()
         self._busy = False
         self._closed = False
+        self._flushing = 0
         self._thread = threading.Thread(
             target=self._run, name="workflow-hub-langgraph", daemon=True
         )
@@ -80,6 +86,8 @@ class ThreadGate:
                 self._changed.wait_for(lambda: self._calls or self._closed)
                 if not self._calls:
                     return
+                # Let a burst gather: one drain (one batch, one published change) for all of it.
+                self._changed.wait_for(lambda: self._closed or self._flushing > 0, LINGER)
                 calls = list(self._calls)
                 self._calls.clear()
                 self._busy = True
@@ -94,7 +102,12 @@ class ThreadGate:
         if threading.current_thread() is self._thread:
             return
         with self._changed:
-            self._changed.wait_for(lambda: not self._calls and not self._busy, timeout)
+            self._flushing += 1
+            self._changed.notify_all()
+            try:
+                self._changed.wait_for(lambda: not self._calls and not self._busy, timeout)
+            finally:
+                self._flushing -= 1
 
     def close(self) -> None:
         with self._changed:

@@ -101,12 +101,12 @@ class ThreadMapper:
 
     __slots__ = (
         "_heartbeat",
-        "batching",
         "_prompts",
         "_runs",
         "_sink",
         "_stages",
         "_tools",
+        "batching",
         "root_run_id",
     )
 
