@@ -9,15 +9,21 @@ retries retrying (D5), a cancelled caller a kill request (D1 and the control-eve
 
 from __future__ import annotations
 
+import itertools
 import threading
+import time
 from typing import Any
 
 import pytest
+from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
 from langgraph.errors import GraphRecursionError
+from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.prebuilt import ToolNode
 from langgraph.types import Command, RetryPolicy, interrupt
 
 from workflow_hub import PromptTarget, RunTarget, StageTarget, ToolTarget
+from workflow_hub import ToolNode as HubToolNode
 
 from .conftest import SyncScene
 from .graphs import State, by_name, chain, config, fork, log, parents, statuses, summary
@@ -462,3 +468,70 @@ def test_a_run_that_raises_withdraws_the_interrupts_it_never_returned(scene: Syn
     assert statuses(end) == {"first": "completed", "left": "skipped", "right": "failed"}
     prompts = [e.target for e in scene.lifecycle() if isinstance(e.target, PromptTarget)]
     assert [str(p.status) for p in prompts] == ["opened", "cancelled"]
+
+
+def test_a_tool_node_runs_tools_of_its_stage(scene: SyncScene) -> None:
+    """D4: LangGraph's prebuilt ToolNode running two tool calls of one AI message: two tools of
+    the ToolNode's stage, both completed, in the order of their ordinals."""
+
+    @tool
+    def weather(city: str) -> str:
+        """The weather in a city."""
+        return f"sunny in {city}"
+
+    @tool
+    def clock(city: str) -> str:
+        """The time in a city."""
+        return f"noon in {city}"
+
+    def model(state: MessagesState) -> dict[str, Any]:
+        calls = [
+            {"name": "weather", "args": {"city": "Oslo"}, "id": "call-1"},
+            {"name": "clock", "args": {"city": "Oslo"}, "id": "call-2"},
+        ]
+        return {"messages": [AIMessage(content="", tool_calls=calls)]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("model", model)
+    builder.add_node("tools", ToolNode([weather, clock]))
+    builder.add_edge(START, "model")
+    builder.add_edge("model", "tools")
+    builder.add_edge("tools", END)
+    watched = scene.watch(builder.compile())
+    result = scene.run(watched.invoke, {"messages": []}, config())
+    assert [m.content for m in result["messages"][1:]] == ["sunny in Oslo", "noon in Oslo"]
+    end = scene.look("end")
+    assert summary(end) == ("idle", "quiescent", 0, 0, False)
+    assert end is not None
+    assert statuses(end) == {
+        "model": "completed",
+        "tools": "completed",
+        "weather": "completed",
+        "clock": "completed",
+    }
+    assert parents(end, "weather") == parents(end, "clock") == {"tools"}
+    tools = sorted(n.ordinal for n in by_name(end).values() if isinstance(n, HubToolNode))
+    assert tools == [0, 1]
+
+
+def test_a_long_run_beats_while_it_runs(scene: SyncScene) -> None:
+    """P7 and the heartbeat rule: a watched thread with an interval beats at its boundaries while
+    a long node runs (the host runs the tracker's heartbeats); a beat is observation only."""
+    interval = 0.02 / 60  # 20 ms, in minutes
+    deadline = time.monotonic() + 10
+
+    def long(state: State) -> dict[str, list[str]]:
+        while len(scene.hooks.heartbeats()) < 3:
+            assert time.monotonic() < deadline, "no heartbeats"
+            time.sleep(0.005)
+        return {"log": ["long"]}
+
+    watched = scene.watch(chain(("long", long)), heartbeat_interval_minutes=interval)
+    scene.run(watched.invoke, {"log": []}, config())
+    beats = scene.hooks.heartbeats()
+    assert {beat.run_id for beat in beats} == {"t"}
+    assert all(beat.interval_minutes == interval for beat in beats)
+    times = [beat.scheduled_at for beat in beats]
+    steps = [round((later - earlier) / 20) for earlier, later in itertools.pairwise(times)]
+    assert all(step >= 1 for step in steps)  # boundaries, later ones skipped, never back-filled
+    assert summary(scene.look("end")) == ("idle", "quiescent", 0, 0, False)
