@@ -17,6 +17,7 @@ from pathlib import Path
 import bench_fanout
 import bench_hooks
 import bench_langgraph
+import bench_hosts
 import bench_memory
 import bench_metrics
 import bench_network
@@ -51,6 +52,7 @@ BENCHMARKS: dict[str, Benchmark] = {
     "resume": bench_resume.run,
     "tracker": bench_tracker.run,
     "langgraph": bench_langgraph.run,
+    "hosts": bench_hosts.run,
 }
 
 

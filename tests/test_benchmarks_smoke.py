@@ -55,6 +55,7 @@ def smoke_rows(run_all: ModuleType, harness: ModuleType) -> list[object]:
         "redis",
         "resume",
         "langgraph",
+        "hosts",
     ],
 )
 def test_each_benchmark_reports_figures_next_to_a_reference(

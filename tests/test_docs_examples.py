@@ -1,6 +1,7 @@
 """The runnable examples in README.md and docs/ run as printed, so the docs cannot drift.
 
-A ```python block that calls ``trio.run(`` is a complete program and must run to completion;
+A ```python block that calls ``trio.run(`` or ``asyncio.run(``, or opens the thread host
+(``from workflow_hub.sync import open_hub``), is a complete program and must run to completion;
 other blocks are fragments (checked by reading; a review ran each against the code).
 """
 
@@ -16,7 +17,9 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 DOCUMENTS = ["README.md", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*.md"))]
 # Pages whose first example is the one a newcomer runs first: it must show something.
-PRINTING = {"README.md", "docs/quickstart.md", "docs/index.md"}
+PRINTING = {"README.md", "docs/quickstart.md", "docs/index.md", "docs/hosts.md"}
+# What makes a block a complete program: it starts a trio run, an asyncio loop or the thread host.
+PROGRAM_MARKS = ("trio.run(", "asyncio.run(", "from workflow_hub.sync import open_hub")
 
 
 def python_blocks(path: Path) -> list[str]:
@@ -27,7 +30,7 @@ def programs() -> list[tuple[str, int, str]]:
     found = []
     for document in DOCUMENTS:
         for index, block in enumerate(python_blocks(ROOT / document)):
-            if "trio.run(" in block:
+            if any(mark in block for mark in PROGRAM_MARKS):
                 found.append((document, index, block))
     return found
 

@@ -106,6 +106,16 @@ def run_without_waiting(awaitable: Awaitable[_T], what: str) -> _T:
     raise RuntimeError(f"{what} waited; it cannot run from asyncio code")
 
 
+def _only_exception(group: BaseExceptionGroup[BaseException]) -> BaseException | None:
+    """The one exception inside nested groups of one, if that is what ``group`` is."""
+    error: BaseException = group
+    while isinstance(error, BaseExceptionGroup):
+        if len(error.exceptions) != 1:
+            return None
+        error = error.exceptions[0]
+    return error
+
+
 @final
 class HostCore:
     """One hub inside its trio run, with the publishers, trackers and servers a host started.
@@ -219,7 +229,15 @@ class HostCore:
                 **options,
             )
 
-        url: str = await self._servers.start(serve)
+        try:
+            url: str = await self._servers.start(serve)
+        except BaseExceptionGroup as group:
+            # A server that cannot start fails in nested nurseries; the caller (asyncio code or
+            # a thread) gets the one error it can act on (a port in use), not the nesting.
+            single = _only_exception(group)
+            if single is None:
+                raise
+            raise single from group
         return url
 
     def dispose_publishers(self) -> None:
@@ -231,16 +249,21 @@ class HostCore:
             publisher.dispose()
 
     async def close(self) -> None:
-        """The host's clean end (H1): publishers disposed, observers given the final frame,
-        servers closed (their streams end properly), then every host task cancelled.
+        """The host's clean end (H1): what was published delivered (frames and hook events),
+        publishers disposed, observers given the final frame, servers closed (their streams end
+        properly), then every host task cancelled.
 
         Observers get at most the shutdown grace to take what is queued for them: a consumer
         that never takes its frames cannot keep the host open.
         """
         self._closing = True
-        self.dispose_publishers()
         with trio.move_on_after(self._grace):
+            # First what was published before the exit, hook events included: once the
+            # publishers are disposed, their queued events are fenced (K2) and never dispatched.
             await self._drain()
+            self.dispose_publishers()
+            await self._drain()
+        self.dispose_publishers()  # idempotent; here when the grace ran out first
         # Servers first, on their own: each ends its streams (an SSE stream's last chunk, a
         # WebSocket's close 1001) and stops within a second.
         self._servers.cancel_scope.cancel()

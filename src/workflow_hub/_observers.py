@@ -271,6 +271,21 @@ class FrameStream(metaclass=NoPublicConstructor):
         except StopAsyncIteration:
             raise trio.EndOfChannel from None
 
+    def receive_nowait(self) -> Frame:
+        """The next frame if one is pending, without waiting or checkpointing.
+
+        Raises ``trio.WouldBlock`` when none is pending, ``trio.EndOfChannel`` once the
+        subscription is disposed. The guarantees are those of :meth:`receive`. For code that
+        shares the hub's thread without being a trio task: the asyncio host's iterators take
+        frames this way when some are pending.
+        """
+        queue = self._queue
+        if queue._frames:
+            return queue.start_delivery()
+        if queue.disposed:
+            raise trio.EndOfChannel
+        raise trio.WouldBlock
+
     async def receive_all(self) -> list[Frame]:
         """Every pending frame, oldest first, waiting for one when none is pending.
 

@@ -113,7 +113,7 @@ def test_a_starlette_app_under_uvicorn_serves_the_hub_and_an_sse_client_resumes(
 
 
 def test_hook_events_and_the_final_frame_reach_a_client_of_the_mounted_app() -> None:
-    """H1, N6: ``/v1/events`` from the asyncio host's runner; leaving the host ends the stream
+    """H1, K6: ``/v1/events`` from the asyncio host's runner; leaving the host ends the stream
     after the final ``unavailable`` frame."""
 
     async def main() -> tuple[list[WorkflowEvent], list[Frame]]:

@@ -301,3 +301,26 @@ def test_a_cancelled_block_still_ends_the_trio_run() -> None:
             hub.register_publisher()
 
     run(main)
+
+
+def test_hook_events_published_just_before_the_exit_are_still_dispatched() -> None:
+    """H1, K1, K2: leaving the host dispatches what was queued, then fences the publishers."""
+    handled: list[str] = []
+
+    async def main() -> None:
+        async with open_hub() as hub:
+            runner = hub.hook_runner()
+
+            @runner.extension("notify").on("workflow_lifecycle")
+            async def notify(event: LifecycleEvent) -> None:
+                await asyncio.sleep(0.01)
+                handled.append(event.event_id)
+
+            runner.bind()
+            publisher = hub.register_publisher()
+            publisher.publish_lifecycle(run_lifecycle("running", event_id="first"))
+            publisher.publish_lifecycle(run_lifecycle("completed", event_id="last"))
+            # Leave at once: nothing has been dispatched yet.
+
+    run(main)
+    assert handled == ["first", "last"]

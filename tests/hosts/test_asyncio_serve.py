@@ -7,11 +7,13 @@ issue reports: a hand-made guest run lost it, and ``watch`` kept showing the roo
 
 from __future__ import annotations
 
+import asyncio
 from contextlib import AsyncExitStack
 
 import httpx
+import pytest
 
-from workflow_hub import SnapshotFrame
+from workflow_hub import ContractError, SnapshotFrame
 from workflow_hub.asyncio import open_hub
 from workflow_hub.wire import loads
 
@@ -25,14 +27,20 @@ def test_a_remote_watch_sees_the_hub_and_then_the_final_unavailable_frame() -> N
     async def main() -> list[str]:
         async with AsyncExitStack() as processes:
             async with open_hub() as hub:
+                runner = hub.hook_runner()
+                runner.bind()
                 tracker = hub.tracker(owner_session_id="session-1")
                 tracker.start()
                 tracker.add_run("run-1", status="running")
-                url = await hub.serve(host="127.0.0.1", port=0)
+                url = await hub.serve(host="127.0.0.1", port=0, runner=runner)
                 watcher = await processes.enter_async_context(watching(url))
                 await watcher.wait_for(lambda line: "ready roots=1" in line)
+                await watcher.wait_for(lambda line: line == "connection live")
+                await asyncio.sleep(0.3)  # the hook pane connects to /v1/events on its own
                 tracker.add_run("run-2", status="running")
-                await watcher.wait_for(lambda line: "run-2" in line)
+                await watcher.wait_for(lambda line: line.startswith("frame") and "run-2" in line)
+                # The asyncio host's runner feeds the server's /v1/events (K1).
+                await watcher.wait_for(lambda line: line.startswith("hook") and "run-2" in line)
                 # Now leave the host while the remote observer is connected.
             final = await watcher.wait_for(lambda line: "unavailable" in line)
             assert final.startswith("frame snapshot")
@@ -56,5 +64,24 @@ def test_the_server_answers_from_asyncio_code_with_an_async_client() -> None:
             assert response.status_code == 200
             frame = loads(SnapshotFrame, response.text)
             assert frame == hub.snapshot_frame()
+
+    run(main)
+
+
+def test_a_server_that_cannot_start_raises_in_the_asyncio_caller() -> None:
+    """H1: an exception of the trio side reaches asyncio code, and the host goes on."""
+
+    async def main() -> None:
+        async with open_hub() as hub:
+            url = await hub.serve(port=0)
+            with pytest.raises(ContractError) as bad_port:
+                await hub.serve(port=70_000)
+            assert bad_port.value.path == "port"
+            with pytest.raises(ContractError) as refused:
+                await hub.serve(host="0.0.0.0", port=0)  # public without a token
+            assert refused.value.path == "token"
+            hub.register_publisher().publish_snapshot("ready", [])
+            async with httpx.AsyncClient(timeout=10) as client:
+                assert (await client.get(f"{url}/healthz")).status_code == 200
 
     run(main)

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import itertools
 import threading
+import time
 from collections.abc import Callable
 from contextlib import AsyncExitStack
 
 import pytest
+import trio
 
 from workflow_hub import (
     ChangedFrame,
@@ -239,3 +241,38 @@ def test_a_remote_watch_sees_the_final_unavailable_frame() -> None:
 
     lines = run(main)
     assert "unavailable" in [line for line in lines if line.startswith("frame ")][-1]
+
+
+def test_a_failure_in_the_hub_thread_closes_the_host_and_is_raised_at_the_exit() -> None:
+    """H1: a host task that fails (a heartbeat clock) ends the thread; later calls say the host
+    has closed, and leaving the block raises the failure."""
+
+    class ClockBroke(Exception):
+        pass
+
+    broken = threading.Event()
+
+    def clock() -> float:
+        if broken.is_set() and "heartbeats" in trio.lowlevel.current_task().name:
+            raise ClockBroke("the clock broke")
+        return 1_000.0
+
+    def scheduler() -> None:
+        with open_hub() as hub:
+            tracker = hub.tracker(owner_session_id="session-1", clock=clock)
+            tracker.start()
+            broken.set()
+            tracker.add_run("run-1", status="running", heartbeat_interval_minutes=1)
+            closed = False
+            deadline = time.monotonic() + TIMEOUT
+            while not closed and time.monotonic() < deadline:
+                try:
+                    hub.statistics()  # works until the hub's thread has ended
+                except HostClosedError:
+                    closed = True
+                time.sleep(0.01)
+            assert closed
+
+    with pytest.raises(BaseExceptionGroup) as failure:
+        scheduler()
+    assert failure.group_contains(ClockBroke)

@@ -1,12 +1,11 @@
 """``async for frame in frames`` in asyncio code, over a hub subscription living in trio.
 
 The subscription is the hub's own (``hub.subscribe()``): its bounded queue, its snapshot first,
-its overflow resnapshot, its resume. One small trio task per stream, the *pump*, moves frames
-from that queue to the asyncio side, and only when the asyncio side has none left and asks: so
-the frames a slow asyncio consumer has not asked for stay in the hub's queue, where the bound
-(O4) applies to them exactly as for a trio consumer. When it asks, the pump takes everything
-pending at once (``FrameStream.receive_all()``): a consumer that is behind gets its backlog with
-one wake-up of each side, not one per frame.
+its overflow resnapshot, its resume. asyncio and the guest share one thread, so when frames are
+pending the asyncio iterator takes the next one from the hub's queue itself, synchronously, as
+the hub's own ``FrameStream`` does for a trio task (``receive_nowait()``): no task switch, and exactly the hub's bound
+(O4: only the frame being processed is out of the queue). Only when nothing is pending does it
+wait, through a small trio task per stream, the *pump*, which receives the next frame for it.
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ import asyncio
 from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, final
+from typing import TYPE_CHECKING, Final, final
 
 import trio
 
@@ -29,6 +28,9 @@ if TYPE_CHECKING:
 
 __all__ = ["FrameStream", "open_stream"]
 
+YIELD_EVERY: Final = 64
+"""An iterator draining a backlog yields to the asyncio loop once every this many frames."""
+
 
 @final
 class FrameStream(metaclass=NoPublicConstructor):
@@ -36,18 +38,20 @@ class FrameStream(metaclass=NoPublicConstructor):
 
     The guarantees are the hub's: the current snapshot first (or the frames missed since a
     cursor, R2), then every frame in order, at most ``queue_limit`` pending, an overflow
-    replaced by a fresh snapshot. Frames the iterator has taken from the hub but not yet yielded
-    (what was pending when it last asked) are in flight, like the frame being processed.
-    Iteration ends when the subscription or the hub is disposed, or the host closes.
+    replaced by a fresh snapshot; the frame being processed is the one last yielded. Iteration
+    ends when the subscription or the hub is disposed, or the host closes. One asyncio task at a
+    time may receive.
     """
 
-    __slots__ = ("_ended", "_frames", "_loop", "_pump", "_stream", "_waiter", "_wanted")
+    __slots__ = ("_ended", "_held", "_loop", "_pump", "_streak", "_stream", "_waiter", "_wanted")
 
     def __init__(self, stream: TrioFrameStream, loop: asyncio.AbstractEventLoop) -> None:
         self._stream = stream
         self._loop = loop
-        self._frames: deque[Frame] = deque()
+        # The frame the pump received while the asyncio side waited (at most one).
+        self._held: deque[Frame] = deque()
         self._ended = False
+        self._streak = 0
         # The pump task when it is parked waiting to be asked; the asyncio side that waits.
         self._pump: trio.lowlevel.Task | None = None
         self._wanted = False
@@ -62,12 +66,20 @@ class FrameStream(metaclass=NoPublicConstructor):
         return self
 
     async def __anext__(self) -> Frame:
-        frames = self._frames
-        if not frames:
-            await self._fill()
-            if not frames:
-                raise StopAsyncIteration
-        return frames.popleft()
+        if self._streak >= YIELD_EVERY:
+            # A backlog that never empties must not keep the loop (and the guest) waiting.
+            self._streak = 0
+            await asyncio.sleep(0)
+        frame = self._take_now()
+        if frame is not None:
+            self._streak += 1
+            return frame
+        self._streak = 0
+        await self._wait()
+        frame = self._take_now()
+        if frame is None:
+            raise StopAsyncIteration
+        return frame
 
     async def receive(self) -> Frame:
         """The next frame; raises ``trio.EndOfChannel`` once the subscription has ended."""
@@ -80,20 +92,35 @@ class FrameStream(metaclass=NoPublicConstructor):
         """Every frame pending, oldest first, waiting for one when none is; for consumers that
         handle a backlog at once (a transport writing it in one write). Raises
         ``trio.EndOfChannel`` once the subscription has ended."""
-        if not self._frames:
-            await self._fill()
-            if not self._frames:
+        first = self._take_now()
+        if first is None:
+            await self._wait()
+            first = self._take_now()
+            if first is None:
                 raise trio.EndOfChannel
-        taken = list(self._frames)
-        self._frames.clear()
+        taken = [first]
+        while (frame := self._take_now()) is not None:
+            taken.append(frame)
         return taken
 
     # --- the asyncio side ------------------------------------------------------------------
 
-    async def _fill(self) -> None:
-        while not self._frames and not self._ended:
-            if self._waiter is not None:
-                raise RuntimeError("another asyncio task is already receiving these frames")
+    def _take_now(self) -> Frame | None:
+        """The next frame if one can be had without waiting: held by the pump, or pending."""
+        if self._held:
+            return self._held.popleft()
+        if self._ended:
+            return None
+        try:
+            return self._stream.receive_nowait()
+        except (trio.WouldBlock, trio.EndOfChannel):
+            return None
+
+    async def _wait(self) -> None:
+        """Wait until the pump holds a frame, or the subscription has ended."""
+        if self._waiter is not None:
+            raise RuntimeError("another asyncio task is already receiving these frames")
+        while not self._held and not self._ended and not self._stream.lease.pending:
             waiter = self._waiter = self._loop.create_future()
             self._wanted = True
             self._wake_pump()
@@ -116,7 +143,7 @@ class FrameStream(metaclass=NoPublicConstructor):
     # --- the trio side ---------------------------------------------------------------------
 
     async def _run_pump(self) -> None:
-        """The trio task that takes frames from the hub's queue when the asyncio side asks."""
+        """The trio task that receives the next frame when the asyncio side waits for one."""
         try:
             while True:
                 while not self._wanted:
@@ -130,11 +157,11 @@ class FrameStream(metaclass=NoPublicConstructor):
                     if self._ended:
                         return
                 try:
-                    taken = await self._stream.receive_all()
+                    frame = await self._stream.receive()
                 except trio.EndOfChannel:
                     return
                 self._wanted = False
-                self._frames.extend(taken)
+                self._held.append(frame)
                 self._wake_waiter()
         finally:
             self._ended = True
