@@ -16,8 +16,8 @@ from pathlib import Path
 
 import bench_fanout
 import bench_hooks
-import bench_langgraph
 import bench_hosts
+import bench_langgraph
 import bench_memory
 import bench_metrics
 import bench_network
