@@ -535,3 +535,29 @@ def test_a_long_run_beats_while_it_runs(scene: SyncScene) -> None:
     steps = [round((later - earlier) / 20) for earlier, later in itertools.pairwise(times)]
     assert all(step >= 1 for step in steps)  # boundaries, later ones skipped, never back-filled
     assert summary(scene.look("end")) == ("idle", "quiescent", 0, 0, False)
+
+
+def test_the_functional_api_reports_its_tasks_under_the_entrypoint(scene: SyncScene) -> None:
+    """D4: an ``@entrypoint`` is a stage of the thread's run; its ``@task`` calls are stages of
+    a nested run that the entrypoint's stage hosts."""
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.func import entrypoint, task
+
+    @task
+    def double(x: int) -> int:
+        return 2 * x
+
+    @entrypoint(checkpointer=InMemorySaver())
+    def flow(x: int) -> int:
+        return int(double(x).result() + double(x + 1).result())
+
+    assert scene.run(scene.watch(flow).invoke, 3, config()) == 14
+    end = scene.look("end")
+    assert summary(end) == ("idle", "quiescent", 0, 0, False)
+    assert end is not None
+    assert end.graph is not None
+    assert [(n.name, n.depth, str(n.status)) for n in end.graph.nodes] == [
+        ("flow", 0, "completed"),
+        ("double", 1, "completed"),
+        ("double", 1, "completed"),
+    ]
