@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-LINTED := $(wildcard src tests benchmarks tools)
+LINTED := $(wildcard src tests benchmarks tools examples)
 
 # The main job on its embedded default: a simulated scheduler, a live status view, hook events,
 # and the hub served over HTTP (the URL is printed beside the view; `workflow-hub watch URL`).
