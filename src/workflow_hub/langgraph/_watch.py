@@ -93,10 +93,12 @@ class WatchedGraph:
     is one root: resuming it, or giving it new input, continues the same root. An invocation
     without a thread id is a root of its own.
 
-    The sync methods call the tracker from LangGraph's worker threads (one call at a time), so
-    they need a tracker that accepts calls from any thread (``workflow_hub.sync``'s). The async
-    methods call it only on the event loop's thread (``workflow_hub.asyncio``'s tracker is fine,
-    and so is a thread-safe one).
+    LangGraph never waits for the tracker: callbacks queue their facts, which are applied in
+    order moments later, and each invocation applies all of them before it returns (see
+    :meth:`flush`). The sync methods start the invocation in the caller's thread and apply the
+    rest in a reporter thread, so they need a tracker that accepts calls from any thread
+    (``workflow_hub.sync``'s). The async methods call it only on the event loop's thread
+    (``workflow_hub.asyncio``'s tracker is fine, and so is a thread-safe one).
     """
 
     __slots__ = ("_active", "_graph", "_heartbeat", "_mappers", "_policies", "_prefix", "_sink")
