@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Final, TypedDict, TypeVar, final
 import trio
 import trio.testing
 
-from . import WorkflowActivityHub, WorkflowActivityPublisher
+from . import ContractError, WorkflowActivityHub, WorkflowActivityPublisher
 from .tracker import RunTracker
 
 if TYPE_CHECKING:
@@ -56,8 +56,6 @@ class HubOptions(TypedDict, total=False):
 
 
 def check_grace(value: object) -> float:
-    from ._errors import ContractError
-
     if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
         raise ContractError("shutdown_grace", f"expected seconds >= 0, got {value!r}")
     if not math.isfinite(value):
@@ -73,8 +71,6 @@ def hub_options(options: HubOptions) -> HubOptions:
     take an epoch from the factory and register with the metrics); the real hub checks them as
     it starts, and the host raises what it finds from its start.
     """
-    from ._errors import ContractError
-
     unknown = sorted(set(options) - set(HubOptions.__annotations__))
     if unknown:
         raise ContractError(unknown[0], "not an option of workflow_hub.open_hub")
@@ -178,10 +174,10 @@ class HostCore:
         include_graph: bool = False,
     ) -> RunTracker:
         """A :class:`RunTracker` on a new publisher, its heartbeat task running in the host."""
-        # Checked on an inert publisher first: bad options raise before the hub starts a new
-        # epoch, so they change nothing (C1).
+        # Checked on a scratch hub's publisher first: bad options raise before this hub starts
+        # a new epoch, so they change nothing (C1).
         RunTracker(
-            WorkflowActivityPublisher._create(self.hub, None),
+            WorkflowActivityHub().register_publisher(),
             owner_session_id=owner_session_id,
             clock=clock,
             event_id_factory=event_id_factory,

@@ -8,6 +8,7 @@ client library ``workflow_hub.remote`` uses) reads, disconnects and resumes from
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 
@@ -17,6 +18,9 @@ from httpx_sse import EventSource, ServerSentEvent
 from starlette.applications import Starlette
 from starlette.responses import PlainTextResponse
 from starlette.routing import Mount, Route
+from wsproto import ConnectionType, WSConnection
+from wsproto.events import AcceptConnection, CloseConnection, TextMessage
+from wsproto.events import Request as WsRequest
 
 from workflow_hub import ChangedFrame, Frame, LifecycleEvent, SnapshotFrame, WorkflowEvent
 from workflow_hub.asyncio import Hub, open_hub
@@ -147,3 +151,76 @@ def test_hook_events_and_the_final_frame_reach_a_client_of_the_mounted_app() -> 
     hooks, frames = run(main)
     assert [event.event_id for event in hooks] == ["evt-run"]
     assert is_unavailable(frames[-1])
+
+
+class _AsyncioWebSocket:
+    """A minimal asyncio WebSocket client on wsproto: text messages, and the close code."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._reader = reader
+        self._writer = writer
+        self._ws = WSConnection(ConnectionType.CLIENT)
+        self._events: list[object] = []
+        self.close_code: int | None = None
+
+    async def _next_event(self) -> object:
+        while not self._events:
+            data = await self._reader.read(65536)
+            self._ws.receive_data(data or None)
+            self._events.extend(self._ws.events())
+        return self._events.pop(0)
+
+    async def handshake(self, target: str) -> None:
+        self._writer.write(self._ws.send(WsRequest(host="127.0.0.1", target=target)))
+        assert isinstance(await self._next_event(), AcceptConnection)
+
+    async def messages(self) -> AsyncIterator[str]:
+        """Each text message until the server closes (its code in ``close_code``)."""
+        parts: list[str] = []
+        while True:
+            event = await self._next_event()
+            if isinstance(event, TextMessage):
+                parts.append(event.data)
+                if event.message_finished:
+                    yield "".join(parts)
+                    parts.clear()
+            elif isinstance(event, CloseConnection):
+                self.close_code = event.code
+                self._writer.write(self._ws.send(event.response()))
+                return
+
+
+def _frame(message: str) -> Frame:
+    """A WebSocket message is ``{"id": <cursor text>, "frame": {...}}``."""
+    frame: Frame = loads(Frame, json.dumps(json.loads(message)["frame"]))  # type: ignore[arg-type]
+    return frame
+
+
+def test_the_websocket_endpoint_of_the_mounted_app_streams_until_the_host_closes() -> None:
+    """H1, O9: ``/v1/ws`` under uvicorn: the snapshot, each frame, the final frame, then 1001."""
+
+    async def main() -> tuple[list[Frame], int | None]:
+        received: list[Frame] = []
+        async with AsyncExitStack() as servers:
+            async with open_hub() as hub:
+                publisher = hub.register_publisher()
+                publisher.publish_snapshot("ready", [])
+                url = await servers.enter_async_context(uvicorn_app(hub))
+                host, _, port = url.removeprefix("http://").rpartition(":")
+                reader, writer = await asyncio.open_connection(host, int(port))
+                client = _AsyncioWebSocket(reader, writer)
+                await client.handshake("/hub/v1/ws")
+                messages = client.messages()
+                received.append(_frame(await anext(messages)))
+                publisher.publish_changed(root("a"))
+                received.append(_frame(await anext(messages)))
+            # The host closed: the final frame, then "going away".
+            received.extend([_frame(text) async for text in messages])
+            writer.close()
+            return received, client.close_code
+
+    frames, code = run(main)
+    assert isinstance(frames[0], SnapshotFrame)
+    assert isinstance(frames[1], ChangedFrame)
+    assert is_unavailable(frames[-1])
+    assert code == 1001

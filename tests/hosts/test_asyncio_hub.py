@@ -16,6 +16,7 @@ from workflow_hub import (
     DiagnosticKind,
     Frame,
     SnapshotFrame,
+    ThreadPublisher,
 )
 from workflow_hub.asyncio import open_hub
 
@@ -272,5 +273,61 @@ def test_one_hub_per_thread() -> None:
             with pytest.raises(RuntimeError, match="one hub per thread"):
                 async with open_hub():
                     pass
+
+    run(main)
+
+
+def test_hub_options_reach_the_hub_metrics_included() -> None:
+    """H1, L1: ``open_hub(**options)`` takes workflow_hub.open_hub's options."""
+    from prometheus_client import CollectorRegistry
+
+    from workflow_hub.metrics import HubMetrics
+
+    registry = CollectorRegistry()
+
+    async def main() -> None:
+        async with open_hub(metrics=HubMetrics(registry), history_limit=0) as hub:
+            hub.register_publisher().publish_snapshot("ready", [root()])
+            stats = hub.statistics()
+            assert stats.history_oldest_revision is None  # history off
+            assert stats.running
+
+    run(main)
+    # The hosted hub reported to the metrics: its first epoch and the publisher's.
+    assert registry.get_sample_value("workflow_hub_epochs_started_total") == 2
+
+
+def test_after_the_host_closed_subscriptions_are_inert() -> None:
+    """O7, H1: a hub handle used after its host closed hands out inert leases and streams."""
+
+    async def main() -> None:
+        async with open_hub() as hub:
+            pass
+        lease = hub.observe(Recorder())
+        assert lease.disposed
+        async with hub.subscribe() as frames:
+            assert [frame async for frame in frames] == []
+
+    run(main)
+
+
+def test_worker_threads_of_an_asyncio_scheduler_publish_through_a_thread_publisher() -> None:
+    """H1, P9: ``ThreadPublisher`` made in the loop's thread hands worker threads' calls over."""
+
+    async def main() -> None:
+        async with open_hub() as hub:
+            portal = ThreadPublisher(hub.register_publisher())
+            async with hub.subscribe() as frames:
+                assert is_unavailable(await frames.receive())
+
+                def worker() -> None:
+                    portal.publish_snapshot("ready", [])
+                    portal.publish_changed(root("from-a-thread"))
+
+                await asyncio.to_thread(worker)
+                ready, changed = await frames.receive(), await frames.receive()
+            assert isinstance(ready, SnapshotFrame)
+            assert isinstance(changed, ChangedFrame)
+            assert changed.root.root_run_id == "from-a-thread"
 
     run(main)

@@ -276,3 +276,26 @@ def test_a_failure_in_the_hub_thread_closes_the_host_and_is_raised_at_the_exit()
     with pytest.raises(BaseExceptionGroup) as failure:
         scheduler()
     assert failure.group_contains(ClockBroke)
+
+
+def test_hydrating_from_a_thread_publishes_recovering_then_ready() -> None:
+    """H1, §5 hydration: ``with tracker.hydrating():`` from a thread; a failure makes it
+    unavailable and propagates in that thread."""
+    with open_hub() as hub:
+        tracker = hub.tracker(owner_session_id="session-1")
+        with hub.subscribe() as frames:
+            assert is_unavailable(frames.receive(timeout=TIMEOUT))
+            with tracker.hydrating():
+                tracker.add_run("run-1", status="running", live=False)
+            recovering = frames.receive(timeout=TIMEOUT)
+            ready = frames.receive(timeout=TIMEOUT)
+            assert isinstance(recovering, SnapshotFrame)
+            assert recovering.availability == "recovering"
+            assert isinstance(ready, SnapshotFrame)
+            assert ready.availability == "ready"
+            assert ready.roots is not None
+            assert [r.root_run_id for r in ready.roots] == ["run-1"]
+            with pytest.raises(RuntimeError, match="storage"), tracker.hydrating():
+                raise RuntimeError("the storage is gone")
+            assert frames.receive(timeout=TIMEOUT).availability == "recovering"  # type: ignore[union-attr]
+            assert is_unavailable(frames.receive(timeout=TIMEOUT))

@@ -188,7 +188,13 @@ async def open_stream(
     trio_stream = run_without_waiting(subscription.__aenter__(), "hub.subscribe()")
     stream = FrameStream._create(trio_stream, loop)
     try:
-        nursery.start_soon(stream._run_pump)
+        if trio.lowlevel.in_trio_run():
+            try:
+                nursery.start_soon(stream._run_pump)
+            except RuntimeError:  # the host is closing: its nursery takes no new task
+                stream._close()
+        else:
+            stream._close()  # the host has closed: inert, as a subscription to a disposed hub
         yield stream
     finally:
         stream._close()
