@@ -13,7 +13,7 @@ $(BIN)/python:
 
 # The runtime extras the tests need; the development tools are pyproject.toml's `dev` group
 # (`pip install --group` needs pip 25.1 or later, hence the upgrade first).
-EXTRAS := server,redis,demo,testing
+EXTRAS := server,redis,demo,testing,langgraph
 
 # Reinstall only when pyproject.toml changes: the second `make test` is fast.
 $(STAMP): pyproject.toml | $(BIN)/python
@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[$(EXTRAS)]' --group dev
 	touch $(STAMP)
 
-LINTED := $(wildcard src tests benchmarks tools)
+LINTED := $(wildcard src tests benchmarks tools examples)
 
 # The main job on its embedded default: a simulated scheduler, a live status view, hook events,
 # and the hub served over HTTP (the URL is printed beside the view; `workflow-hub watch URL`).

@@ -18,6 +18,7 @@ import bench_dashboard
 import bench_fanout
 import bench_hooks
 import bench_hosts
+import bench_langgraph
 import bench_memory
 import bench_metrics
 import bench_network
@@ -52,6 +53,7 @@ BENCHMARKS: dict[str, Benchmark] = {
     "resume": bench_resume.run,
     "tracker": bench_tracker.run,
     "dashboard": bench_dashboard.run,
+    "langgraph": bench_langgraph.run,
     "hosts": bench_hosts.run,
 }
 

@@ -90,6 +90,8 @@ NOT_ON_IMPORT = (
     # asyncio for a hub hosted by workflow_hub.asyncio; uvicorn is for the hosts' tests only.
     "anyio",
     "uvicorn",
+    "langgraph",
+    "langchain_core",
 )
 
 

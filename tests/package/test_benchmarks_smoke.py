@@ -55,6 +55,7 @@ def smoke_rows(run_all: ModuleType, harness: ModuleType) -> list[object]:
         "redis",
         "resume",
         "dashboard",
+        "langgraph",
         "hosts",
     ],
 )

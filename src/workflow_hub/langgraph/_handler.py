@@ -1,0 +1,184 @@
+"""The callback handler: LangGraph's callbacks of one invocation, as calls of its thread's mapper.
+
+LangGraph runs every task of every (sub)graph under LangChain's callback system, with metadata
+that names the task: ``langgraph_checkpoint_ns`` (``node:<task id>``, joined with ``|`` for
+subgraphs), ``langgraph_node`` and ``langgraph_step``. Tracing products read the same callbacks,
+which is why they stay stable across LangGraph versions. A chain that starts with a namespace its
+parent chain does not have is a task; chains inside it (the node's own runnables, a subgraph's
+graph chain) share its namespace and are ignored. A task that ends is a finished stage; one that
+raises ``GraphInterrupt`` is interrupted; any other ``Exception`` is a failed attempt, retried or
+not as the node's ``RetryPolicy`` says. Tools report their own start and end.
+
+Every call goes through the invocation's gate, and nothing arrives once the invocation ended
+(a sync task LangGraph abandoned may still finish in its thread afterwards).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+from uuid import UUID
+
+from langchain_core.callbacks import BaseCallbackHandler
+from langgraph.errors import GraphBubbleUp, GraphInterrupt
+
+from ._gates import Gate
+from ._mapping import PromptSpec, ThreadMapper
+from ._retry import RetryPolicies
+
+__all__ = ["WatchHandler", "prompt_specs"]
+
+_PROMPT_KINDS = frozenset({"input", "confirm", "select", "editor", "custom"})
+_NS_KEY = "langgraph_checkpoint_ns"
+
+
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else repr(value)
+
+
+def _prompt(index: int, task_ns: str, item: object) -> PromptSpec:
+    value = getattr(item, "value", item)
+    prompt_id = getattr(item, "id", None) or getattr(item, "interrupt_id", None)
+    if not isinstance(prompt_id, str):
+        prompt_id = f"{task_ns}#{index}"
+    if isinstance(value, dict):
+        message = value.get("message", value.get("question", value))
+        raw = value.get("choices", value.get("options"))
+        choices = (
+            tuple(raw)
+            if isinstance(raw, list | tuple) and all(isinstance(c, str) for c in raw)
+            else None
+        )
+        kind = value.get("kind")
+        if kind not in _PROMPT_KINDS:
+            kind = "select" if choices else "input"
+        return PromptSpec(prompt_id, kind, _text(message), choices)
+    return PromptSpec(prompt_id, "input", _text(value))
+
+
+def prompt_specs(task_ns: str, error: GraphInterrupt) -> list[PromptSpec]:
+    """The prompts of an interrupt: one per ``Interrupt`` it carries.
+
+    The message is the interrupt's value when it is a string; a dict value may give
+    ``message`` (or ``question``), ``choices`` (or ``options``, strings) and ``kind``; anything
+    else is shown by its ``repr``. The prompt id is the interrupt's id.
+    """
+    items = error.args[0] if error.args else ()
+    if not isinstance(items, Sequence) or isinstance(items, str):
+        items = (items,)
+    return [_prompt(index, task_ns, item) for index, item in enumerate(items)]
+
+
+class WatchHandler(BaseCallbackHandler):
+    """Reports the tasks, tools, retries and interrupts of one invocation to a mapper."""
+
+    # Called inline by LangChain's async manager too: the gate decides where a call runs.
+    run_inline = True
+
+    def __init__(self, mapper: ThreadMapper, gate: Gate, policies: RetryPolicies) -> None:
+        self._mapper = mapper
+        self._gate = gate
+        self._policies = policies
+        self._open = True
+        self._chain_ns: dict[UUID, str] = {}  # every chain seen with a namespace, while it runs
+        self._tasks: dict[UUID, tuple[str, str]] = {}  # task chains: (namespace, node)
+        self._failures: dict[str, int] = {}  # failed attempts per task namespace
+
+    # --- the invocation ---------------------------------------------------------------------
+
+    def close(self) -> None:
+        """No call reaches the mapper after this (call it through the gate)."""
+        self._open = False
+
+    def _submit(self, call: Callable[..., None], *args: Any, **kwargs: Any) -> None:
+        def guarded() -> None:
+            if self._open:
+                call(*args, **kwargs)
+
+        self._gate.submit(guarded)
+
+    # --- chains -----------------------------------------------------------------------------
+
+    def on_chain_start(
+        self,
+        serialized: dict[str, Any] | None,
+        inputs: Any,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        task_ns = metadata.get(_NS_KEY) if metadata else None
+        if not isinstance(task_ns, str) or not task_ns:
+            return
+        self._chain_ns[run_id] = task_ns
+        if parent_run_id is not None and self._chain_ns.get(parent_run_id) == task_ns:
+            return  # a chain inside a task
+        assert metadata is not None
+        node = metadata.get("langgraph_node")
+        if not isinstance(node, str):
+            node = task_ns.rpartition("|")[2].rpartition(":")[0]
+        step = metadata.get("langgraph_step")
+        self._tasks[run_id] = (task_ns, node)
+        self._submit(
+            self._mapper.task_started,
+            task_ns,
+            node,
+            step if isinstance(step, int) and not isinstance(step, bool) else None,
+        )
+
+    def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        self._chain_ns.pop(run_id, None)
+        task = self._tasks.pop(run_id, None)
+        if task is not None:
+            self._failures.pop(task[0], None)
+            self._submit(self._mapper.task_finished, task[0])
+
+    def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        self._chain_ns.pop(run_id, None)
+        task = self._tasks.pop(run_id, None)
+        if task is None:
+            return
+        task_ns, node = task
+        if isinstance(error, GraphInterrupt):
+            self._failures.pop(task_ns, None)
+            self._submit(self._mapper.task_interrupted, task_ns, prompt_specs(task_ns, error))
+        elif isinstance(error, GraphBubbleUp):
+            # A Command for a parent graph: the task is done, its graph goes elsewhere.
+            self._failures.pop(task_ns, None)
+            self._submit(self._mapper.task_finished, task_ns)
+        elif isinstance(error, Exception):
+            failed = self._failures.get(task_ns, 0) + 1
+            retrying = self._policies.will_retry(task_ns, node, error, failed)
+            if retrying:
+                self._failures[task_ns] = failed
+            else:
+                self._failures.pop(task_ns, None)
+            self._submit(self._mapper.task_failed, task_ns, retrying=retrying)
+        # A cancellation (BaseException) is the caller's: the invocation's end reports it.
+
+    # --- tools ------------------------------------------------------------------------------
+
+    def on_tool_start(
+        self,
+        serialized: dict[str, Any] | None,
+        input_str: str,
+        *,
+        run_id: UUID,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        task_ns = metadata.get(_NS_KEY) if metadata else None
+        if not isinstance(task_ns, str) or not task_ns:
+            return
+        name = (serialized or {}).get("name") or kwargs.get("name") or "tool"
+        self._submit(self._mapper.tool_started, task_ns, str(run_id), _text(name))
+
+    def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        self._submit(self._mapper.tool_ended, str(run_id), "completed")
+
+    def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        # An interrupt inside a tool cuts the call short; the tool runs again on resume.
+        status = "cancelled" if isinstance(error, GraphBubbleUp) else "failed"
+        self._submit(self._mapper.tool_ended, str(run_id), status)

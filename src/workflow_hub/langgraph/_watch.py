@@ -1,0 +1,277 @@
+"""``watch(graph, tracker)``: a compiled graph whose every invocation reports to a tracker.
+
+The wrapper adds one callback handler to the invocation's config and otherwise calls LangGraph's
+own ``invoke``/``ainvoke``/``stream``/``astream`` with the caller's arguments, so results, stream
+chunks, interrupts and exceptions are exactly LangGraph's. Around the call it reports the
+thread's run: ``running`` when the invocation starts; at its end ``completed``, ``paused`` (a
+breakpoint: the thread has next tasks but no interrupt waits), ``failed`` with the executor ended
+(the invocation raised), or a kill request and ``killed`` (the caller cancelled it: an asyncio
+cancellation, a ``KeyboardInterrupt``, a stream closed before its end). A thread whose interrupt
+waits for an answer stays ``running`` with its prompt open.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import aclosing, closing
+from typing import Any, final
+
+from langchain_core.callbacks import BaseCallbackManager
+from langgraph.types import Command
+
+from ._facts import FactSink
+from ._gates import Gate, LoopGate, ThreadGate
+from ._handler import WatchHandler
+from ._mapping import Outcome, ThreadMapper
+from ._retry import retry_policies
+
+__all__ = ["WatchedGraph", "watch"]
+
+
+def _thread_id(config: dict[str, Any] | None) -> str | None:
+    if not config:
+        return None
+    configurable = config.get("configurable") or {}
+    thread = configurable.get("thread_id")
+    return None if thread is None else str(thread)
+
+
+def _with_handler(config: dict[str, Any] | None, handler: WatchHandler) -> dict[str, Any]:
+    merged = dict(config or {})
+    callbacks = merged.get("callbacks")
+    if callbacks is None:
+        merged["callbacks"] = [handler]
+    elif isinstance(callbacks, BaseCallbackManager):
+        manager = callbacks.copy()
+        manager.add_handler(handler, inherit=True)
+        merged["callbacks"] = manager
+    else:
+        merged["callbacks"] = [*callbacks, handler]
+    return merged
+
+
+def _outcome(error: BaseException) -> Outcome:
+    return "failed" if isinstance(error, Exception) else "killed"
+
+
+@final
+class _Invocation:
+    """One call of the graph: its handler, its gate and its thread's mapper."""
+
+    __slots__ = ("config", "gate", "handler", "mapper", "owner")
+
+    def __init__(
+        self, owner: WatchedGraph, mapper: ThreadMapper, gate: Gate, handler: WatchHandler
+    ) -> None:
+        self.owner = owner
+        self.mapper = mapper
+        self.gate = gate
+        self.handler = handler
+        self.config: dict[str, Any] = {}
+
+    def end(self, outcome: Outcome, *, paused: bool = False) -> None:
+        def finish() -> None:
+            self.handler.close()
+            final = outcome
+            if outcome == "completed" and paused and not self.mapper.waiting:
+                final = "paused"
+            self.mapper.end(final)
+
+        self.gate.submit(finish)
+        self.gate.close()  # everything reported before the invocation returns
+        self.owner._active.discard(self.gate)
+
+
+@final
+class WatchedGraph:
+    """A compiled LangGraph graph whose invocations report to a tracker as they run.
+
+    Build it with :func:`watch`. ``invoke``, ``ainvoke``, ``stream`` and ``astream`` take and
+    return what the graph's own methods do. Each thread (``config["configurable"]["thread_id"]``)
+    is one root: resuming it, or giving it new input, continues the same root. An invocation
+    without a thread id is a root of its own.
+
+    LangGraph never waits for the tracker: callbacks queue their facts, which are applied in
+    order moments later, and each invocation applies all of them before it returns (see
+    :meth:`flush`). The sync methods start the invocation in the caller's thread and apply the
+    rest in a reporter thread, so they need a tracker that accepts calls from any thread
+    (``workflow_hub.sync``'s). The async methods call it only on the event loop's thread
+    (``workflow_hub.asyncio``'s tracker is fine, and so is a thread-safe one).
+    """
+
+    __slots__ = ("_active", "_graph", "_heartbeat", "_mappers", "_policies", "_prefix", "_sink")
+
+    def __init__(
+        self,
+        graph: Any,
+        tracker: FactSink,
+        *,
+        heartbeat_interval_minutes: float | None = None,
+        root_prefix: str = "",
+    ) -> None:
+        if not callable(getattr(graph, "invoke", None)) or not callable(
+            getattr(graph, "stream", None)
+        ):
+            raise TypeError(f"expected a compiled LangGraph graph, got {type(graph).__name__}")
+        if not isinstance(root_prefix, str):
+            raise TypeError("root_prefix must be a str")
+        self._graph = graph
+        self._sink = tracker
+        self._heartbeat = heartbeat_interval_minutes
+        self._prefix = root_prefix
+        self._policies = retry_policies(graph)
+        self._mappers: dict[str, ThreadMapper] = {}
+        self._active: set[Gate] = set()
+
+    @property
+    def graph(self) -> Any:
+        """The compiled graph being watched."""
+        return self._graph
+
+    def root_run_id(self, config: dict[str, Any] | None) -> str | None:
+        """The root of the thread named by ``config`` (None without a thread id)."""
+        thread = _thread_id(config)
+        return None if thread is None else self._prefix + thread
+
+    def __getattr__(self, name: str) -> Any:
+        # get_state, update_state, get_graph ... are the graph's own.
+        return getattr(self._graph, name)
+
+    # --- invocations ------------------------------------------------------------------------
+
+    def _begin(
+        self, input: Any, config: dict[str, Any] | None, *, asynchronous: bool
+    ) -> _Invocation:
+        root = self.root_run_id(config)
+        if root is None:
+            mapper = ThreadMapper(
+                self._sink,
+                f"{self._prefix}langgraph-{uuid.uuid4()}",
+                heartbeat_interval_minutes=self._heartbeat,
+            )
+        else:
+            found = self._mappers.get(root)
+            if found is None:
+                found = ThreadMapper(self._sink, root, heartbeat_interval_minutes=self._heartbeat)
+            mapper = found
+        # Reported here, not queued: a tracker that refuses the root raises to the caller.
+        mapper.begin(resume=input is None or isinstance(input, Command))
+        if root is not None:
+            self._mappers[root] = mapper  # only once the tracker took the root
+        gate: Gate
+        if asynchronous:
+            gate = LoopGate(asyncio.get_running_loop(), mapper.outer_batch)
+        else:
+            gate = ThreadGate(mapper.outer_batch)
+        self._active.add(gate)
+        invocation = _Invocation(self, mapper, gate, WatchHandler(mapper, gate, self._policies))
+        invocation.config = _with_handler(config, invocation.handler)
+        return invocation
+
+    def flush(self, timeout: float | None = None) -> None:
+        """Wait until what every running invocation queued so far has reached the tracker.
+
+        Reporting never makes LangGraph wait: callbacks queue their facts and a reporter applies
+        them in order, moments later. An invocation flushes before it returns; call this to look
+        at the hub from inside a running graph (from an async node it applies the queue at once).
+        """
+        for gate in list(self._active):
+            gate.flush(timeout)
+
+    def _paused(self, config: dict[str, Any] | None) -> bool:
+        if _thread_id(config) is None:
+            return False
+        try:
+            return bool(self._graph.get_state(config).next)
+        except Exception:  # no checkpointer: nothing to pause at
+            return False
+
+    async def _apaused(self, config: dict[str, Any] | None) -> bool:
+        if _thread_id(config) is None:
+            return False
+        try:
+            return bool((await self._graph.aget_state(config)).next)
+        except Exception:
+            return False
+
+    def invoke(self, input: Any, config: dict[str, Any] | None = None, **kwargs: Any) -> Any:
+        """``graph.invoke(input, config, **kwargs)``, reported as it runs."""
+        invocation = self._begin(input, config, asynchronous=False)
+        try:
+            result = self._graph.invoke(input, invocation.config, **kwargs)
+        except BaseException as error:
+            invocation.end(_outcome(error))
+            raise
+        invocation.end("completed", paused=self._paused(config))
+        return result
+
+    async def ainvoke(self, input: Any, config: dict[str, Any] | None = None, **kwargs: Any) -> Any:
+        """``await graph.ainvoke(input, config, **kwargs)``, reported as it runs."""
+        invocation = self._begin(input, config, asynchronous=True)
+        call: Callable[..., Awaitable[Any]] = self._graph.ainvoke
+        try:
+            result = await call(input, invocation.config, **kwargs)
+        except BaseException as error:
+            invocation.end(_outcome(error))
+            raise
+        invocation.end("completed", paused=await self._apaused(config))
+        return result
+
+    def stream(
+        self, input: Any, config: dict[str, Any] | None = None, **kwargs: Any
+    ) -> Iterator[Any]:
+        """``graph.stream(input, config, **kwargs)``, reported as it runs.
+
+        Closing the iterator before its end (``break``, ``close()``) is a cancellation by the
+        caller: the thread's run gets a kill request and ends ``killed``.
+        """
+        invocation = self._begin(input, config, asynchronous=False)
+        try:
+            with closing(self._graph.stream(input, invocation.config, **kwargs)) as chunks:
+                yield from chunks
+        except BaseException as error:
+            invocation.end(_outcome(error))
+            raise
+        invocation.end("completed", paused=self._paused(config))
+
+    async def astream(
+        self, input: Any, config: dict[str, Any] | None = None, **kwargs: Any
+    ) -> AsyncIterator[Any]:
+        """``graph.astream(input, config, **kwargs)``, reported as it runs.
+
+        Closing the iterator before its end (``aclose()``) or cancelling the task that iterates
+        it is a cancellation by the caller, reported as for :meth:`stream`.
+        """
+        invocation = self._begin(input, config, asynchronous=True)
+        try:
+            async with aclosing(self._graph.astream(input, invocation.config, **kwargs)) as chunks:
+                async for chunk in chunks:
+                    yield chunk
+        except BaseException as error:
+            invocation.end(_outcome(error))
+            raise
+        invocation.end("completed", paused=await self._apaused(config))
+
+
+def watch(
+    graph: Any,
+    tracker: FactSink,
+    *,
+    heartbeat_interval_minutes: float | None = None,
+    root_prefix: str = "",
+) -> WatchedGraph:
+    """Watch a compiled LangGraph graph: every invocation reports to ``tracker`` as it runs.
+
+    ``tracker`` is anything with RunTracker's fact methods (a :class:`workflow_hub.RunTracker`,
+    or the tracker of ``workflow_hub.asyncio`` or ``workflow_hub.sync``). A thread's root is
+    ``root_prefix + thread_id``; ``heartbeat_interval_minutes`` makes each root beat while its
+    thread runs (or waits for an answer). See docs/langgraph.md for what is reported.
+    """
+    return WatchedGraph(
+        graph,
+        tracker,
+        heartbeat_interval_minutes=heartbeat_interval_minutes,
+        root_prefix=root_prefix,
+    )
