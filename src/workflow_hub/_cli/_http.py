@@ -1,7 +1,8 @@
 """A served hub's URL as a person types it, and its snapshot fetched once, with the stdlib only.
 
 ``snapshot``, ``status`` and ``watch`` (before it opens its stream) fetch ``/v1/snapshot`` with
-:mod:`urllib.request`: no httpx, no trio run, so a one-shot command stays cheap. What can go
+the standard library (a plain socket for http://, :mod:`urllib.request` for https://): no httpx,
+no trio run, so a one-shot command stays cheap. What can go
 wrong is said in one line that says what to do: nothing listens there, the token is missing or
 refused, the URL is a fleet server's root, or the server is not a workflow-hub server at all.
 """
@@ -10,8 +11,6 @@ from __future__ import annotations
 
 import json
 import socket
-import urllib.error
-import urllib.request
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
@@ -104,9 +103,68 @@ def _not_found(url: str, token: str | None, timeout: float) -> str:
 
 
 def _get(url: str, token: str | None, timeout: float) -> tuple[int, str, bytes]:
+    """(status, content type, body) of ``GET url``; :class:`CommandError` when nothing answers."""
     headers = {"Accept": "application/json"}
     if token is not None:
         headers["Authorization"] = f"Bearer {token}"
+    try:
+        if url.startswith("http://"):
+            return _get_plain(url, headers, timeout)
+        return _get_tls(url, headers, timeout)
+    except TimeoutError:
+        raise CommandError(_unreachable(url, "timed out")) from None
+    except OSError as error:
+        raise CommandError(_unreachable(url, error)) from None
+
+
+def _get_plain(url: str, headers: dict[str, str], timeout: float) -> tuple[int, str, bytes]:
+    """HTTP/1.1 over a socket: ``urllib``/``http.client`` load ``ssl`` and ``email``, some 7 MB
+    and tens of milliseconds that a status line refreshed every few seconds should not pay."""
+    parts = urlsplit(url)
+    host = parts.hostname or "127.0.0.1"
+    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    lines = [f"GET {target} HTTP/1.1", f"Host: {parts.netloc}", "Connection: close"]
+    lines += [f"{name}: {value}" for name, value in headers.items()]
+    request = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+    with socket.create_connection((host, parts.port or 80), timeout=timeout) as connection:
+        connection.sendall(request)
+        received = bytearray()
+        while chunk := connection.recv(65536):
+            received.extend(chunk)
+    head, _, body = bytes(received).partition(b"\r\n\r\n")
+    status_line, *header_lines = head.decode("latin-1").split("\r\n")
+    try:
+        status = int(status_line.split()[1])
+    except (IndexError, ValueError):
+        raise CommandError(
+            f"{url}: not an HTTP server (it answered {status_line[:40]!r})"
+        ) from None
+    fields = {}
+    for line in header_lines:
+        name, _, value = line.partition(":")
+        fields[name.strip().lower()] = value.strip()
+    if fields.get("transfer-encoding", "").lower() == "chunked":
+        body = _unchunk(body)
+    content_type = fields.get("content-type", "").partition(";")[0].strip()
+    return status, content_type, body
+
+
+def _unchunk(body: bytes) -> bytes:
+    out = bytearray()
+    while body:
+        size_line, _, rest = body.partition(b"\r\n")
+        size = int(size_line.split(b";")[0] or b"0", 16)
+        if size == 0:
+            break
+        out.extend(rest[:size])
+        body = rest[size + 2 :]
+    return bytes(out)
+
+
+def _get_tls(url: str, headers: dict[str, str], timeout: float) -> tuple[int, str, bytes]:
+    import urllib.error
+    import urllib.request
+
     request = urllib.request.Request(url, headers=headers)
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
@@ -116,10 +174,6 @@ def _get(url: str, token: str | None, timeout: float) -> tuple[int, str, bytes]:
             return error.code, error.headers.get_content_type(), error.read()
     except urllib.error.URLError as error:
         raise CommandError(_unreachable(url, error.reason)) from None
-    except TimeoutError:
-        raise CommandError(_unreachable(url, "timed out")) from None
-    except OSError as error:
-        raise CommandError(_unreachable(url, error)) from None
 
 
 def _unreachable(url: str, reason: object) -> str:
