@@ -148,7 +148,9 @@ def mistakes(hub: str, fleet: str, html: dict[int, str], busy: int, redis: str) 
         Mistake(("snapshot", redis), 2, r"snapshot reads a hub served over HTTP.*status redis://"),
         # the token
         Mistake(("watch", hub), 1, r"the hub wants a token \(401\): pass it with --token"),
-        Mistake(("watch", hub, "--token", "wrong"), 1, r"refused this token \(401\): check --token"),
+        Mistake(
+            ("watch", hub, "--token", "wrong"), 1, r"refused this token \(401\): check --token"
+        ),
         Mistake(("snapshot", hub), 1, r"wants a token"),
         Mistake(("snapshot", hub, "--token", "wrong"), 1, r"refused this token"),
         # the URL
