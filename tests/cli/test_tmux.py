@@ -10,6 +10,7 @@ follow. Without tmux the test skips, and fails under ``CI=true``.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -26,6 +27,15 @@ from workflow_hub.reporting import aggregate
 
 TIMEOUT = 60
 BIN = Path(sys.executable).parent
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def snippet() -> list[tuple[str, str]]:
+    """The ``tmux set -g OPTION 'VALUE'`` lines of docs/quickstart.md."""
+    page = (ROOT / "docs/quickstart.md").read_text(encoding="utf-8")
+    found = re.findall(r"^tmux set -g (\S+) '?(.*?)'?$", page, flags=re.M)
+    assert "status-right" in dict(found), found
+    return found
 
 
 def tmux() -> str:
@@ -89,10 +99,9 @@ async def test_the_status_line_follows_the_hub(hub: WorkflowActivityHub, tmp_pat
         )
         try:
             # The snippet of docs/quickstart.md, with this test's URL.
-            await trio.run_process([*base, "set", "-g", "status-interval", "1"], env=env)
-            await trio.run_process(
-                [*base, "set", "-g", "status-right", f"#(workflow-hub status {url})"], env=env
-            )
+            for option, value in snippet():
+                value = value.replace("http://127.0.0.1:8765", url)
+                await trio.run_process([*base, "set", "-g", option, value], env=env)
             async with trio.open_nursery() as nursery:
                 process: trio.Process = await nursery.start(
                     partial(
