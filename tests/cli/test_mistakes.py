@@ -146,6 +146,13 @@ def mistakes(hub: str, fleet: str, html: dict[int, str], busy: int, redis: str) 
         Mistake(("snapshot", "ftp://example.org"), 2, r"expected an http:// or https:// URL"),
         Mistake(("snapshot", "http://127.0.0.1:99999"), 2, r"port must be a number"),
         Mistake(("snapshot", redis), 2, r"snapshot reads a hub served over HTTP.*status redis://"),
+        Mistake(("watch", "redis://:x"), 2, r"the port must be a number"),
+        Mistake(("status", "redis://host/abc"), 2, r"the database is a number"),
+        Mistake(("serve", "--fleet", "redis://host:99999/0"), 2, r"--fleet .*port must be"),
+        Mistake(
+            ("serve", "--redis", "redis://", "--source", "a"), 2, r"--redis .*expected redis://"
+        ),
+        Mistake(("status", redis, "--token", "x"), 2, r"--token is for http://"),
         # the token
         Mistake(("watch", hub), 1, r"the hub wants a token \(401\): pass it with --token"),
         Mistake(
@@ -178,6 +185,7 @@ def mistakes(hub: str, fleet: str, html: dict[int, str], busy: int, redis: str) 
         Mistake(("demo", "--metrics-port", str(busy), "--duration", "1"), 1, r"in use"),
         Mistake(("status", nothing), 3, r"cannot connect to .*connection refused"),
         Mistake(("status", hub, "--token", "wrong"), 3, r"refused this token"),
+        Mistake(("status", "redis://127.0.0.1:1/0"), 3, r"cannot connect to redis://127.0.0.1:1/0"),
         Mistake(
             ("conformance", "--adapter", "/no/such/adapter"), 2, r"cannot use the adapter|No such"
         ),

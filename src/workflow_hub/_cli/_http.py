@@ -19,7 +19,15 @@ from ._errors import CommandError, UsageError, describe_os_error
 if TYPE_CHECKING:
     from .._contract import SnapshotFrame
 
-__all__ = ["REDIS_SCHEMES", "fetch_snapshot", "hub_url", "is_redis_url", "short_reason", "why_down"]
+__all__ = [
+    "REDIS_SCHEMES",
+    "check_redis_url",
+    "fetch_snapshot",
+    "hub_url",
+    "is_redis_url",
+    "short_reason",
+    "why_down",
+]
 
 REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
 DEFAULT_TIMEOUT = 5.0
@@ -27,6 +35,27 @@ DEFAULT_TIMEOUT = 5.0
 
 def is_redis_url(url: str) -> bool:
     return url.startswith(REDIS_SCHEMES)
+
+
+def check_redis_url(text: str, *, option: str = "URL") -> str:
+    """A Redis URL as coredis reads it: ``redis://HOST[:PORT][/DB]``, ``rediss://…`` or
+    ``unix:///path``; :class:`UsageError` saying what is wrong otherwise."""
+    parts = urlsplit(text)
+    example = "redis://HOST:PORT/DB, e.g. redis://127.0.0.1:6379/0"
+    if parts.scheme == "unix":
+        if not parts.path:
+            raise UsageError(f"{option} {text}: expected unix:///PATH/TO/redis.sock")
+        return text
+    try:
+        parts.port  # noqa: B018 - raises on a bad port
+    except ValueError:
+        raise UsageError(f"{option} {text}: the port must be a number from 0 to 65535") from None
+    if not parts.hostname:
+        raise UsageError(f"{option} {text}: expected {example}")
+    database = parts.path.strip("/")
+    if database and not database.isdigit():
+        raise UsageError(f"{option} {text}: the database is a number ({example})")
+    return text
 
 
 def hub_url(text: str, *, command: str) -> str:

@@ -19,6 +19,7 @@ import trio
 
 from ._errors import os_errors_as
 from ._fleet import add_serve_arguments, run_serve
+from ._http import check_redis_url
 from ._options import port, seconds
 from ._serving import dashboard_url
 
@@ -62,6 +63,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    for option in ("fleet", "redis"):
+        if getattr(args, option) is not None:
+            check_redis_url(getattr(args, option), option=f"--{option}")
     if args.fleet is not None:
         return run_fleet(args)
     if args.redis is not None:

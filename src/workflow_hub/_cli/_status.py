@@ -19,11 +19,19 @@ import argparse
 import json
 import string
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from ._errors import CommandError, UsageError
-from ._http import fetch_snapshot, hub_url, is_redis_url, short_reason, why_down
+from ._errors import CommandError, UsageError, leaves
+from ._http import (
+    check_redis_url,
+    fetch_snapshot,
+    hub_url,
+    is_redis_url,
+    short_reason,
+    why_down,
+)
 from ._options import seconds
 
 if TYPE_CHECKING:
@@ -208,13 +216,16 @@ def run(args: argparse.Namespace) -> int:
         args.url = hub_url(args.url, command="status")
     elif args.token is not None:
         raise UsageError("--token is for http:// URLs; a Redis URL carries its password")
+    else:
+        check_redis_url(args.url)
     try:
-        if args.follow:
-            import trio
+        with _first_command_error():
+            if args.follow:
+                import trio
 
-            trio.run(_follow, args, printer, redis)
-        else:
-            printer.show(_fleet_once(args) if redis else _hub_once(args))
+                trio.run(_follow, args, printer, redis)
+            else:
+                printer.show(_fleet_once(args) if redis else _hub_once(args))
     except KeyboardInterrupt:
         pass
     except CommandError as error:
@@ -233,6 +244,18 @@ async def _follow(args: argparse.Namespace, printer: _Printer, redis: bool) -> N
             await _read_fleet(args, printer)
         else:
             await _follow_hub(args, printer)
+
+
+@contextmanager
+def _first_command_error() -> Iterator[None]:
+    """A :class:`CommandError` raised inside a nursery (an exception group) as itself."""
+    try:
+        yield
+    except BaseExceptionGroup as group:
+        found = [leaf for leaf in leaves(group) if isinstance(leaf, CommandError)]
+        if found:
+            raise found[0] from group
+        raise
 
 
 # --- a served hub -----------------------------------------------------------------------------

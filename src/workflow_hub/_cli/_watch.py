@@ -20,7 +20,7 @@ import trio
 
 from ._errors import CommandError
 from ._fleet import add_watch_arguments, is_redis_url, run_watch
-from ._http import fetch_snapshot, hub_url, why_down
+from ._http import check_redis_url, fetch_snapshot, hub_url, why_down
 from ._options import seconds
 
 if TYPE_CHECKING:
@@ -64,6 +64,7 @@ def connection_state(stream: RemoteStream) -> str:
 
 def run(args: argparse.Namespace) -> int:
     if is_redis_url(args.url):
+        check_redis_url(args.url)
         return run_watch(args)
     args.url = hub_url(args.url, command="watch")
     return _watch_http(args)
