@@ -234,3 +234,12 @@ def test_watch_marks_its_picture_stale_while_it_reconnects() -> None:
     shown = " ".join(render(output, 120, 24))
     assert "connection: reconnecting (connection refused)" in shown
     assert "the picture below is stale" in shown
+
+
+def test_the_watch_command_is_shown_whole_beside_the_dashboard_url() -> None:
+    output = output_with((hostile_root(),), [])
+    output.url = "http://127.0.0.1:43210"
+    for width in (80, 200):
+        lines = render(output, width, 24)
+        assert any("dashboard at http://127.0.0.1:43210/" in line for line in lines)
+        assert any("workflow-hub watch http://127.0.0.1:43210" in line for line in lines)

@@ -58,12 +58,12 @@ class Screen:
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         width = options.max_width
         height = options.height or console.height
-        top = Group(self._header(), self._table(wide=width >= _WIDE))
+        top = Group(self._header(wide=width >= _WIDE), self._table(wide=width >= _WIDE))
         used = len(console.render_lines(top, options.update(height=None), pad=False))
         yield top
         yield self._pane(max(_PANE_MIN_LINES, height - used))
 
-    def _header(self) -> Text:
+    def _header(self, *, wide: bool = True) -> Text:
         view = self.view
         if view is None:
             header = Text(f"{self.title}  ", style="bold")
@@ -77,8 +77,12 @@ class Screen:
                 (status.message, _STATE_STYLES.get(status.state, "")),
             )
         if self.url is not None:
+            # Where to look next: the page, and the command for another terminal (a line each
+            # when the terminal is narrow, rather than a command wrapped in two).
+            between = "  ·  " if wide else "\n"
             header.append(
-                f"\ndashboard at {dashboard_url(self.url)}  ·  workflow-hub watch {self.url}",
+                f"\ndashboard at {dashboard_url(self.url)}{between}"
+                f"in a terminal: workflow-hub watch {self.url}",
                 style="cyan",
             )
         if self.connection is not None:
