@@ -122,10 +122,11 @@ def run(args: argparse.Namespace) -> int:
         process.request("close")
     except (OSError, JsonLinesError) as error:
         process.close()
+        detail = " ".join(str(error).split())
         print(
-            f"workflow-hub conformance: cannot use the adapter {args.adapter!r}:", file=sys.stderr
+            f"workflow-hub conformance: cannot use the adapter {args.adapter!r}: {detail}",
+            file=sys.stderr,
         )
-        print(f"  {error}", file=sys.stderr)
         return 2
     try:
         report = check_conformance(
