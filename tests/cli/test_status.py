@@ -167,3 +167,30 @@ async def test_a_fleet_in_redis(redis_server: RedisServer) -> None:
         assert (returned, err) == (1, "")
         assert out == "2 sources · 1 working\n"
         nursery.cancel_scope.cancel()
+
+
+async def test_follow_a_fleet_in_redis(redis_server: RedisServer) -> None:
+    """``status --follow redis://…``: a line for each change of the fleet's sentence."""
+    command = [*CLI, "status", "--follow", redis_server.url, "--prefix", "follow-test"]
+    command += ["--format", "{state}: {message}"]
+    async with coredis.Redis.from_url(redis_server.url) as redis, trio.open_nursery() as nursery:
+        one = await mirrored(nursery, redis, "follow-test", "one")
+        publisher = one.register_publisher()
+        publisher.publish_snapshot("ready", [WORKING])
+        with trio.fail_after(TIMEOUT):
+            process: trio.Process = await nursery.start(
+                partial(trio.run_process, command, stdout=subprocess.PIPE, check=False, env=ENV)
+            )
+            assert process.stdout is not None
+            buffer = bytearray()
+            line = await readline(process.stdout, buffer)
+            while line != "working: 1 source · 1 working":
+                assert line == "unknown: 0 sources", line  # before the first frame
+
+                line = await readline(process.stdout, buffer)
+            publisher.publish_changed(BLOCKED)
+            assert await readline(process.stdout, buffer) == (
+                "working: 1 source · 1 working · 1 blocked"
+            )
+            process.terminate()
+        nursery.cancel_scope.cancel()
