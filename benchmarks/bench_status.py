@@ -31,17 +31,25 @@ OLD_WAY = (
 )
 
 
-def measure(command: list[str], repeats: int) -> tuple[float, float]:
-    """Best wall seconds and best peak MB of ``command`` run ``repeats`` times."""
-    walls, peaks = [], []
+def once(command: list[str]) -> tuple[float, float]:
+    """Wall seconds and peak MB of one run of ``command``."""
+    started = time.perf_counter()
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, _, usage = os.wait4(process.pid, 0)
+    process.returncode = 0
+    return time.perf_counter() - started, usage.ru_maxrss / 1024
+
+
+def measure(cases: dict[str, list[str]], repeats: int) -> dict[str, tuple[float, float]]:
+    """The best wall seconds and peak MB of each case; the cases' runs are interleaved."""
+    runs: dict[str, list[tuple[float, float]]] = {name: [] for name in cases}
     for _ in range(repeats):
-        started = time.perf_counter()
-        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        _, _, usage = os.wait4(process.pid, 0)
-        walls.append(time.perf_counter() - started)
-        peaks.append(usage.ru_maxrss / 1024)
-        process.returncode = 0
-    return min(walls), min(peaks)
+        for name, command in cases.items():
+            runs[name].append(once(command))
+    return {
+        name: (min(wall for wall, _ in done), min(mb for _, mb in done))
+        for name, done in runs.items()
+    }
 
 
 def main() -> None:
@@ -63,7 +71,7 @@ def main() -> None:
             "old way (RemoteHub + aggregate)": [PYTHON, "-c", OLD_WAY, url],
             "workflow-hub status URL": [PYTHON, "-m", "workflow_hub._cli", "status", url],
         }
-        results = {name: measure(command, options.repeats) for name, command in cases.items()}
+        results = measure(cases, options.repeats)
     finally:
         server.terminate()
         server.wait(timeout=30)
