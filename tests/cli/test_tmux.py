@@ -130,3 +130,19 @@ async def test_the_status_line_follows_the_hub(hub: WorkflowActivityHub, tmp_pat
                 nursery.cancel_scope.cancel()
         finally:
             await trio.run_process([*base, "kill-server"], check=False, env=env)
+
+
+def test_make_screenshot_draws_the_terminal_in_full_swing(tmp_path: Path) -> None:
+    """``tools/terminal_screenshot.py`` (``make screenshot``): both sizes, the story under way."""
+    tmux()
+    subprocess.run(
+        [sys.executable, str(ROOT / "tools/terminal_screenshot.py"), "--output-dir", str(tmp_path)],
+        check=True,
+        timeout=TIMEOUT,
+        capture_output=True,
+    )
+    for size in ("80x24", "200x50"):
+        drawn = (tmp_path / f"terminal-{size}.svg").read_text(encoding="utf-8")
+        text = re.sub(r"&#160;|\s+", " ", drawn)
+        for shown in ("workflow-hub", "connection:", "live", "hook", "nightly-build", "working"):
+            assert shown in text, (size, shown)
