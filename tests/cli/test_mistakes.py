@@ -231,7 +231,7 @@ def test_every_mistake_is_one_line_and_an_exit_status(
 
 
 def test_a_reader_that_goes_away_ends_snapshot_quietly(hub_url: str) -> None:
-    """``snapshot URL | head -c 1``: no BrokenPipeError, status 0 (what ``head`` decided)."""
+    """``snapshot URL | head -c 1``: no BrokenPipeError, status 0; ``watch URL | head`` ends."""
     command = " ".join([*CLI, "snapshot", hub_url, "--token", TOKEN])
     script = f"set -o pipefail; {command} | head -c 1 >/dev/null"
     # A pipe that closes before the first write: stdout is a pipe nobody reads.
@@ -245,6 +245,17 @@ def test_a_reader_that_goes_away_ends_snapshot_quietly(hub_url: str) -> None:
         ["bash", "-c", f"{command} | true"], capture_output=True, text=True, timeout=TIMEOUT
     )
     assert closed.stderr == ""
+    # watch runs until Ctrl-C, or until its reader goes away.
+    watch = " ".join([*CLI, "watch", hub_url, "--token", TOKEN])
+    watched = subprocess.run(
+        ["bash", "-c", f"set -o pipefail; {watch} | head -2"],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        env=ENV,
+    )
+    assert (watched.returncode, watched.stderr) == (0, "")
+    assert len(watched.stdout.splitlines()) == 2
 
 
 def test_debug_shows_the_traceback_and_the_line() -> None:

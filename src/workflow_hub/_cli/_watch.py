@@ -108,12 +108,19 @@ async def _watch(args: argparse.Namespace, output: Output) -> int:
         ):
             nursery.start_soon(_show_connection, stream, output, args.url, args.token)
             nursery.start_soon(_show_hook_events, args.url, args.token, output)
+            nursery.start_soon(_end_when_closed, output, nursery.cancel_scope)
             async for frame in stream:
                 view.apply(frame)
                 output.frame(frame, view)
                 shown += 1
             nursery.cancel_scope.cancel()
     return shown
+
+
+async def _end_when_closed(output: Output, scope: trio.CancelScope) -> None:
+    """Whoever read the output went away (``watch URL | head``): the watch ends."""
+    await output.closed.wait()
+    scope.cancel()
 
 
 async def _show_connection(
