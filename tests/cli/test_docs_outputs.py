@@ -194,6 +194,19 @@ def test_the_plain_lines_are_the_programs() -> None:
     check_block("docs/demo.md", "plain", "\n".join(shown), streams=("frame", "hook"))
 
 
+def test_serve_says_where_the_dashboard_is_as_the_page_shows() -> None:
+    result = subprocess.run(
+        [*CLI, "serve", "--port", "0", "--duration", "1"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    url = result.stdout.splitlines()[0]
+    said = result.stderr.replace(url, "http://127.0.0.1:8765")
+    check_block("docs/dashboard.md", "serve-stderr", said)
+
+
 # --- dashboard.md: what the page says ------------------------------------------------------------
 
 
