@@ -194,3 +194,21 @@ async def test_follow_a_fleet_in_redis(redis_server: RedisServer) -> None:
             )
             process.terminate()
         nursery.cancel_scope.cancel()
+
+
+async def test_follow_says_unknown_when_the_hub_goes_away(hub: WorkflowActivityHub) -> None:
+    """A status bar never keeps showing "working" for a hub that is gone."""
+    hub.register_publisher().publish_snapshot("ready", [WORKING])
+    with trio.fail_after(TIMEOUT):
+        async with trio.open_nursery() as nursery:
+            async with served(hub) as url:
+                command = [*CLI, "status", "--follow", url]
+                process: trio.Process = await nursery.start(
+                    partial(trio.run_process, command, stdout=subprocess.PIPE, check=False, env=ENV)
+                )
+                assert process.stdout is not None
+                buffer = bytearray()
+                assert await readline(process.stdout, buffer) == "1 working"
+            # The server stopped: within a second or two the line says why nothing is known.
+            assert await readline(process.stdout, buffer) == "activity unknown: connection refused"
+            process.terminate()
