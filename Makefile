@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint types pytest conformance bench venv clean redis-server browsers screenshot
+.PHONY: demo test lint types pytest conformance bench venv clean redis-server browsers tmux screenshot
 
 venv: $(STAMP)
 
@@ -24,9 +24,11 @@ $(STAMP): pyproject.toml | $(BIN)/python
 LINTED := $(wildcard src tests benchmarks tools examples)
 
 # The main job on its embedded default: a simulated scheduler, a live status view, hook events,
-# and the hub served over HTTP (the URL is printed beside the view; `workflow-hub watch URL`).
+# and the hub served over HTTP (the dashboard's URL and the `workflow-hub watch URL` command are
+# printed beside the view). `make demo DURATION=120` runs it longer (the story is scaled to fit).
+DURATION ?= 20
 demo: $(STAMP)
-	$(BIN)/workflow-hub demo --serve 127.0.0.1:0
+	$(BIN)/workflow-hub demo --serve 127.0.0.1:0 --duration $(DURATION)
 
 lint: $(STAMP)
 	$(BIN)/ruff check $(LINTED)
@@ -52,17 +54,27 @@ browsers:
 	@command -v chromium >/dev/null || flock /tmp/apt.lock sh -c 'apt-get update && apt-get install -y chromium'
 	@test -f tests/js/node_modules/axe-core/axe.min.js || npm ci --prefix tests/js --no-audit --no-fund
 
-pytest: $(STAMP) redis-server browsers
+# `workflow-hub status` is tested in a real tmux status line, and `make screenshot` captures the
+# terminal view with tmux.
+tmux:
+	@command -v tmux >/dev/null || flock /tmp/apt.lock sh -c 'apt-get update && apt-get install -y tmux'
+
+pytest: $(STAMP) redis-server browsers tmux
 	$(BIN)/pytest
 
-# docs/dashboard.png: the dashboard of the demo's scheduler, taken by Debian's chromium; and
-# docs/dashboard-busy-*.png: a busy scheduler's page opened on a link to its roots that need attention.
-screenshot: $(STAMP) browsers
+# docs/dashboard*.png and docs/terminal-*.svg: the demo in full swing (`workflow-hub serve`,
+# looping): the dashboard at 1280 and 375 px by Debian's chromium, `workflow-hub watch` in tmux at
+# 80x24 and 200x50; and docs/dashboard-busy-*.png: a busy scheduler's page opened on a link to its
+# roots that need attention.
+screenshot: $(STAMP) browsers tmux
 	$(BIN)/python tools/dashboard_screenshot.py --chromium "$$(command -v chromium)"
+	$(BIN)/python tools/dashboard_screenshot.py --chromium "$$(command -v chromium)" \
+		--width 375 --output docs/dashboard-375.png
 	$(BIN)/python tools/dashboard_screenshot.py --chromium "$$(command -v chromium)" --busy 400 \
 		--view '#group=attention' --width 1280 --height 1000 --output docs/dashboard-busy-1280.png
 	$(BIN)/python tools/dashboard_screenshot.py --chromium "$$(command -v chromium)" --busy 400 \
 		--view '#group=attention' --width 375 --height 1100 --output docs/dashboard-busy-375.png
+	$(BIN)/python tools/terminal_screenshot.py
 
 test: lint types pytest
 

@@ -176,17 +176,19 @@ def test_a_metrics_port_out_of_range_is_one_line_and_status_2() -> None:
         result = run_demo("--metrics-port", port, "--duration", "1")
         assert result.returncode == 2
         assert result.stderr.strip().splitlines() == [
-            f"workflow-hub demo: --metrics-port must be between 0 and 65535, got {port}"
+            f"workflow-hub demo: argument --metrics-port: expected a port from 0 to 65535 "
+            f"(0 picks a free one), got {port!r} (see 'workflow-hub demo --help')"
         ]
 
 
-def test_a_metrics_port_in_use_is_one_line_and_status_2() -> None:
+def test_a_metrics_port_in_use_is_one_line_and_status_1() -> None:
+    """A port in use is a failure at run time (issue 24): status 1."""
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
         result = run_demo("--json", "--metrics-port", str(port), "--duration", "1")
-    assert result.returncode == 2
+    assert result.returncode == 1
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
     assert lines[0].startswith(f"workflow-hub demo: --metrics-port {port}: ")

@@ -164,3 +164,82 @@ def test_the_live_view_stays_readable_at_80_by_24() -> None:
                 assert now.split()[0] in text, (now, "\n".join(lines))
                 busiest += 1
     assert busiest > 0
+
+
+# --- issue 24: the header, the pane at 200x50, the "now" column, a stale picture ---------------
+
+
+def test_the_header_says_the_state_and_the_attention_once_and_no_cursor() -> None:
+    working = RootActivity(
+        root_run_id="build",
+        owner_session_id="demo",
+        state="working",
+        reason="executing",
+        active_execution_count=1,
+        actionable_block_count=0,
+        needs_attention=False,
+    )
+    failed = RootActivity(
+        root_run_id="smoke",
+        owner_session_id="demo",
+        state="idle",
+        reason="quiescent",
+        active_execution_count=0,
+        actionable_block_count=0,
+        needs_attention=True,
+    )
+    header = render(output_with((working, failed), []))[0]
+    assert header.split("  ", 1)[1].strip() == "1 working · 1 needs attention"
+    assert header.count("working") == 1
+    assert header.count("needs attention") == 1
+    assert "epoch" not in header
+    assert "revision" not in header
+
+
+def test_the_hook_pane_takes_the_lines_a_tall_terminal_has() -> None:
+    lines = [f"hook line {index}" for index in range(100)]
+    output = RichOutput(pane_lines=12, events=deque(lines, maxlen=200))
+    view = ActivityView()
+    frame = SnapshotFrame(cursor=Cursor(epoch="e", revision=1), availability="ready", roots=())
+    view.apply(frame)
+    output.frame(frame, view)
+    small = [line for line in render(output, 80, 24) if "hook line" in line]
+    tall = [line for line in render(output, 200, 50) if "hook line" in line]
+    assert len(render(output, 200, 50)) == 50
+    assert len(tall) > 2 * len(small) > 0
+    assert "hook line 99" in tall[-1]  # the newest at the bottom of the pane
+
+
+def test_the_now_column_says_why_it_is_empty_without_a_graph() -> None:
+    plain = RootActivity(
+        root_run_id="build",
+        owner_session_id="demo",
+        state="working",
+        reason="executing",
+        active_execution_count=1,
+        actionable_block_count=0,
+        needs_attention=False,
+    )
+    text = " ".join(" ".join(render(output_with((plain,), []), 120, 24)).split())
+    assert "include_graph=True" in text
+    with_graph = " ".join(" ".join(render(output_with((hostile_root(),), []), 120, 24)).split())
+    assert "include_graph=True" not in with_graph
+
+
+def test_watch_marks_its_picture_stale_while_it_reconnects() -> None:
+    output = output_with((hostile_root(),), [])
+    output.connection = "live"
+    assert "stale" not in " ".join(render(output, 120, 24))
+    output.connection = "reconnecting (connection refused)"
+    shown = " ".join(render(output, 120, 24))
+    assert "connection: reconnecting (connection refused)" in shown
+    assert "the picture below is stale" in shown
+
+
+def test_the_watch_command_is_shown_whole_beside_the_dashboard_url() -> None:
+    output = output_with((hostile_root(),), [])
+    output.url = "http://127.0.0.1:43210"
+    for width in (80, 200):
+        lines = render(output, width, 24)
+        assert any("dashboard at http://127.0.0.1:43210/" in line for line in lines)
+        assert any("workflow-hub watch http://127.0.0.1:43210" in line for line in lines)

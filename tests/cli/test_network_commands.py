@@ -79,3 +79,33 @@ def test_demo_serve_prints_the_url_beside_the_view() -> None:
     assert result.returncode == 0, result.stderr
     assert "serving at http://127.0.0.1:" in result.stderr
     assert result.stdout.startswith("frame snapshot")
+
+
+def test_watch_says_why_it_reconnects_when_the_hub_goes_away() -> None:
+    """Issue 24: the picture is marked stale, with the reason (plain output: a line)."""
+    with subprocess.Popen(
+        [*CLI, "serve", "--port", "0", "--duration", "3", "--seed", "2"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=ENV,
+    ) as server:
+        assert server.stdout is not None
+        url = server.stdout.readline().strip()
+        watched = command("watch", url, "--duration", "8")
+        server.wait(timeout=30)
+    assert watched.returncode == 0, watched.stderr
+    lines = watched.stdout.splitlines()
+    assert "connection live" in lines
+    assert "connection reconnecting (connection refused)" in lines, lines[-5:]
+    assert lines.index("connection live") < lines.index(
+        "connection reconnecting (connection refused)"
+    )
+
+
+def test_the_served_demo_prints_the_watch_and_status_commands() -> None:
+    result = command("serve", "--port", "0", "--duration", "1")
+    assert result.returncode == 0, result.stderr
+    url = result.stdout.splitlines()[0]
+    assert f"workflow-hub watch {url}" in result.stderr
+    assert f"workflow-hub status {url}" in result.stderr

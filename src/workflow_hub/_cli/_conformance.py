@@ -148,8 +148,9 @@ def _reproduce(args: argparse.Namespace, seed: int, profiles: tuple[str, ...]) -
 
 
 def _usage_error(args: argparse.Namespace, problem: str, detail: object) -> int:
-    print(f"workflow-hub conformance: {problem} {args.adapter!r}:", file=sys.stderr)
-    print(f"  {detail}", file=sys.stderr)
+    # One line, as every command's mistakes are (issue 24).
+    text = " ".join(str(detail).split())
+    print(f"workflow-hub conformance: {problem} {args.adapter!r}: {text}", file=sys.stderr)
     return 2
 
 

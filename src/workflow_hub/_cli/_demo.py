@@ -14,11 +14,12 @@ The demo ends by itself after ``--duration`` seconds, or on Ctrl-C, and exits 0 
 from __future__ import annotations
 
 import argparse
+import math
 import random
 import signal
 import sys
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from functools import partial
 
 import trio
@@ -31,23 +32,24 @@ from .._core import HOOK_EVENT_TYPES, HookRunner, WorkflowActivityHub, open_hub
 from ..metrics import HubMetrics
 from ..reporting import ActivityView
 from ..tracker import RunTracker
+from ._errors import CommandError, describe_os_error, os_errors_as
+from ._options import address, port, seconds
 from ._output import JsonOutput, Output, PlainOutput
-from ._scenario import run_scenario
+from ._scenario import loop_scenario, run_scenario
 from ._terminal import rich_output_or_plain
 
 __all__ = ["add_arguments", "play_demo", "run"]
 
 _DEFAULT_DURATION = 20.0
-_MAX_PORT = 65535
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--duration",
-        type=float,
+        type=seconds,
         default=_DEFAULT_DURATION,
         metavar="SECONDS",
-        help=f"how long the demo runs (default {_DEFAULT_DURATION:g})",
+        help=f"how long the demo runs; its story is scaled to fit (default {_DEFAULT_DURATION:g})",
     )
     parser.add_argument(
         "--json",
@@ -59,6 +61,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--serve",
+        type=address,
         default=None,
         metavar="[HOST:]PORT",
         help="also serve the hub over HTTP (SSE, WebSocket; port 0 picks one) and print the URL",
@@ -66,7 +69,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--token", default=None, help="with --serve: the token clients must send")
     parser.add_argument(
         "--metrics-port",
-        type=int,
+        type=port,
         default=None,
         metavar="PORT",
         help="serve Prometheus metrics at http://127.0.0.1:PORT/metrics",
@@ -74,11 +77,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.duration <= 0:
-        return _usage_error("--duration must be > 0")
-    port = args.metrics_port
-    if port is not None and not 0 <= port <= _MAX_PORT:
-        return _usage_error(f"--metrics-port must be between 0 and {_MAX_PORT}, got {port}")
     output: Output
     if args.json:
         output = JsonOutput(sys.stdout)
@@ -86,21 +84,10 @@ def run(args: argparse.Namespace) -> int:
         output = rich_output_or_plain()
     else:
         output = PlainOutput(sys.stdout)
-    try:
+    where = f"cannot serve at {args.serve}" if args.serve is not None else "the demo failed"
+    with os_errors_as(where):
         trio.run(play_demo, args, output)
-    except _PortUnavailable as error:
-        return _usage_error(f"--metrics-port {port}: {error}")
     return 0
-
-
-def _usage_error(message: str) -> int:
-    """One line on stderr and exit status 2, as argparse does for the arguments it checks."""
-    print(f"workflow-hub demo: {message}", file=sys.stderr)
-    return 2
-
-
-class _PortUnavailable(Exception):
-    """The metrics port cannot be listened on (in use, or not ours to take)."""
 
 
 async def play_demo(args: argparse.Namespace, output: Output) -> None:
@@ -127,7 +114,7 @@ async def _play(
     hub: WorkflowActivityHub,
     output: Output,
     rng: random.Random,
-    duration: float,
+    duration: float | None,
     interrupted: trio.Event,
     args: argparse.Namespace | None = None,
 ) -> None:
@@ -137,7 +124,8 @@ async def _play(
             from ._serving import start_serving
 
             await start_serving(serving, hub, runner, output, args.serve, args.token)
-        await _play_scenario(hub, runner, output, rng, duration, interrupted)
+        loop = bool(getattr(args, "loop", False))
+        await _play_scenario(hub, runner, output, rng, duration, interrupted, loop=loop)
         serving.cancel_scope.cancel()
 
 
@@ -146,9 +134,13 @@ async def _play_scenario(
     runner: HookRunner,
     output: Output,
     rng: random.Random,
-    duration: float,
+    duration: float | None,
     interrupted: trio.Event,
+    *,
+    loop: bool = False,
 ) -> None:
+    """The story once, scaled to ``duration``; or (``loop``) again and again at its natural pace
+    until ``duration`` (``None``: until Ctrl-C)."""
     view = ActivityView()
 
     def on_frame(frame: Frame) -> None:
@@ -172,13 +164,17 @@ async def _play_scenario(
         event_id_factory=lambda: f"evt-{rng.getrandbits(40):010x}",
         include_graph=True,
     )
+    story: Callable[[], Awaitable[None]]
+    if loop:
+        story = partial(loop_scenario, tracker, seed=rng.randrange(2**32))
+    else:
+        assert duration is not None
+        story = partial(run_scenario, tracker, duration=duration * 0.95, seed=rng.randrange(2**32))
     async with trio.open_nursery() as scheduler:
         await scheduler.start(tracker.run_heartbeats)
-        scheduler.start_soon(
-            partial(run_scenario, tracker, duration=duration * 0.95, seed=rng.randrange(2**32))
-        )
+        scheduler.start_soon(story)
         # Until the time is up, Ctrl-C, or whoever reads the output went away (a closed pipe).
-        with trio.move_on_after(duration):
+        with trio.move_on_after(duration if duration is not None else math.inf):
             async with trio.open_nursery() as waiting:
                 for event in (interrupted, output.closed):
                     waiting.start_soon(_cancel_when_set, event, waiting.cancel_scope)
@@ -220,7 +216,7 @@ def _start_metrics(port: int | None) -> tuple[HubMetrics | None, Callable[[], No
     try:
         server, thread = start_http_server(port, addr="127.0.0.1", registry=registry)
     except OSError as error:
-        raise _PortUnavailable(error.strerror or str(error)) from None
+        raise CommandError(f"--metrics-port {port}: {describe_os_error(error)}") from None
     print(f"metrics at http://127.0.0.1:{server.server_port}/metrics", file=sys.stderr)
 
     def stop() -> None:

@@ -12,6 +12,7 @@ column header is whole and the "now" column keeps a readable width.
 
 from __future__ import annotations
 
+import time
 from collections import deque
 from collections.abc import Iterable
 
@@ -30,7 +31,8 @@ from ._serving import dashboard_url
 
 __all__ = ["RichOutput", "Screen"]
 
-_CONNECTION_STYLES = {"live": "green", "reconnecting": "yellow", "resynced from a snapshot": "cyan"}
+_RESYNCED = "resynced from a snapshot"
+_CONNECTION_STYLES = {"live": "green", "reconnecting": "yellow", _RESYNCED: "cyan"}
 _STATE_STYLES = {"working": "green", "blocked": "bold red", "idle": "dim", "unknown": "yellow"}
 # Below this many columns the table drops its vertical rules and abbreviates the counts.
 _WIDE = 110
@@ -50,40 +52,55 @@ class Screen:
         """Where the hub is served (``--serve``): the dashboard's address is shown."""
         self.connection: str | None = None
         """For ``watch``: live, reconnecting, resynced from a snapshot."""
+        self.updated_at: float | None = None
+        """When the last frame arrived (wall clock), to say how old a stale picture is."""
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         width = options.max_width
         height = options.height or console.height
-        top = Group(self._header(), self._table(wide=width >= _WIDE))
+        top = Group(self._header(wide=width >= _WIDE), self._table(wide=width >= _WIDE))
         used = len(console.render_lines(top, options.update(height=None), pad=False))
         yield top
         yield self._pane(max(_PANE_MIN_LINES, height - used))
 
-    def _header(self) -> Text:
+    def _header(self, *, wide: bool = True) -> Text:
         view = self.view
         if view is None:
-            header = Text("waiting for the first snapshot…", style="yellow")
+            header = Text(f"{self.title}  ", style="bold")
+            header.append("waiting for the first snapshot…", style="yellow")
         else:
             status = aggregate(view)
-            cursor = view.cursor
-            where = f"epoch {cursor.epoch} · revision {cursor.revision}" if cursor else ""
+            # The message says the state and the attention ("2 working · 1 needs attention"):
+            # each once, in the state's colour; the cursor is for the wire, not for people.
             header = Text.assemble(
                 (f"{self.title}  ", "bold"),
-                (str(status.state), _STATE_STYLES.get(status.state, "")),
-                "  ",
-                status.message,  # a str in Text.assemble is plain text, not markup
-                ("  (needs attention)" if status.attention else "", "bold red"),
-                "  ",
-                (where, "dim"),
+                (status.message, _STATE_STYLES.get(status.state, "")),
             )
         if self.url is not None:
-            header.append(f"\ndashboard at {dashboard_url(self.url)}", style="cyan")
+            # Where to look next: the page, and the command for another terminal (a line each
+            # when the terminal is narrow, rather than a command wrapped in two).
+            between = "  ·  " if wide else "\n"
+            header.append(
+                f"\ndashboard at {dashboard_url(self.url)}{between}"
+                f"in a terminal: workflow-hub watch {self.url}",
+                style="cyan",
+            )
         if self.connection is not None:
             header.append(
                 f"\nconnection: {self.connection}",
-                style=_CONNECTION_STYLES.get(self.connection, ""),
+                style=_CONNECTION_STYLES.get(self.connection.partition(" (")[0], ""),
             )
+            if self.stale:
+                at = time.strftime("%H:%M:%S", time.localtime(self.updated_at or time.time()))
+                header.append(
+                    f"  (the picture below is stale: as it was at {at})", style="bold yellow"
+                )
         return header
+
+    @property
+    def stale(self) -> bool:
+        """``watch`` lost its connection: what is drawn may no longer be true."""
+        return self.view is not None and self.connection not in (None, "live", _RESYNCED)
 
     def _table(self, *, wide: bool) -> Table:
         view = self.view
@@ -93,6 +110,7 @@ class Screen:
             pad_edge=wide,
             show_edge=wide,
             padding=(0, 1),
+            style="dim" if self.stale else "",
         )
         headers = (
             ("root", "state", "reason", "active", "blocks", "attention")
@@ -117,6 +135,12 @@ class Screen:
             )
         if not view.known:
             table.caption = Text(f"source {view.availability}: activity unknown (not idle)")
+        elif view.roots and all(root.graph is None for root in view.roots):
+            table.caption = Text(
+                "now: empty, the publisher sends no graph "
+                "(RunTracker(..., include_graph=True) sends it)",
+                style="dim",
+            )
         return table
 
     def _pane(self, lines: int) -> Panel:
@@ -168,6 +192,7 @@ class RichOutput:
 
     def frame(self, frame: Frame, view: ActivityView) -> None:
         self._screen.view = view
+        self._screen.updated_at = time.time()
         self._live.update(self._screen)
 
     def refresh(self) -> None:

@@ -30,12 +30,25 @@ import trio
 
 from ..tracker import RunTracker
 
-__all__ = ["NOMINAL_SECONDS", "run_scenario"]
+__all__ = ["NOMINAL_SECONDS", "ROOTS", "loop_scenario", "run_scenario"]
 
 NOMINAL_SECONDS = 20.0
 """How long the script runs at scale 1; the demo's duration sets the scale."""
 
 _HEARTBEAT_SCRIPT_SECONDS = 5.0
+
+ROOTS = (
+    "nightly-build",
+    "data-migration",
+    "release-train",
+    "docs-site",
+    "load-test",
+    "smoke-check",
+)
+"""The top-level runs the script adds, in the order it adds them."""
+
+PAUSE_BETWEEN_ROUNDS = 3.0
+"""Seconds the end of a round stays on screen before the next round starts."""
 
 Step = Callable[[RunTracker], None]
 
@@ -273,3 +286,19 @@ async def run_scenario(tracker: RunTracker, *, duration: float, seed: int | None
     for second, fn in _script(random.Random(seed), beat_minutes):
         await trio.sleep_until(start + second * scale)
         fn(tracker)
+
+
+async def loop_scenario(tracker: RunTracker, *, seed: int | None, pace: float = 1.0) -> None:
+    """Play the script again and again at ``pace`` (1 = its natural 20 seconds), until cancelled.
+
+    Each round ends by removing what the previous one left, so the next one starts with fresh
+    runs of the same names (a run id is tracked once at a time).
+    """
+    rng = random.Random(seed)
+    while True:
+        await run_scenario(tracker, duration=NOMINAL_SECONDS * pace, seed=rng.randrange(2**32))
+        await trio.sleep(PAUSE_BETWEEN_ROUNDS * pace)
+        with tracker.batch():
+            for root in ROOTS:
+                if root in tracker:
+                    tracker.remove_run(root)

@@ -1,6 +1,8 @@
 """``workflow-hub serve``: the demo scheduler served over HTTP, mirrored into Redis, or a fleet.
 
-Three modes: plain ``serve`` runs the demo scheduler with the HTTP server on and prints its URL;
+Three modes: plain ``serve`` runs the demo scheduler with the HTTP server on and prints its URL
+(the demo's story at its natural pace, 20 seconds, again and again with fresh runs, until
+``--duration`` or Ctrl-C);
 ``--redis URL --source NAME`` mirrors the demo scheduler into Redis instead (``_fleet``);
 ``--fleet URL`` serves every source mirrored into a Redis. The server's and Redis' dependencies
 (the ``server`` and ``redis`` extras) are imported only when they start.
@@ -15,7 +17,10 @@ from typing import TYPE_CHECKING
 
 import trio
 
+from ._errors import os_errors_as
 from ._fleet import add_serve_arguments, run_serve
+from ._http import check_redis_url
+from ._options import port, seconds
 from ._serving import dashboard_url
 
 if TYPE_CHECKING:
@@ -24,6 +29,7 @@ if TYPE_CHECKING:
 __all__ = ["add_arguments", "run"]
 
 _DEFAULT_PORT = 8765
+# No longer the default (which is None: until Ctrl-C); the fleet mode below still compares to it.
 _DEFAULT_DURATION = 3600.0
 
 
@@ -31,17 +37,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     parser.add_argument(
         "--port",
-        type=int,
+        type=port,
         default=_DEFAULT_PORT,
         help=f"port (default {_DEFAULT_PORT}; 0 picks one)",
     )
     parser.add_argument("--token", default=None, help="the token clients must send")
     parser.add_argument(
         "--duration",
-        type=float,
-        default=_DEFAULT_DURATION,
+        type=seconds,
+        default=None,
         metavar="SECONDS",
-        help="how long the demo scheduler runs (default one hour; Ctrl-C ends it earlier)",
+        help="end the whole command after this long (default: run until Ctrl-C); the demo "
+        "scheduler plays its 20-second story at its natural pace, again and again with fresh runs",
     )
     parser.add_argument("--seed", type=int, default=None, help="reproducible ids and timing")
 
@@ -56,6 +63,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    for option in ("fleet", "redis"):
+        if getattr(args, option) is not None:
+            check_redis_url(getattr(args, option), option=f"--{option}")
     if args.fleet is not None:
         return run_fleet(args)
     if args.redis is not None:
@@ -64,12 +74,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_demo(args: argparse.Namespace) -> int:
-    from .._contract import ContractError
     from ._demo import play_demo
 
-    if args.duration <= 0:
-        print("workflow-hub serve: --duration must be > 0", file=sys.stderr)
-        return 2
     host = args.host
     address = f"[{host}]:{args.port}" if ":" in host else f"{host}:{args.port}"
     demo_args = argparse.Namespace(
@@ -78,16 +84,10 @@ def _run_demo(args: argparse.Namespace) -> int:
         metrics_port=None,
         serve=address,
         token=args.token,
+        loop=True,
     )
-    try:
+    with os_errors_as(f"cannot serve at {address}"):
         trio.run(play_demo, demo_args, _Quiet())
-    except (ContractError, OSError, BaseExceptionGroup) as failure:
-        errors = _leaves(failure)
-        if not all(isinstance(error, ContractError | OSError) for error in errors):
-            raise
-        for error in errors:
-            print(f"workflow-hub serve: cannot serve at {address}: {error}", file=sys.stderr)
-        return 2 if all(isinstance(error, ContractError) for error in errors) else 1
     return 0
 
 

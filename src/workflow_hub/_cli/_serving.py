@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from .._core import HookRunner, WorkflowActivityHub
     from ._output import Output
 
-__all__ = ["dashboard_url", "parse_address", "start_serving"]
+__all__ = ["dashboard_url", "parse_address", "start_serving", "watch_command"]
 
 
 def parse_address(text: str) -> tuple[str, int]:
@@ -42,8 +42,11 @@ async def start_serving(
         partial(serve_hub, hub, host=host, port=port, token=token, runner=runner)
     )
     output.url = url
+    token_option = " --token TOKEN" if token else ""
     print(
-        f"workflow-hub: serving at {url} (dashboard: {dashboard_url(url)})",
+        f"workflow-hub: serving at {url} (dashboard: {dashboard_url(url)})\n"
+        f"workflow-hub: in a terminal: workflow-hub watch {url}{token_option}"
+        f"  ·  one line: workflow-hub status {url}{token_option}",
         file=sys.stderr,
         flush=True,
     )
@@ -53,3 +56,8 @@ async def start_serving(
 def dashboard_url(url: str) -> str:
     """Where a browser opens the live dashboard of a hub served at ``url``: its root page."""
     return url.rstrip("/") + "/"
+
+
+def watch_command(url: str) -> str:
+    """What a person types to watch a hub served at ``url`` from a terminal."""
+    return f"workflow-hub watch {url}"

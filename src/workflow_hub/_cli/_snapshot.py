@@ -1,6 +1,6 @@
 """``workflow-hub snapshot URL``: the current snapshot of a served hub, as wire JSON.
 
-Needs the ``server`` extra (httpx), imported only when the command runs.
+One ``GET /v1/snapshot`` with the standard library (``_http``): no httpx, no trio run.
 """
 
 from __future__ import annotations
@@ -8,26 +8,32 @@ from __future__ import annotations
 import argparse
 import sys
 
-import trio
+from ._http import fetch_snapshot, hub_url
+from ._options import seconds
 
 __all__ = ["add_arguments", "run"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("url", help="the server's base URL, e.g. http://127.0.0.1:8765")
+    parser.add_argument(
+        "url", help="the server's base URL, e.g. http://127.0.0.1:8765 (http:// may be left out)"
+    )
     parser.add_argument("--token", default=None, help="the token the server wants")
+    parser.add_argument(
+        "--timeout",
+        type=seconds,
+        default=5.0,
+        metavar="SECONDS",
+        help="how long to wait for the server (default 5)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
-    import httpx
-
-    from ..remote import RemoteError, RemoteHub
     from ..wire import dumps
 
-    try:
-        snapshot = trio.run(RemoteHub(args.url, token=args.token).snapshot)
-    except (RemoteError, httpx.HTTPError) as error:
-        print(f"workflow-hub snapshot: {args.url}: {error}", file=sys.stderr)
-        return 1
-    print(dumps(snapshot))
+    snapshot = fetch_snapshot(
+        hub_url(args.url, command="snapshot"), args.token, timeout=args.timeout
+    )
+    sys.stdout.write(dumps(snapshot) + "\n")
+    sys.stdout.flush()
     return 0

@@ -7,9 +7,12 @@ from collections import deque
 
 from ._output import Output, PlainOutput
 
-__all__ = ["HOOK_PANE_LINES", "rich_output_or_plain"]
+__all__ = ["HOOK_HISTORY", "HOOK_PANE_LINES", "rich_output_or_plain"]
 
 HOOK_PANE_LINES = 12
+"""The pane's height when the terminal's is not known; on a terminal it takes the lines left."""
+HOOK_HISTORY = 200
+"""Hook lines kept, enough for the pane of a tall terminal."""
 
 
 def rich_output_or_plain() -> Output:
@@ -25,4 +28,4 @@ def rich_output_or_plain() -> Output:
         return PlainOutput(sys.stdout)
     from ._rich import RichOutput
 
-    return RichOutput(pane_lines=HOOK_PANE_LINES, events=deque(maxlen=HOOK_PANE_LINES))
+    return RichOutput(pane_lines=HOOK_PANE_LINES, events=deque(maxlen=HOOK_HISTORY))

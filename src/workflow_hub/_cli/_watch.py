@@ -1,19 +1,27 @@
 """``workflow-hub watch URL``: a served hub (http://…) or a fleet (redis://…) from a terminal.
 
 It draws the demo's live view of a hub served by ``workflow_hub.server`` (or, on a pipe, one line
-per frame and per hook event), with the connection's state: connecting, live, reconnecting, or
-resynced from a snapshot. Needs the ``server`` extra, imported only when it runs.
+per frame and per hook event), with the connection's state: connecting, live, reconnecting (with
+the reason, and the picture marked stale), or resynced from a snapshot. Before it opens its
+stream it fetches the snapshot once (``_http``), so that a URL where no hub answers is one line
+saying why, not a view that says "connecting" forever. Needs the ``server`` extra, imported only
+when it runs.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import time
+from functools import partial
 from typing import TYPE_CHECKING
 
 import trio
 
+from ._errors import CommandError
 from ._fleet import add_watch_arguments, is_redis_url, run_watch
+from ._http import check_redis_url, fetch_snapshot, hub_url, why_down
+from ._options import seconds
 
 if TYPE_CHECKING:
     from ..remote import RemoteStream
@@ -22,17 +30,21 @@ if TYPE_CHECKING:
 __all__ = ["add_arguments", "connection_state", "run"]
 
 _REDRAW_EVERY = 0.25
+# How long the connection may be down before watch asks the server itself why.
+_ASK_WHY_AFTER = 1.0
+_ASK_WHY_EVERY = 2.0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "url",
-        help="a served hub's base URL (http://127.0.0.1:8765) or a fleet's Redis (redis://HOST:PORT/DB)",
+        help="a served hub's base URL (http://127.0.0.1:8765; http:// may be left out) or a "
+        "fleet's Redis (redis://HOST:PORT/DB: one line per source)",
     )
-    parser.add_argument("--token", default=None, help="the token the server wants")
+    parser.add_argument("--token", default=None, help="http:// only: the token the server wants")
     parser.add_argument(
         "--duration",
-        type=float,
+        type=seconds,
         default=None,
         metavar="SECONDS",
         help="stop after this long (default: until Ctrl-C)",
@@ -52,51 +64,86 @@ def connection_state(stream: RemoteStream) -> str:
 
 def run(args: argparse.Namespace) -> int:
     if is_redis_url(args.url):
+        check_redis_url(args.url)
         return run_watch(args)
+    args.url = hub_url(args.url, command="watch")
     return _watch_http(args)
 
 
 def _watch_http(args: argparse.Namespace) -> int:
-    from ..remote import RemoteError
     from ._output import PlainOutput
     from ._terminal import rich_output_or_plain
 
+    # Fails fast, in one line, when nothing (or not a hub) answers there, or the token is wrong.
+    started = time.monotonic()
+    fetch_snapshot(args.url, args.token)
     output: Output = rich_output_or_plain() if sys.stdout.isatty() else PlainOutput(sys.stdout)
+    shown = 0
     try:
-        trio.run(_watch, args, output)
+        shown = trio.run(_watch, args, output)
     except KeyboardInterrupt:
         return 0
-    except RemoteError as error:
-        print(f"workflow-hub watch: {args.url}: {error}", file=sys.stderr)
-        return 1
+    if shown == 0:
+        waited = time.monotonic() - started
+        raise CommandError(
+            f"{args.url}: nothing to show: no frame arrived in {waited:.2g} s"
+            + (" (--duration ended the watch first)" if args.duration else "")
+        )
     return 0
 
 
-async def _watch(args: argparse.Namespace, output: Output) -> None:
+async def _watch(args: argparse.Namespace, output: Output) -> int:
+    """Draw frames until the duration ends; the number of frames drawn."""
     from ..remote import open_remote
     from ..reporting import ActivityView
 
     if hasattr(output, "title"):
         output.title = "workflow-hub watch"
     view = ActivityView()
+    shown = 0
     with output, trio.move_on_after(args.duration if args.duration else float("inf")):
         async with (
             open_remote(args.url, token=args.token) as stream,
             trio.open_nursery() as nursery,
         ):
-            nursery.start_soon(_show_connection, stream, output)
+            nursery.start_soon(_show_connection, stream, output, args.url, args.token)
             nursery.start_soon(_show_hook_events, args.url, args.token, output)
+            nursery.start_soon(_end_when_closed, output, nursery.cancel_scope)
             async for frame in stream:
                 view.apply(frame)
                 output.frame(frame, view)
+                shown += 1
             nursery.cancel_scope.cancel()
+    return shown
 
 
-async def _show_connection(stream: RemoteStream, output: Output) -> None:
-    """Redraw when the connection's state changes, even when no frame arrives."""
+async def _end_when_closed(output: Output, scope: trio.CancelScope) -> None:
+    """Whoever read the output went away (``watch URL | head``): the watch ends."""
+    await output.closed.wait()
+    scope.cancel()
+
+
+async def _show_connection(
+    stream: RemoteStream, output: Output, url: str, token: str | None
+) -> None:
+    """Redraw when the connection's state changes, even when no frame arrives; while it is down,
+    say why (the server's own answer to one snapshot request)."""
     shown: str | None = None
+    down_since: float | None = None
+    asked_at = -float("inf")
+    why = ""
     while True:
         state = connection_state(stream)
+        now = trio.current_time()
+        if stream.connected:
+            down_since, why = None, ""
+        else:
+            down_since = now if down_since is None else down_since
+            if now - down_since >= _ASK_WHY_AFTER and now - asked_at >= _ASK_WHY_EVERY:
+                asked_at = now
+                why = await trio.to_thread.run_sync(partial(why_down, url, token))
+        if why:
+            state = f"{state} ({why})"
         if state != shown:
             shown = state
             refresh = getattr(output, "refresh", None)

@@ -1,0 +1,240 @@
+"""A served hub's URL as a person types it, and its snapshot fetched once, with the stdlib only.
+
+``snapshot``, ``status`` and ``watch`` (before it opens its stream) fetch ``/v1/snapshot`` with
+the standard library (a plain socket for http://, :mod:`urllib.request` for https://): no httpx,
+no trio run, so a one-shot command stays cheap. What can go
+wrong is said in one line that says what to do: nothing listens there, the token is missing or
+refused, the URL is a fleet server's root, or the server is not a workflow-hub server at all.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+from ._errors import CommandError, UsageError, describe_os_error
+
+if TYPE_CHECKING:
+    from .._contract import SnapshotFrame
+
+__all__ = [
+    "REDIS_SCHEMES",
+    "check_redis_url",
+    "fetch_snapshot",
+    "hub_url",
+    "is_redis_url",
+    "short_reason",
+    "why_down",
+]
+
+REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
+DEFAULT_TIMEOUT = 5.0
+
+
+def is_redis_url(url: str) -> bool:
+    return url.startswith(REDIS_SCHEMES)
+
+
+def check_redis_url(text: str, *, option: str = "URL") -> str:
+    """A Redis URL as coredis reads it: ``redis://HOST[:PORT][/DB]``, ``rediss://…`` or
+    ``unix:///path``; :class:`UsageError` saying what is wrong otherwise."""
+    parts = urlsplit(text)
+    example = "redis://HOST:PORT/DB, e.g. redis://127.0.0.1:6379/0"
+    if parts.scheme == "unix":
+        if not parts.path:
+            raise UsageError(f"{option} {text}: expected unix:///PATH/TO/redis.sock")
+        return text
+    try:
+        parts.port  # noqa: B018 - raises on a bad port
+    except ValueError:
+        raise UsageError(f"{option} {text}: the port must be a number from 0 to 65535") from None
+    if not parts.hostname:
+        raise UsageError(f"{option} {text}: expected {example}")
+    database = parts.path.strip("/")
+    if database and not database.isdigit():
+        raise UsageError(f"{option} {text}: the database is a number ({example})")
+    return text
+
+
+def hub_url(text: str, *, command: str) -> str:
+    """A hub's base URL from what a person typed: ``http://`` is assumed when no scheme is given
+    (``127.0.0.1:8765``, as httpie does), a trailing slash is dropped."""
+    if is_redis_url(text):
+        raise UsageError(
+            f"{text}: {command} reads a hub served over HTTP (http://HOST:PORT); for a fleet in "
+            f"Redis use 'workflow-hub status {text}' or 'workflow-hub watch {text}'"
+        )
+    url = text if "://" in text else f"http://{text}"
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https"):
+        raise UsageError(f"{text}: expected an http:// or https:// URL (or HOST:PORT)")
+    try:
+        port = parts.port
+    except ValueError:
+        raise UsageError(f"{text}: the port must be a number from 0 to 65535") from None
+    if not parts.hostname:
+        raise UsageError(f"{text}: expected http://HOST:PORT, e.g. http://127.0.0.1:8765")
+    del port
+    return url.rstrip("/")
+
+
+def fetch_snapshot(
+    url: str, token: str | None, *, timeout: float = DEFAULT_TIMEOUT
+) -> SnapshotFrame:
+    """``GET {url}/v1/snapshot`` once; :class:`CommandError` saying what to do when it fails."""
+    from .._contract import ContractError, SnapshotFrame
+    from ..wire import loads
+
+    status, content_type, body = _get(f"{url}/v1/snapshot", token, timeout)
+    if status == 401:
+        raise CommandError(
+            f"{url}: the hub wants a token (401): pass it with --token TOKEN"
+            if token is None
+            else f"{url}: the hub refused this token (401): check --token"
+        )
+    if status == 404:
+        raise CommandError(_not_found(url, token, timeout))
+    if status != 200:
+        raise CommandError(f"{url}: the server answered {status} for /v1/snapshot")
+    try:
+        return loads(SnapshotFrame, body)
+    except (ContractError, ValueError):
+        kind = content_type or "no content type"
+        raise CommandError(
+            f"{url}: not a workflow-hub server (its /v1/snapshot is {kind}, not a snapshot): "
+            "give the URL 'workflow-hub serve' prints"
+        ) from None
+
+
+def _not_found(url: str, token: str | None, timeout: float) -> str:
+    """404 for the snapshot: a fleet's root (say its sources), or not a hub's base URL."""
+    try:
+        status, _, body = _get(f"{url}/v1/sources", token, timeout)
+        listed = json.loads(body) if status == 200 else None
+    except (CommandError, ValueError):
+        listed = None
+    if isinstance(listed, dict) and isinstance(listed.get("sources"), list):
+        names = [
+            str(item.get("source") or item.get("name"))
+            for item in listed["sources"]
+            if isinstance(item, dict)
+        ]
+        example = names[0] if names else "NAME"
+        return f"{url} serves a fleet, not one hub: add /sources/{example} to the URL" + (
+            f" (sources: {', '.join(names)})" if names else " (no sources yet)"
+        )
+    return (
+        f"{url}: no hub here (404 for /v1/snapshot): give the hub's base URL, "
+        "as 'workflow-hub serve' prints it"
+    )
+
+
+def _get(url: str, token: str | None, timeout: float) -> tuple[int, str, bytes]:
+    """(status, content type, body) of ``GET url``; :class:`CommandError` when nothing answers."""
+    headers = {"Accept": "application/json"}
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
+    try:
+        if url.startswith("http://"):
+            return _get_plain(url, headers, timeout)
+        return _get_tls(url, headers, timeout)
+    except TimeoutError:
+        raise CommandError(_unreachable(url, "timed out")) from None
+    except OSError as error:
+        raise CommandError(_unreachable(url, error)) from None
+
+
+def _get_plain(url: str, headers: dict[str, str], timeout: float) -> tuple[int, str, bytes]:
+    """HTTP/1.1 over a socket: ``urllib``/``http.client`` load ``ssl`` and ``email``, some 7 MB
+    and tens of milliseconds that a status line refreshed every few seconds should not pay."""
+    parts = urlsplit(url)
+    host = parts.hostname or "127.0.0.1"
+    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    lines = [f"GET {target} HTTP/1.1", f"Host: {parts.netloc}", "Connection: close"]
+    lines += [f"{name}: {value}" for name, value in headers.items()]
+    request = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+    with socket.create_connection((host, parts.port or 80), timeout=timeout) as connection:
+        connection.sendall(request)
+        received = bytearray()
+        while chunk := connection.recv(65536):
+            received.extend(chunk)
+    head, _, body = bytes(received).partition(b"\r\n\r\n")
+    status_line, *header_lines = head.decode("latin-1").split("\r\n")
+    try:
+        status = int(status_line.split()[1])
+    except (IndexError, ValueError):
+        raise CommandError(
+            f"{url}: not an HTTP server (it answered {status_line[:40]!r})"
+        ) from None
+    fields = {}
+    for line in header_lines:
+        name, _, value = line.partition(":")
+        fields[name.strip().lower()] = value.strip()
+    if fields.get("transfer-encoding", "").lower() == "chunked":
+        body = _unchunk(body)
+    content_type = fields.get("content-type", "").partition(";")[0].strip()
+    return status, content_type, body
+
+
+def _unchunk(body: bytes) -> bytes:
+    out = bytearray()
+    while body:
+        size_line, _, rest = body.partition(b"\r\n")
+        size = int(size_line.split(b";")[0] or b"0", 16)
+        if size == 0:
+            break
+        out.extend(rest[:size])
+        body = rest[size + 2 :]
+    return bytes(out)
+
+
+def _get_tls(url: str, headers: dict[str, str], timeout: float) -> tuple[int, str, bytes]:
+    import urllib.error
+    import urllib.request
+
+    request = urllib.request.Request(url, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return response.status, response.headers.get_content_type(), response.read()
+    except urllib.error.HTTPError as error:
+        with error:
+            return error.code, error.headers.get_content_type(), error.read()
+    except urllib.error.URLError as error:
+        raise CommandError(_unreachable(url, error.reason)) from None
+
+
+def _unreachable(url: str, reason: object) -> str:
+    parts = urlsplit(url)
+    where = parts.netloc
+    if isinstance(reason, socket.gaierror):
+        return f"cannot connect to {where}: unknown host {parts.hostname!r}"
+    if isinstance(reason, ConnectionRefusedError):
+        return (
+            f"cannot connect to {where}: connection refused (is the hub running? "
+            "'workflow-hub serve' starts one)"
+        )
+    if isinstance(reason, TimeoutError) or reason == "timed out":
+        return f"cannot connect to {where}: no answer (timed out)"
+    if isinstance(reason, OSError):
+        return f"cannot connect to {where}: {describe_os_error(reason)}"
+    return f"cannot connect to {where}: {reason}"
+
+
+def short_reason(error: CommandError) -> str:
+    """A failure in a few words, for a status line: ``connection refused``, ``the hub wants a
+    token``."""
+    text = str(error)
+    if text.startswith(("cannot connect to ", "http://", "https://")):
+        text = text.split(": ", 1)[-1]
+    return text.partition(": ")[0].partition(" (")[0]
+
+
+def why_down(url: str, token: str | None, *, timeout: float = 2.0) -> str:
+    """Why a stream cannot connect, in a few words; ``""`` when the snapshot can be fetched."""
+    try:
+        fetch_snapshot(url, token, timeout=timeout)
+    except CommandError as error:
+        return short_reason(error)
+    return ""

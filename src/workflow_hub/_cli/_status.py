@@ -1,0 +1,362 @@
+"""``workflow-hub status URL``: one line for a status bar, a prompt or a script.
+
+It prints the aggregate sentence of a served hub (``http://…``, see
+:func:`~workflow_hub.reporting.aggregate`) or of a fleet (``redis://…``, see
+:meth:`~workflow_hub.redis.FleetView.aggregate`) once, and exits with a status that tells the
+state (:data:`EXIT_STATUSES`); ``--format`` makes the line of the fields of :data:`FIELDS`,
+``--json`` prints them as one JSON object, and ``--follow`` stays connected and prints a new line
+only when the line changes (for status bars that read a pipe).
+
+One refresh of a served hub is one ``GET /v1/snapshot`` with the standard library: no httpx,
+no trio run, no rich, no server, no Redis client (``--follow`` and ``redis://`` load theirs).
+What cannot be known (the hub is not running, the token is refused) is a line too:
+``activity unknown: connection refused``, exit status 3, and the whole reason on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import string
+import sys
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from ._errors import CommandError, UsageError, leaves
+from ._http import (
+    check_redis_url,
+    fetch_snapshot,
+    hub_url,
+    is_redis_url,
+    short_reason,
+    why_down,
+)
+from ._options import seconds
+
+if TYPE_CHECKING:
+    from ..reporting import AggregateStatus
+
+__all__ = ["EXIT_STATUSES", "FIELDS", "add_arguments", "exit_status", "fields", "run"]
+
+EXIT_STATUSES: Mapping[str, int] = {
+    "idle": 0,
+    "working": 1,
+    "blocked or needs attention": 2,
+    "unknown": 3,
+}
+"""The exit status of ``status``: the first row that applies (unknown, then attention, …)."""
+
+SYMBOLS: Mapping[str, str] = {"working": "●", "blocked": "■", "idle": "○", "unknown": "?"}
+
+FIELDS: Mapping[str, str] = {
+    "message": "the aggregate sentence, e.g. '4 working · 1 needs attention' (the default line)",
+    "state": "working, blocked, idle or unknown",
+    "reason": "the most significant reason (e.g. awaiting_input); empty when unknown",
+    "symbol": "one character for the state: ● working, ■ blocked, ○ idle, ? unknown",
+    "attention": "'!' when some root needs attention or is blocked, else empty",
+    "roots": "how many roots",
+    "working": "how many roots are working",
+    "blocked": "how many roots are blocked",
+    "awaiting_input": "how many blocked roots wait for input",
+}
+
+_DEFAULT_FORMAT = "{message}"
+_LOST_AFTER = 1.0
+"""--follow: seconds the connection may be down before the line says unknown."""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = (
+        "exit status: 0 idle, 1 working, 2 blocked or needs attention, 3 unknown (also when the "
+        "hub cannot be reached: the line says why); a usage mistake also exits 2, with nothing "
+        "on stdout.\n\n--format fields:\n"
+        + "\n".join(f"  {{{name}}}  {text}" for name, text in FIELDS.items())
+        + "\n\ntmux:  set -g status-right '#(workflow-hub status --follow http://127.0.0.1:8765)'"
+    )
+    parser.add_argument(
+        "url",
+        help="a served hub (http://127.0.0.1:8765; http:// may be left out) or a fleet's Redis "
+        "(redis://HOST:PORT/DB)",
+    )
+    parser.add_argument("--token", default=None, help="http:// only: the token the server wants")
+    shape = parser.add_mutually_exclusive_group()
+    shape.add_argument(
+        "--format",
+        default=_DEFAULT_FORMAT,
+        metavar="TEXT",
+        help="the line, with {fields} (listed below), e.g. '{symbol} {working}w {blocked}b'",
+    )
+    shape.add_argument(
+        "--json", action="store_true", help="the fields as one JSON object a line, instead"
+    )
+    parser.add_argument(
+        "--follow",
+        action="store_true",
+        help="stay connected and print a new line whenever the line changes (until Ctrl-C)",
+    )
+    parser.add_argument(
+        "--duration",
+        type=seconds,
+        default=None,
+        metavar="SECONDS",
+        help="with --follow: stop after this long",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=seconds,
+        default=5.0,
+        metavar="SECONDS",
+        help="how long to wait for an answer (default 5)",
+    )
+    parser.add_argument(
+        "--prefix", default=None, help="redis:// only: the key prefix (default workflow-hub)"
+    )
+    parser.add_argument(
+        "--stale-after",
+        type=seconds,
+        default=5.0,
+        metavar="SECONDS",
+        help="redis:// only: a source silent this long is unavailable (default 5)",
+    )
+
+
+def fields(status: AggregateStatus) -> dict[str, Any]:
+    """What ``--format`` and ``--json`` can show of a status."""
+    return {
+        "message": status.message,
+        "state": str(status.state),
+        "reason": str(status.reason) if status.reason is not None else "",
+        "symbol": SYMBOLS.get(str(status.state), "?"),
+        "attention": "!" if status.attention else "",
+        "roots": status.roots,
+        "working": status.working,
+        "blocked": status.blocked,
+        "awaiting_input": status.awaiting_input,
+    }
+
+
+def exit_status(status: AggregateStatus) -> int:
+    """0 idle, 1 working, 2 blocked or needs attention, 3 unknown."""
+    state = str(status.state)
+    if state == "unknown":
+        return EXIT_STATUSES["unknown"]
+    if state == "blocked" or status.attention:
+        return EXIT_STATUSES["blocked or needs attention"]
+    if state == "working":
+        return EXIT_STATUSES["working"]
+    return EXIT_STATUSES["idle"]
+
+
+def _formatter(args: argparse.Namespace) -> Callable[[AggregateStatus], str]:
+    if args.json:
+
+        def as_json(status: AggregateStatus) -> str:
+            values = fields(status)
+            values["attention"] = status.attention
+            values["reason"] = values["reason"] or None
+            values["exit_status"] = exit_status(status)
+            return json.dumps(values, ensure_ascii=False)
+
+        return as_json
+    template: str = args.format
+    try:
+        names = [name for _, name, _, _ in string.Formatter().parse(template) if name is not None]
+    except ValueError as error:
+        raise UsageError(f"--format {template!r}: {error} (write {{{{ for a brace)") from None
+    unknown = sorted(
+        {name for name in names if name.partition(".")[0].partition("[")[0] not in FIELDS}
+    )
+    if unknown:
+        raise UsageError(
+            f"--format: unknown field {{{unknown[0]}}}; the fields are "
+            + ", ".join(f"{{{name}}}" for name in FIELDS)
+        )
+    return lambda status: template.format_map(fields(status))
+
+
+def unknown_status(why: str) -> AggregateStatus:
+    """What ``status`` says when it cannot know: unknown, with the reason as its message."""
+    from ..reporting import AggregateState, AggregateStatus
+
+    return AggregateStatus(
+        state=AggregateState.UNKNOWN,
+        reason=None,
+        attention=False,
+        roots=0,
+        working=0,
+        blocked=0,
+        awaiting_input=0,
+        message=f"activity unknown: {why}",
+    )
+
+
+class _Printer:
+    """Prints a status's line, with ``--follow`` only when it differs from the last one."""
+
+    def __init__(self, line: Callable[[AggregateStatus], str]) -> None:
+        self._line = line
+        self._last: str | None = None
+        self.status: AggregateStatus | None = None
+
+    def show(self, status: AggregateStatus) -> None:
+        self.status = status
+        text = self._line(status)
+        if text != self._last:
+            self._last = text
+            sys.stdout.write(text + "\n")
+            sys.stdout.flush()
+
+
+def run(args: argparse.Namespace) -> int:
+    printer = _Printer(_formatter(args))
+    redis = is_redis_url(args.url)
+    if not redis:
+        args.url = hub_url(args.url, command="status")
+    elif args.token is not None:
+        raise UsageError("--token is for http:// URLs; a Redis URL carries its password")
+    else:
+        check_redis_url(args.url)
+    try:
+        with _first_command_error():
+            if args.follow:
+                import trio
+
+                trio.run(_follow, args, printer, redis)
+            else:
+                printer.show(_fleet_once(args) if redis else _hub_once(args))
+    except KeyboardInterrupt:
+        pass
+    except CommandError as error:
+        if isinstance(error, UsageError):
+            raise
+        printer.show(unknown_status(short_reason(error)))
+        print(f"workflow-hub status: {error}", file=sys.stderr, flush=True)
+    return exit_status(printer.status) if printer.status is not None else 3
+
+
+async def _follow(args: argparse.Namespace, printer: _Printer, redis: bool) -> None:
+    import trio
+
+    with trio.move_on_after(args.duration if args.duration else float("inf")):
+        if redis:
+            await _read_fleet(args, printer)
+        else:
+            await _follow_hub(args, printer)
+
+
+@contextmanager
+def _first_command_error() -> Iterator[None]:
+    """A :class:`CommandError` raised inside a nursery (an exception group) as itself."""
+    try:
+        yield
+    except BaseExceptionGroup as group:
+        found = [leaf for leaf in leaves(group) if isinstance(leaf, CommandError)]
+        if found:
+            raise found[0] from group
+        raise
+
+
+# --- a served hub -----------------------------------------------------------------------------
+
+
+def _hub_once(args: argparse.Namespace) -> AggregateStatus:
+    from ..reporting import aggregate
+
+    return aggregate(fetch_snapshot(args.url, args.token, timeout=args.timeout))
+
+
+async def _follow_hub(args: argparse.Namespace, printer: _Printer) -> None:
+    import trio
+
+    from ..remote import RemoteError, open_remote
+    from ..reporting import ActivityView, aggregate
+
+    view = ActivityView()
+    async with open_remote(args.url, token=args.token) as stream, trio.open_nursery() as nursery:
+
+        async def watch_connection() -> None:
+            down_since: float | None = trio.current_time()
+            was_connected = False
+            while True:
+                await trio.sleep(0.25)
+                now = trio.current_time()
+                if stream.connected:
+                    if not was_connected and view.cursor is not None:
+                        printer.show(aggregate(view))  # back: the picture is true again
+                    was_connected, down_since = True, None
+                    continue
+                was_connected = False
+                down_since = now if down_since is None else down_since
+                if now - down_since >= _LOST_AFTER:
+                    why = await trio.to_thread.run_sync(why_down, args.url, args.token)
+                    if not stream.connected:
+                        printer.show(unknown_status(why or "reconnecting"))
+                    down_since = trio.current_time()
+
+        nursery.start_soon(watch_connection)
+        try:
+            async for frame in stream:
+                view.apply(frame)
+                printer.show(aggregate(view))
+        except RemoteError as error:
+            raise CommandError(f"{args.url}: {error}") from None
+        nursery.cancel_scope.cancel()
+
+
+# --- a fleet in Redis ---------------------------------------------------------------------------
+
+
+def _fleet_once(args: argparse.Namespace) -> AggregateStatus:
+    import trio
+
+    return trio.run(_read_fleet, args, None)
+
+
+async def _read_fleet(args: argparse.Namespace, printer: _Printer | None) -> AggregateStatus:
+    """The fleet's status once every source discovered has said something (``printer`` None),
+    or every change of it, until cancelled."""
+    import trio
+
+    from ..redis import DEFAULT_PREFIX, FleetView, follow_fleet
+
+    coredis = _coredis()
+    fleet_view = FleetView()
+    prefix = args.prefix or DEFAULT_PREFIX
+    async with coredis.Redis.from_url(args.url) as redis:
+        try:
+            with trio.fail_after(args.timeout):
+                await redis.ping()
+        except (trio.TooSlowError, coredis.exceptions.ConnectionError, OSError) as error:
+            raise CommandError(f"cannot connect to {args.url}: {error or 'no answer'}") from None
+        async with follow_fleet(redis, prefix=prefix, stale_after=args.stale_after) as fleet:
+            if printer is not None:
+                printer.show(fleet_view.aggregate())
+                async for source, frame in fleet:
+                    fleet_view.apply(source, frame)
+                    printer.show(fleet_view.aggregate())
+                return fleet_view.aggregate()
+            with trio.move_on_after(args.timeout):
+                while True:
+                    complete = bool(fleet.streams) and all(
+                        source in fleet_view.views for source in fleet.streams
+                    )
+                    # Sources are listed at once; give the first listing a moment, then each
+                    # source its first frame, then what is already queued.
+                    with trio.move_on_after(0.1 if complete else 0.5) as quiet:
+                        source, frame = await fleet.__anext__()
+                        fleet_view.apply(source, frame)
+                    if quiet.cancelled_caught and (complete or not fleet.streams):
+                        break
+    return fleet_view.aggregate()
+
+
+def _coredis() -> Any:
+    try:
+        import coredis
+    except ModuleNotFoundError:
+        raise UsageError(
+            "redis:// needs the 'redis' extra (coredis): pip install 'workflow-hub[redis]'"
+        ) from None
+    return coredis
