@@ -9,6 +9,7 @@ once for all clients (:class:`~workflow_hub.server._encode.FrameEncoder`).
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -22,20 +23,27 @@ from starlette.applications import Starlette
 from starlette.datastructures import Headers
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
-from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Mount, Route, WebSocketRoute
-from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
-from starlette.websockets import WebSocket, WebSocketDisconnect
+from starlette.websockets import WebSocket
 
 from .._contract import ContractError, Cursor
 from .._core import FrameStream, HookRunner, WorkflowActivityHub
 from ..metrics import HubMetrics
 from ._encode import FrameEncoder, cursor_text, sse_comment
 from ._events import HookEventClient, HookEventFanout
-from ._middleware import SSE_HEADERS, Guard, NoStore
-from ._requests import error_response, resume_position
-from ._streams import StreamTracker
+from ._files import PageFiles, page_response
+from ._middleware import Guard, NoStore
+from ._requests import (
+    EXCEPTION_HANDLERS,
+    contract_problem,
+    error_response,
+    json_response,
+    problem,
+    resume_position,
+)
+from ._streams import SSE_HEADERS, StreamHead, StreamTracker
 
 __all__ = [
     "DEFAULT_EVENTS_BUFFER",
@@ -181,19 +189,25 @@ class HubApp(StreamTracker):
         self.encoder = FrameEncoder()
         self._fanout = HookEventFanout(runner) if runner is not None else None
         super().__init__()
+        self._private = token is not None
         routes: list[Route | WebSocketRoute | Mount] = [
+            Route("/livez", self._livez),
+            Route("/readyz", self._readyz),
             Route("/healthz", self._healthz),
             Route("/metrics", self._metrics),
             Route("/v1/snapshot", self._snapshot),
             Route("/v1/activity", self._activity),
             Route("/v1/events", self._events),
             WebSocketRoute("/v1/ws", self._websocket),
+            # A plain GET (no upgrade) on the WebSocket's path.
+            Route("/v1/ws", self._upgrade_required),
         ]
         if static_dir is not None:
             self.static_dir = static_dir
             routes.append(Route("/", self._index))
-            routes.append(Mount("/static", StaticFiles(directory=static_dir, check_dir=False)))
-        inner: ASGIApp = Guard(Starlette(routes=routes), token)
+            routes.append(Mount("/static", PageFiles(directory=static_dir, check_dir=False)))
+        router = Starlette(routes=routes, exception_handlers=dict(EXCEPTION_HANDLERS))
+        inner: ASGIApp = Guard(router, token)
         if cors_origins:
             # Outside the token check: a preflight carries no credentials, and a 401 must carry
             # the CORS headers for the page to read it.
@@ -218,38 +232,63 @@ class HubApp(StreamTracker):
 
     # --- endpoints -------------------------------------------------------------------------
 
-    async def _healthz(self, request: Request) -> Response:
+    async def _livez(self, request: Request) -> Response:
+        """Liveness: the process answers. Never depends on the source (a restart cures nothing)."""
+        return json_response(request, b'{"status":"ok"}')
+
+    async def _readyz(self, request: Request) -> Response:
+        """Readiness: 200 while the source is ``ready``; 503 while it is recovering or
+        unavailable (its roots are unknown, so a balancer should send readers elsewhere)."""
         hub = self.hub
-        return JSONResponse(
-            {
-                "status": "ok",
-                "cursor": cursor_text(hub.cursor),
-                "availability": str(hub.availability),
-            }
-        )
+        availability = "unavailable" if hub.disposed else str(hub.availability)
+        if availability != "ready":
+            return problem(
+                503,
+                f"the source is {availability}: its roots are not known",
+                extra={"availability": availability},
+            )
+        return json_response(request, b'{"status":"ready","availability":"ready"}')
+
+    async def _healthz(self, request: Request) -> Response:
+        """Liveness as the first release answered it, with the cursor (kept; see /livez)."""
+        hub = self.hub
+        body = {
+            "status": "ok",
+            "cursor": cursor_text(hub.cursor),
+            "availability": str(hub.availability),
+        }
+        return json_response(request, json.dumps(body, ensure_ascii=False))
 
     async def _metrics(self, request: Request) -> Response:
         if self.metrics is None:
             return error_response(
                 404, "metrics are off: pass metrics=HubMetrics(...) to the server"
             )
-        from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+        from prometheus_client.exposition import choose_encoder
 
-        return Response(generate_latest(self.metrics.registry), media_type=CONTENT_TYPE_LATEST)
+        # Prometheus asks for OpenMetrics in its Accept header; anything else gets the text format.
+        encoder, content_type = choose_encoder(request.headers.get("accept", ""))
+        return Response(
+            encoder(self.metrics.registry),
+            headers={"Content-Type": content_type, "Vary": "Accept"},
+        )
 
     async def _snapshot(self, request: Request) -> Response:
         frame = self.hub.snapshot_frame()
-        etag = f'"{cursor_text(frame.cursor)}"'
-        if request.headers.get("if-none-match") == etag:
-            return Response(status_code=304, headers={"ETag": etag})
-        body = self.encoder.json(frame)
-        return Response(body, media_type="application/json", headers={"ETag": etag})
+        return json_response(
+            request,
+            self.encoder.json(frame),
+            etag=f'"{cursor_text(frame.cursor)}"',
+            cache_control="private, no-cache" if self._private else "no-cache",
+        )
 
     async def _activity(self, request: Request) -> Response:
         try:
             since = resume_position(request.query_params, request.headers)
         except ContractError as error:
-            return error_response(400, error.problem, error.path)
+            return contract_problem(error)
+        if request.method == "HEAD":
+            return StreamHead()
         return _ActivityStream(self, since)
 
     async def _events(self, request: Request) -> Response:
@@ -258,31 +297,37 @@ class HubApp(StreamTracker):
                 404,
                 "hook events are off: the server was started without a HookRunner (runner=...)",
             )
+        if request.method == "HEAD":
+            return StreamHead()
         return _HookStream(self, self._fanout)
 
+    async def _upgrade_required(self, request: Request) -> Response:
+        return problem(
+            426,
+            "/v1/ws is a WebSocket: send the upgrade handshake (Upgrade: websocket)",
+            headers={"Upgrade": "websocket"},
+        )
+
     async def _index(self, request: Request) -> Response:
-        index = self.static_dir / "index.html"
-        if not index.is_file():
-            return error_response(404, "no web page is installed")
-        return FileResponse(index, media_type="text/html")
+        return page_response(request, self.static_dir / "index.html")
 
     async def _websocket(self, websocket: WebSocket) -> None:
         try:
             since = resume_position(websocket.query_params, Headers())
         except ContractError as error:
-            await websocket.send_denial_response(error_response(400, error.problem, error.path))
+            await websocket.send_denial_response(contract_problem(error))
             return
         await websocket.accept()
         left = False
         async with self.subscribe(since) as stream, trio.open_nursery() as nursery:
 
             async def watch_disconnect() -> None:
+                # Messages from the client mean nothing (the server caps their size: 1009
+                # beyond WS_MAX_MESSAGE); only its leaving does.
                 nonlocal left
-                try:
-                    while True:
-                        await websocket.receive_text()
-                except (WebSocketDisconnect, KeyError, RuntimeError):
-                    left = True
+                while (await websocket.receive())["type"] != "websocket.disconnect":
+                    pass
+                left = True
                 nursery.cancel_scope.cancel()
 
             nursery.start_soon(watch_disconnect)
