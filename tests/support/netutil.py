@@ -85,10 +85,11 @@ class SseReader:
             self._buffer += chunk
         block, _, self._buffer = self._buffer.partition(b"\n\n")
         event = parse_block(block.decode())
-        if event.fields and all(key == "retry" for key, _ in event.fields):
-            # A block of only ``retry:`` sets the reconnection delay and dispatches no event.
-            self.retry = event.get("retry")
-            return await self.next()
+        if event.fields and event.fields[0][0] == "retry":
+            # The server's reconnection delay, in front of the first event: kept aside, so that
+            # the event reads as every other one.
+            self.retry = event.fields[0][1]
+            event = SseEvent(event.fields[1:])
         return event
 
     async def events(self, count: int) -> list[SseEvent]:

@@ -43,7 +43,7 @@ from ._requests import (
     problem,
     resume_position,
 )
-from ._streams import SSE_HEADERS, StreamHead, StreamTracker
+from ._streams import RETRY_FIELD, SSE_HEADERS, StreamHead, StreamTracker
 
 __all__ = [
     "DEFAULT_EVENTS_BUFFER",
@@ -97,6 +97,7 @@ class _ActivityStream(Response):
         app = self._hub_app
         backlog = app.encoder.backlog
         keepalive = app.keepalive
+        retry = RETRY_FIELD  # in front of the first event, then never again
         while True:
             with trio.move_on_after(keepalive) as idle:
                 # A client that is behind gets everything pending in one write. The hub's queue
@@ -107,7 +108,11 @@ class _ActivityStream(Response):
                     {"type": "http.response.body", "body": app.keepalive_bytes, "more_body": True}
                 )
                 continue
-            await send({"type": "http.response.body", "body": backlog(frames), "more_body": True})
+            body = backlog(frames)
+            if retry:
+                body = retry + body
+                retry = b""
+            await send({"type": "http.response.body", "body": body, "more_body": True})
 
 
 @final
@@ -133,6 +138,7 @@ class _HookStream(Response):
     async def _events(self, client: HookEventClient, send: Send) -> None:
         app = self._hub_app
         hub = app.hub
+        retry = RETRY_FIELD  # in front of the first event, then never again
         # A disposed hub dispatches no more hooks; the stream ends at the next keep-alive.
         while not hub.disposed:
             with trio.move_on_after(app.keepalive) as idle:
@@ -141,6 +147,9 @@ class _HookStream(Response):
                 if hub.disposed:
                     return
                 body = app.keepalive_bytes
+            elif retry:
+                body = retry + body
+                retry = b""
             await send({"type": "http.response.body", "body": body, "more_body": True})
 
 

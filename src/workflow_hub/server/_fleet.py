@@ -47,7 +47,7 @@ from ._requests import (
     resume_text,
 )
 from ._serve import check_binding, run_asgi
-from ._streams import StreamHead, StreamTracker
+from ._streams import RETRY_FIELD, StreamHead, StreamTracker
 
 if TYPE_CHECKING:
     import coredis
@@ -170,6 +170,7 @@ class _SourceStream(Response):
         relay = self._relay
         position = self._position
         keepalive = self._fleet.keepalive
+        retry = RETRY_FIELD  # in front of the first event, then never again
         while True:
             body, position = relay.take(position)
             if body is None:
@@ -178,6 +179,9 @@ class _SourceStream(Response):
                 if not idle.cancelled_caught:
                     continue
                 body = self._fleet.keepalive_bytes
+            elif retry:
+                body = retry + body
+                retry = b""
             await send({"type": "http.response.body", "body": body, "more_body": True})
 
 

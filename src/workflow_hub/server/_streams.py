@@ -12,13 +12,15 @@ import trio
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-__all__ = ["SSE_HEADERS", "SSE_RETRY", "StreamHead", "StreamTracker"]
+__all__ = ["RETRY_FIELD", "SSE_HEADERS", "SSE_RETRY", "StreamHead", "StreamTracker"]
 
 SSE_RETRY: Final = 2000
-"""Milliseconds an EventSource waits before it reconnects (the ``retry:`` field every stream
-starts with): the server paces reconnections, not each client's default."""
+"""Milliseconds an EventSource waits before it reconnects: the server paces reconnections, not
+each client's default."""
 
-_RETRY_FIELD: Final = f"retry: {SSE_RETRY}\n\n".encode()
+RETRY_FIELD: Final = f"retry: {SSE_RETRY}\n".encode()
+"""The ``retry:`` line each stream puts in front of its first event (a block of its own would
+be an empty event to some clients, httpx-sse among them)."""
 
 SSE_HEADERS: Final = [
     (b"content-type", b"text/event-stream; charset=utf-8"),
@@ -94,7 +96,6 @@ class StreamTracker:
                 nursery.cancel_scope.cancel()
 
             nursery.start_soon(watch_disconnect)
-            await send({"type": "http.response.body", "body": _RETRY_FIELD, "more_body": True})
             with self._tracked():
                 await produce()
             nursery.cancel_scope.cancel()
