@@ -37,19 +37,13 @@ def running(*args: str) -> Iterator[str]:
 
 
 def test_serve_sends_cors_headers_for_each_origin_given_and_serves_metrics() -> None:
-    with running(
-        "serve",
-        "--port", "0",
-        "--duration", "30",
-        "--cors-origin", "https://one.example",
-        "--cors-origin", "https://two.example",
-        "--keepalive", "5",
-    ) as url:  # fmt: skip
-        with httpx.Client(timeout=10) as client:
-            one = client.get(f"{url}/v1/snapshot", headers={"Origin": "https://one.example"})
-            two = client.get(f"{url}/v1/snapshot", headers={"Origin": "https://two.example"})
-            other = client.get(f"{url}/v1/snapshot", headers={"Origin": "https://evil.example"})
-            metrics = client.get(f"{url}/metrics")
+    command = ["serve", "--port", "0", "--duration", "30", "--keepalive", "5"]
+    command += ["--cors-origin", "https://one.example", "--cors-origin", "https://two.example"]
+    with running(*command) as url, httpx.Client(timeout=10) as client:
+        one = client.get(f"{url}/v1/snapshot", headers={"Origin": "https://one.example"})
+        two = client.get(f"{url}/v1/snapshot", headers={"Origin": "https://two.example"})
+        other = client.get(f"{url}/v1/snapshot", headers={"Origin": "https://evil.example"})
+        metrics = client.get(f"{url}/metrics")
     assert one.headers["access-control-allow-origin"] == "https://one.example"
     assert two.headers["access-control-allow-origin"] == "https://two.example"
     assert "access-control-allow-origin" not in other.headers
