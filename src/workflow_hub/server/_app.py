@@ -35,14 +35,18 @@ from ._encode import FrameEncoder, cursor_text, sse_comment
 from ._events import HookEventClient, HookEventFanout
 from ._files import PageFiles, page_response
 from ._middleware import Guard, NoStore
+from ._openapi import OPENAPI_PATH, SCHEMA_PATH, openapi_document
 from ._requests import (
     EXCEPTION_HANDLERS,
     contract_problem,
+    document_bytes,
+    document_response,
     error_response,
     json_response,
     problem,
     resume_position,
 )
+from ._schemas import events_schema
 from ._streams import RETRY_FIELD, SSE_HEADERS, StreamHead, StreamTracker
 
 __all__ = [
@@ -199,6 +203,8 @@ class HubApp(StreamTracker):
         self._fanout = HookEventFanout(runner) if runner is not None else None
         super().__init__()
         self._private = token is not None
+        self._openapi_body: bytes | None = None
+        self._schema_body: bytes | None = None
         routes: list[Route | WebSocketRoute | Mount] = [
             Route("/livez", self._livez),
             Route("/readyz", self._readyz),
@@ -210,12 +216,16 @@ class HubApp(StreamTracker):
             WebSocketRoute("/v1/ws", self._websocket),
             # A plain GET (no upgrade) on the WebSocket's path.
             Route("/v1/ws", self._upgrade_required),
+            Route(OPENAPI_PATH, self._openapi),
+            Route(SCHEMA_PATH, self._wire_schema),
         ]
         if static_dir is not None:
             self.static_dir = static_dir
             routes.append(Route("/", self._index))
             routes.append(Mount("/static", PageFiles(directory=static_dir, check_dir=False)))
-        router = Starlette(routes=routes, exception_handlers=dict(EXCEPTION_HANDLERS))
+        router = self._router = Starlette(
+            routes=routes, exception_handlers=dict(EXCEPTION_HANDLERS)
+        )
         inner: ASGIApp = Guard(router, token)
         if cors_origins:
             # Outside the token check: a preflight carries no credentials, and a 401 must carry
@@ -317,6 +327,26 @@ class HubApp(StreamTracker):
             headers={"Upgrade": "websocket"},
         )
 
+    def api_document(self) -> dict[str, object]:
+        """This application's OpenAPI 3.1 document (what ``/openapi.json`` serves)."""
+        return openapi_document(
+            version=_version(),
+            token=self._private,
+            hooks=self._fanout is not None,
+            metrics=self.metrics is not None,
+            page=hasattr(self, "static_dir"),
+        )
+
+    async def _openapi(self, request: Request) -> Response:
+        if self._openapi_body is None:
+            self._openapi_body = document_bytes(self.api_document())
+        return document_response(request, self._openapi_body, "application/json")
+
+    async def _wire_schema(self, request: Request) -> Response:
+        if self._schema_body is None:
+            self._schema_body = document_bytes(events_schema())
+        return document_response(request, self._schema_body, "application/schema+json")
+
     async def _index(self, request: Request) -> Response:
         return page_response(request, self.static_dir / "index.html")
 
@@ -348,6 +378,15 @@ class HubApp(StreamTracker):
         if not left:
             # 1001 "going away": the server (or its hub) is shutting down.
             await websocket.close(1001)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("workflow-hub")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "0+unknown"
 
 
 def create_app(

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 from collections.abc import Mapping
 from http import HTTPStatus
@@ -30,6 +31,8 @@ __all__ = [
     "MAX_POSITION",
     "PROBLEM_JSON",
     "contract_problem",
+    "document_bytes",
+    "document_response",
     "error_response",
     "json_response",
     "not_modified",
@@ -223,3 +226,17 @@ def json_response(
         if etag is not None:
             headers["ETag"] = f"W/{etag}"
     return Response(data, media_type="application/json", headers=headers)
+
+
+def document_bytes(document: Mapping[str, object]) -> bytes:
+    """A JSON document (the API's descriptions) as the bytes served, keys in a stable order."""
+    return json.dumps(document, ensure_ascii=False, indent=1).encode()
+
+
+def document_response(request: Request, body: bytes, media_type: str) -> Response:
+    """A document that changes only with the package: ``no-cache`` and an ETag of its bytes."""
+    etag = f'"{hashlib.sha256(body).hexdigest()[:32]}"'
+    response = json_response(request, body, etag=etag, cache_control="no-cache")
+    if response.status_code == 200:
+        response.headers["Content-Type"] = media_type
+    return response
