@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint types pytest conformance bench venv clean redis-server browsers screenshot
+.PHONY: demo test lint types pytest conformance bench venv clean redis-server browsers screenshot node-clients promtool
 
 venv: $(STAMP)
 
@@ -48,7 +48,17 @@ browsers:
 	@command -v node >/dev/null || flock /tmp/apt.lock sh -c 'apt-get update && apt-get install -y nodejs'
 	@command -v chromium >/dev/null || flock /tmp/apt.lock sh -c 'apt-get update && apt-get install -y chromium'
 
-pytest: $(STAMP) redis-server browsers
+# The server's conformance tests drive real clients: node's `eventsource` package (installed from
+# tests/server/js's lock file into its node_modules, never from a CDN) and Prometheus' promtool
+# (Debian's prometheus package).
+node-clients: browsers
+	@command -v npm >/dev/null || flock /tmp/apt.lock sh -c 'apt-get update && apt-get install -y npm'
+	@test -d tests/server/js/node_modules/eventsource || (cd tests/server/js && npm ci --no-audit --no-fund)
+
+promtool:
+	@command -v promtool >/dev/null || flock /tmp/apt.lock sh -c 'apt-get update && apt-get install -y prometheus'
+
+pytest: $(STAMP) redis-server browsers node-clients promtool
 	$(BIN)/pytest
 
 # docs/dashboard.png: the dashboard of the demo's scheduler, taken by Debian's chromium.
