@@ -317,3 +317,18 @@ def test_every_operation_documents_its_errors_as_problems(path: str) -> None:
     for status, answer in responses.items():
         if status.startswith(("4", "5")):
             assert list(answer["content"]) == ["application/problem+json"], (path, status)
+
+
+def test_the_copies_in_docs_are_up_to_date() -> None:
+    """docs/api/ holds what the server generates (``python tools/api_documents.py`` rewrites)."""
+    tool = Path(__file__).parents[2] / "tools" / "api_documents.py"
+    result = subprocess.run(
+        [sys.executable, str(tool), "--check"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    copy = json.loads((Path(__file__).parents[2] / "docs" / "api" / "openapi.json").read_text())
+    validate_openapi(copy)
