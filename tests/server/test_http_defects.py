@@ -164,6 +164,13 @@ async def test_a_fleet_position_that_is_not_ascii_digits_within_range_is_a_400(
             # A well-formed position still resumes (no snapshot first).
             async with client.stream("GET", stream, params={"since": event_id}) as response:
                 assert response.headers["x-workflow-hub-resumed"] == "true"
+            # HEAD answers the headers and ends; the router's own 404 is a problem too.
+            head = await client.head(stream)
+            assert head.status_code == 200
+            assert head.headers["content-type"].startswith("text/event-stream")
+            missing = await client.get(f"{url}/no/such/path")
+            assert missing.status_code == 404
+            assert missing.headers["content-type"] == PROBLEM
 
 
 # --- the WebSocket message cap ------------------------------------------------------------

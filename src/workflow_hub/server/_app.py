@@ -233,8 +233,8 @@ class HubApp(StreamTracker):
             inner = CORSMiddleware(
                 inner,
                 allow_origins=list(cors_origins),
-                allow_methods=["GET"],
-                allow_headers=["Authorization", "Last-Event-ID"],
+                allow_methods=["GET", "HEAD"],
+                allow_headers=["Authorization", "Last-Event-ID", "If-None-Match"],
                 expose_headers=["ETag", "X-Workflow-Hub-Resumed"],
             )
         self._app = NoStore(inner)
