@@ -14,6 +14,7 @@ The application gets no ASGI lifespan events (ours have no startup or shutdown w
 
 from __future__ import annotations
 
+import logging
 from functools import partial
 from typing import Any, cast
 
@@ -27,6 +28,8 @@ from hypercorn.utils import repr_socket_addr
 from starlette.types import ASGIApp
 
 __all__ = ["serve_connections"]
+
+logger = logging.getLogger("workflow_hub.server")
 
 
 class _Connections:
@@ -103,6 +106,10 @@ async def serve_connections(
         connections.stop()
         with trio.move_on_after(grace):
             await connections.none_left.wait()
-        connections.cut()
+        cut = connections.cut()
+        if cut:
+            logger.info(
+                "closed %d connection(s) still open %.1f s after the server stopped", cut, grace
+            )
         # Every task left was blocked on a socket that is now closed: each ends at once.
         handlers.cancel_scope.deadline = trio.current_time() + 0.1
