@@ -15,6 +15,8 @@ import coredis
 import httpx
 import pytest
 import trio
+from hypothesis import given
+from hypothesis import strategies as st
 from wsproto.events import BytesMessage, TextMessage
 
 from tests.support.builders import root
@@ -23,6 +25,7 @@ from tests.support.netutil import WsClosed, hooks_for, served, websocket
 from tests.support.redis_server import RedisServer
 from workflow_hub import ContractError, Cursor, open_hub
 from workflow_hub.server import serve_fleet
+from workflow_hub.server._requests import parse_position
 from workflow_hub.wire import format_cursor, parse_cursor
 
 WAIT = 10
@@ -227,3 +230,32 @@ async def test_head_on_a_stream_answers_the_headers_and_ends_without_subscribing
     assert head.headers["content-type"].startswith("text/event-stream")
     assert head.content == b""
     assert after.status_code == 200
+
+
+@given(st.text(max_size=60) | st.from_regex(r"\A[^:\s]{1,8}:[0-9]{15,25}\Z"))
+def test_any_text_is_a_cursor_or_a_contract_error(text: str) -> None:
+    """R4/C1: whatever a client sends, parsing ends in the cursor it spells or a
+    ContractError, never another exception."""
+    try:
+        cursor = parse_cursor(text)
+    except ContractError:
+        return
+    epoch, _, digits = text.rpartition(":")
+    assert (cursor.epoch, cursor.revision) == (epoch, int(digits))
+    assert digits.isascii()
+    assert cursor.revision <= 2**63 - 1
+
+
+@given(st.text(max_size=40) | st.from_regex(r"\A[0-9a-f]{8}-[0-9]{15,25}\Z"))
+def test_any_text_is_a_fleet_position_or_a_contract_error_naming_the_field(text: str) -> None:
+    try:
+        boot, position = parse_position(text, "since")
+    except ContractError as error:
+        failure: ContractError | None = error
+    else:
+        failure = None
+        head, _, digits = text.rpartition("-")
+        assert (boot, position) == (head, int(digits))
+        assert digits.isascii()
+        assert position <= 2**63 - 1
+    assert failure is None or failure.path == "since"
