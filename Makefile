@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint types pytest conformance bench venv clean redis-server browsers tmux screenshot
+.PHONY: demo test lint types pytest conformance bench venv clean redis-server browsers tmux screenshot node-clients promtool
 
 venv: $(STAMP)
 
@@ -34,6 +34,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check $(LINTED)
 	$(BIN)/ruff format --check $(LINTED)
 	$(BIN)/python tools/contract_inits.py --check
+	$(BIN)/python tools/api_documents.py --check
 
 types: $(STAMP)
 	$(BIN)/mypy --strict src
@@ -59,7 +60,17 @@ browsers:
 tmux:
 	@command -v tmux >/dev/null || flock /tmp/apt.lock sh -c 'apt-get update && apt-get install -y tmux'
 
-pytest: $(STAMP) redis-server browsers tmux
+# The server's conformance tests drive real clients: node's `eventsource` package (installed from
+# tests/server/js's lock file into its node_modules, never from a CDN) and Prometheus' promtool
+# (Debian's prometheus package).
+node-clients: browsers
+	@command -v npm >/dev/null || flock /tmp/apt.lock sh -c 'apt-get update && apt-get install -y npm'
+	@test -d tests/server/js/node_modules/eventsource || (cd tests/server/js && npm ci --no-audit --no-fund)
+
+promtool:
+	@command -v promtool >/dev/null || flock /tmp/apt.lock sh -c 'apt-get update && apt-get install -y prometheus'
+
+pytest: $(STAMP) redis-server browsers tmux node-clients promtool
 	$(BIN)/pytest
 
 # docs/dashboard*.png and docs/terminal-*.svg: the demo in full swing (`workflow-hub serve`,

@@ -50,7 +50,7 @@ async def test_snapshot_is_the_current_frame_with_the_cursor_as_etag() -> None:
     assert response.status_code == 200
     assert loads(type(hub.snapshot_frame()), response.text) == hub.snapshot_frame()
     assert response.headers["etag"] == f'"{hub.cursor.epoch}:{hub.cursor.revision}"'
-    assert response.headers["cache-control"] == "no-store"
+    assert response.headers["cache-control"] == "no-cache"
     assert response.headers["content-type"] == "application/json"
     assert again.status_code == 304
 

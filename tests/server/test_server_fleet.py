@@ -44,6 +44,7 @@ from workflow_hub import (
 from workflow_hub.reporting import ActivityView
 from workflow_hub.server import FleetApp, serve_fleet
 from workflow_hub.server._fleet import _Relay
+from workflow_hub.server._requests import parse_position
 
 WAIT = 10
 _FRAME = SnapshotFrame | ChangedFrame | RemovedFrame
@@ -324,13 +325,16 @@ def test_resume_positions_are_only_those_the_relay_still_holds() -> None:
         relay.push(frame)
     assert relay.start == 2
     assert relay.end == 4
-    assert relay.resume_position(relay.event_id(4)) == 4
-    assert relay.resume_position(relay.event_id(2)) == 2
-    assert relay.resume_position(relay.event_id(1)) is None  # trimmed: a fresh snapshot
-    assert relay.resume_position(relay.event_id(5)) is None  # from the future
-    assert relay.resume_position("other-3") is None  # another relay (or server run)
-    assert relay.resume_position("e1:3") is None  # a hub cursor is not a position
-    assert relay.resume_position("") is None
+
+    def resume(text: str) -> int | None:
+        return relay.resume_position(parse_position(text, "since"))
+
+    assert resume(relay.event_id(4)) == 4
+    assert resume(relay.event_id(2)) == 2
+    assert resume(relay.event_id(1)) is None  # trimmed: a fresh snapshot
+    assert resume(relay.event_id(5)) is None  # from the future
+    assert resume("other-3") is None  # another relay (or server run)
+    assert relay.resume_position(None) is None
     chunk, position = relay.take(None)
     assert chunk is not None
     assert chunk.startswith(f"id: {relay.event_id(4)}\nevent: snapshot".encode())

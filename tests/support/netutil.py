@@ -72,6 +72,7 @@ class SseReader:
         self._buffer = b""
         self.writes = 0
         self.ended = False
+        self.retry: str | None = None
 
     async def next(self) -> SseEvent:
         while b"\n\n" not in self._buffer:
@@ -83,7 +84,13 @@ class SseReader:
             self.writes += 1
             self._buffer += chunk
         block, _, self._buffer = self._buffer.partition(b"\n\n")
-        return parse_block(block.decode())
+        event = parse_block(block.decode())
+        if event.fields and event.fields[0][0] == "retry":
+            # The server's reconnection delay, in front of the first event: kept aside, so that
+            # the event reads as every other one.
+            self.retry = event.fields[0][1]
+            event = SseEvent(event.fields[1:])
+        return event
 
     async def events(self, count: int) -> list[SseEvent]:
         return [await self.next() for _ in range(count)]
@@ -134,6 +141,10 @@ class WsClient:
         event = await self._next_event()
         if not isinstance(event, AcceptConnection):
             raise WsClosed(getattr(event, "status_code", 0))
+
+    async def send(self, event: Any) -> None:
+        """Send a wsproto event (a message, a fragment of one, a ping)."""
+        await self._stream.send_all(self._ws.send(event))
 
     async def get_message(self) -> str:
         while True:

@@ -74,6 +74,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="PORT",
         help="serve Prometheus metrics at http://127.0.0.1:PORT/metrics",
     )
+    parser.add_argument(
+        "--no-metrics",
+        action="store_true",
+        help="with --serve: no Prometheus metrics at /metrics on the served port",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -93,6 +98,10 @@ def run(args: argparse.Namespace) -> int:
 async def play_demo(args: argparse.Namespace, output: Output) -> None:
     rng = random.Random(args.seed)
     metrics, stop_metrics = _start_metrics(args.metrics_port)
+    if metrics is None and _serves_metrics(args):
+        from prometheus_client import CollectorRegistry
+
+        metrics = HubMetrics(CollectorRegistry())
     epochs = lambda: f"{rng.getrandbits(48):012x}"  # noqa: E731
     try:
         # Listening before anything else runs: a Ctrl-C at any moment ends the demo cleanly.
@@ -104,7 +113,7 @@ async def play_demo(args: argparse.Namespace, output: Output) -> None:
                 interrupted = trio.Event()
                 nursery.start_soon(_stop_on_ctrl_c, interrupts, interrupted, nursery.cancel_scope)
                 with output:
-                    await _play(hub, output, rng, args.duration, interrupted, args)
+                    await _play(hub, output, rng, args.duration, interrupted, args, metrics)
                 nursery.cancel_scope.cancel()
     finally:
         stop_metrics()
@@ -117,13 +126,23 @@ async def _play(
     duration: float | None,
     interrupted: trio.Event,
     args: argparse.Namespace | None = None,
+    metrics: HubMetrics | None = None,
 ) -> None:
     async with trio.open_nursery() as serving:
         runner = HookRunner(hub)
         if args is not None and getattr(args, "serve", None) is not None:
             from ._serving import start_serving
 
-            await start_serving(serving, hub, runner, output, args.serve, args.token)
+            await start_serving(
+                serving,
+                hub,
+                runner,
+                output,
+                args.serve,
+                args.token,
+                metrics=metrics if _serves_metrics(args) else None,
+                options=getattr(args, "server_options", None),
+            )
         loop = bool(getattr(args, "loop", False))
         await _play_scenario(hub, runner, output, rng, duration, interrupted, loop=loop)
         serving.cancel_scope.cancel()
@@ -182,6 +201,11 @@ async def _play_scenario(
     # The scheduler shuts down: its source becomes unavailable, which every observer sees.
     tracker.publisher.dispose()
     await _drain(hub)
+
+
+def _serves_metrics(args: argparse.Namespace) -> bool:
+    """``--serve`` serves ``/metrics`` too, unless ``--no-metrics``."""
+    return getattr(args, "serve", None) is not None and not getattr(args, "no_metrics", False)
 
 
 async def _drain(hub: WorkflowActivityHub) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -51,6 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "scheduler plays its 20-second story at its natural pace, again and again with fresh runs",
     )
     parser.add_argument("--seed", type=int, default=None, help="reproducible ids and timing")
+    add_server_arguments(parser)
 
     add_serve_arguments(parser)
     parser.add_argument(
@@ -60,6 +61,55 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="serve every source mirrored into this Redis (redis://HOST:PORT/DB, with "
         "--prefix) instead of the demo scheduler: the dashboard shows the fleet",
     )
+
+
+def add_server_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``serve_hub`` (and ``serve_fleet``) a deployer sets."""
+    parser.add_argument(
+        "--cors-origin",
+        action="append",
+        dest="cors_origins",
+        default=None,
+        metavar="ORIGIN",
+        help="a browser origin allowed to call the API (repeatable; default: no CORS headers)",
+    )
+    parser.add_argument(
+        "--insecure",
+        action="store_true",
+        help="allow a non-loopback --host without --token (something in front authenticates)",
+    )
+    parser.add_argument(
+        "--keepalive",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="idle seconds before an event stream sends a keep-alive comment (default 15)",
+    )
+    parser.add_argument(
+        "--events-buffer",
+        type=int,
+        default=None,
+        metavar="N",
+        help="hook events buffered per /v1/events client (default 1000)",
+    )
+    parser.add_argument(
+        "--no-metrics",
+        action="store_true",
+        help="do not serve Prometheus metrics at /metrics on the served port",
+    )
+
+
+def server_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The keywords of ``serve_hub`` the command line set (unset ones keep their defaults)."""
+    options: dict[str, Any] = {
+        "cors_origins": getattr(args, "cors_origins", None),
+        "insecure": getattr(args, "insecure", False),
+    }
+    for name in ("keepalive", "events_buffer"):
+        value = getattr(args, name, None)
+        if value is not None:
+            options[name] = value
+    return options
 
 
 def run(args: argparse.Namespace) -> int:
@@ -85,6 +135,8 @@ def _run_demo(args: argparse.Namespace) -> int:
         serve=address,
         token=args.token,
         loop=True,
+        no_metrics=args.no_metrics,
+        server_options=server_options(args),
     )
     with os_errors_as(f"cannot serve at {address}"):
         trio.run(play_demo, demo_args, _Quiet())
@@ -135,6 +187,9 @@ async def _serve_fleet(args: argparse.Namespace) -> None:
                     host=args.host,
                     port=args.port,
                     token=args.token,
+                    insecure=args.insecure,
+                    cors_origins=args.cors_origins,
+                    **({} if args.keepalive is None else {"keepalive": args.keepalive}),
                 )
             )
             print(url, flush=True)

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import trio
 
 if TYPE_CHECKING:
     from .._core import HookRunner, WorkflowActivityHub
+    from ..metrics import HubMetrics
     from ._output import Output
 
 __all__ = ["dashboard_url", "parse_address", "start_serving", "watch_command"]
@@ -33,13 +35,25 @@ async def start_serving(
     output: Output,
     address: str,
     token: str | None,
+    metrics: HubMetrics | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> str:
-    """Serve ``hub`` (and its hook events) in ``nursery``; the URL is shown by ``output``."""
+    """Serve ``hub`` (and its hook events, and ``metrics`` at ``/metrics``) in ``nursery``; the
+    URL is shown by ``output``. ``options`` are further keywords of ``serve_hub``."""
     from ..server import serve_hub
 
     host, port = parse_address(address)
     url: str = await nursery.start(
-        partial(serve_hub, hub, host=host, port=port, token=token, runner=runner)
+        partial(
+            serve_hub,
+            hub,
+            host=host,
+            port=port,
+            token=token,
+            runner=runner,
+            metrics=metrics,
+            **(options or {}),
+        )
     )
     output.url = url
     token_option = " --token TOKEN" if token else ""

@@ -9,6 +9,7 @@ once for all clients (:class:`~workflow_hub.server._encode.FrameEncoder`).
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -23,20 +24,31 @@ from starlette.applications import Starlette
 from starlette.datastructures import Headers
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
-from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Mount, Route, WebSocketRoute
-from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
-from starlette.websockets import WebSocket, WebSocketDisconnect
+from starlette.websockets import WebSocket
 
 from .._contract import ContractError, Cursor, Frame
 from .._core import HookRunner, ObserverLease, WorkflowActivityHub
 from ..metrics import HubMetrics
 from ._encode import FrameEncoder, cursor_text, sse_comment
 from ._events import HookEventClient, HookEventFanout
-from ._middleware import SSE_HEADERS, Guard, NoStore
-from ._requests import error_response, resume_position
-from ._streams import StreamTracker
+from ._files import PageFiles, page_response
+from ._middleware import Guard, NoStore
+from ._openapi import OPENAPI_PATH, SCHEMA_PATH, openapi_document
+from ._requests import (
+    EXCEPTION_HANDLERS,
+    contract_problem,
+    document_bytes,
+    document_response,
+    error_response,
+    json_response,
+    problem,
+    resume_position,
+)
+from ._schemas import events_schema
+from ._streams import RETRY_FIELD, SSE_HEADERS, StreamHead, StreamTracker
 
 __all__ = [
     "DEFAULT_EVENTS_BUFFER",
@@ -145,6 +157,7 @@ class _ActivityStream(Response):
         app = self._hub_app
         backlog = app.encoder.backlog
         keepalive = app.keepalive
+        retry = RETRY_FIELD  # in front of the first event, then never again
         while True:
             with anyio.move_on_after(keepalive) as idle:
                 # A client that is behind gets everything pending in one write. The hub's queue
@@ -155,7 +168,11 @@ class _ActivityStream(Response):
                     {"type": "http.response.body", "body": app.keepalive_bytes, "more_body": True}
                 )
                 continue
-            await send({"type": "http.response.body", "body": backlog(frames), "more_body": True})
+            body = backlog(frames)
+            if retry:
+                body = retry + body
+                retry = b""
+            await send({"type": "http.response.body", "body": body, "more_body": True})
 
 
 @final
@@ -181,6 +198,7 @@ class _HookStream(Response):
     async def _events(self, client: HookEventClient, send: Send) -> None:
         app = self._hub_app
         hub = app.hub
+        retry = RETRY_FIELD  # in front of the first event, then never again
         # A disposed hub dispatches no more hooks; the stream ends at the next keep-alive.
         while not hub.disposed:
             with anyio.move_on_after(app.keepalive) as idle:
@@ -189,6 +207,9 @@ class _HookStream(Response):
                 if hub.disposed:
                     return
                 body = app.keepalive_bytes
+            elif retry:
+                body = retry + body
+                retry = b""
             await send({"type": "http.response.body", "body": body, "more_body": True})
 
 
@@ -242,27 +263,39 @@ class HubApp(StreamTracker):
         self.encoder = FrameEncoder()
         self._fanout = HookEventFanout(runner) if runner is not None else None
         super().__init__()
+        self._private = token is not None
+        self._openapi_body: bytes | None = None
+        self._schema_body: bytes | None = None
         routes: list[Route | WebSocketRoute | Mount] = [
+            Route("/livez", self._livez),
+            Route("/readyz", self._readyz),
             Route("/healthz", self._healthz),
             Route("/metrics", self._metrics),
             Route("/v1/snapshot", self._snapshot),
             Route("/v1/activity", self._activity),
             Route("/v1/events", self._events),
             WebSocketRoute("/v1/ws", self._websocket),
+            # A plain GET (no upgrade) on the WebSocket's path.
+            Route("/v1/ws", self._upgrade_required),
+            Route(OPENAPI_PATH, self._openapi),
+            Route(SCHEMA_PATH, self._wire_schema),
         ]
         if static_dir is not None:
             self.static_dir = static_dir
             routes.append(Route("/", self._index))
-            routes.append(Mount("/static", StaticFiles(directory=static_dir, check_dir=False)))
-        inner: ASGIApp = Guard(Starlette(routes=routes), token)
+            routes.append(Mount("/static", PageFiles(directory=static_dir, check_dir=False)))
+        router = self._router = Starlette(
+            routes=routes, exception_handlers=dict(EXCEPTION_HANDLERS)
+        )
+        inner: ASGIApp = Guard(router, token)
         if cors_origins:
             # Outside the token check: a preflight carries no credentials, and a 401 must carry
             # the CORS headers for the page to read it.
             inner = CORSMiddleware(
                 inner,
                 allow_origins=list(cors_origins),
-                allow_methods=["GET"],
-                allow_headers=["Authorization", "Last-Event-ID"],
+                allow_methods=["GET", "HEAD"],
+                allow_headers=["Authorization", "Last-Event-ID", "If-None-Match"],
                 expose_headers=["ETag", "X-Workflow-Hub-Resumed"],
             )
         self._app = NoStore(inner)
@@ -280,38 +313,63 @@ class HubApp(StreamTracker):
 
     # --- endpoints -------------------------------------------------------------------------
 
-    async def _healthz(self, request: Request) -> Response:
+    async def _livez(self, request: Request) -> Response:
+        """Liveness: the process answers. Never depends on the source (a restart cures nothing)."""
+        return json_response(request, b'{"status":"ok"}')
+
+    async def _readyz(self, request: Request) -> Response:
+        """Readiness: 200 while the source is ``ready``; 503 while it is recovering or
+        unavailable (its roots are unknown, so a balancer should send readers elsewhere)."""
         hub = self.hub
-        return JSONResponse(
-            {
-                "status": "ok",
-                "cursor": cursor_text(hub.cursor),
-                "availability": str(hub.availability),
-            }
-        )
+        availability = "unavailable" if hub.disposed else str(hub.availability)
+        if availability != "ready":
+            return problem(
+                503,
+                f"the source is {availability}: its roots are not known",
+                extra={"availability": availability},
+            )
+        return json_response(request, b'{"status":"ready","availability":"ready"}')
+
+    async def _healthz(self, request: Request) -> Response:
+        """Liveness as the first release answered it, with the cursor (kept; see /livez)."""
+        hub = self.hub
+        body = {
+            "status": "ok",
+            "cursor": cursor_text(hub.cursor),
+            "availability": str(hub.availability),
+        }
+        return json_response(request, json.dumps(body, ensure_ascii=False))
 
     async def _metrics(self, request: Request) -> Response:
         if self.metrics is None:
             return error_response(
                 404, "metrics are off: pass metrics=HubMetrics(...) to the server"
             )
-        from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+        from prometheus_client.exposition import choose_encoder
 
-        return Response(generate_latest(self.metrics.registry), media_type=CONTENT_TYPE_LATEST)
+        # Prometheus asks for OpenMetrics in its Accept header; anything else gets the text format.
+        encoder, content_type = choose_encoder(request.headers.get("accept", ""))
+        return Response(
+            encoder(self.metrics.registry),
+            headers={"Content-Type": content_type, "Vary": "Accept"},
+        )
 
     async def _snapshot(self, request: Request) -> Response:
         frame = self.hub.snapshot_frame()
-        etag = f'"{cursor_text(frame.cursor)}"'
-        if request.headers.get("if-none-match") == etag:
-            return Response(status_code=304, headers={"ETag": etag})
-        body = self.encoder.json(frame)
-        return Response(body, media_type="application/json", headers={"ETag": etag})
+        return json_response(
+            request,
+            self.encoder.json(frame),
+            etag=f'"{cursor_text(frame.cursor)}"',
+            cache_control="private, no-cache" if self._private else "no-cache",
+        )
 
     async def _activity(self, request: Request) -> Response:
         try:
             since = resume_position(request.query_params, request.headers)
         except ContractError as error:
-            return error_response(400, error.problem, error.path)
+            return contract_problem(error)
+        if request.method == "HEAD":
+            return StreamHead()
         return _ActivityStream(self, since)
 
     async def _events(self, request: Request) -> Response:
@@ -320,31 +378,57 @@ class HubApp(StreamTracker):
                 404,
                 "hook events are off: the server was started without a HookRunner (runner=...)",
             )
+        if request.method == "HEAD":
+            return StreamHead()
         return _HookStream(self, self._fanout)
 
+    async def _upgrade_required(self, request: Request) -> Response:
+        return problem(
+            426,
+            "/v1/ws is a WebSocket: send the upgrade handshake (Upgrade: websocket)",
+            headers={"Upgrade": "websocket"},
+        )
+
+    def api_document(self) -> dict[str, object]:
+        """This application's OpenAPI 3.1 document (what ``/openapi.json`` serves)."""
+        return openapi_document(
+            version=_version(),
+            token=self._private,
+            hooks=self._fanout is not None,
+            metrics=self.metrics is not None,
+            page=hasattr(self, "static_dir"),
+        )
+
+    async def _openapi(self, request: Request) -> Response:
+        if self._openapi_body is None:
+            self._openapi_body = document_bytes(self.api_document())
+        return document_response(request, self._openapi_body, "application/json")
+
+    async def _wire_schema(self, request: Request) -> Response:
+        if self._schema_body is None:
+            self._schema_body = document_bytes(events_schema())
+        return document_response(request, self._schema_body, "application/schema+json")
+
     async def _index(self, request: Request) -> Response:
-        index = self.static_dir / "index.html"
-        if not index.is_file():
-            return error_response(404, "no web page is installed")
-        return FileResponse(index, media_type="text/html")
+        return page_response(request, self.static_dir / "index.html")
 
     async def _websocket(self, websocket: WebSocket) -> None:
         try:
             since = resume_position(websocket.query_params, Headers())
         except ContractError as error:
-            await websocket.send_denial_response(error_response(400, error.problem, error.path))
+            await websocket.send_denial_response(contract_problem(error))
             return
         await websocket.accept()
         left = False
         async with self.subscribe(since) as stream, anyio.create_task_group() as nursery:
 
             async def watch_disconnect() -> None:
+                # Messages from the client mean nothing (the server caps their size: 1009
+                # beyond WS_MAX_MESSAGE); only its leaving does.
                 nonlocal left
-                try:
-                    while True:
-                        await websocket.receive_text()
-                except (WebSocketDisconnect, KeyError, RuntimeError):
-                    left = True
+                while (await websocket.receive())["type"] != "websocket.disconnect":
+                    pass
+                left = True
                 nursery.cancel_scope.cancel()
 
             nursery.start_soon(watch_disconnect)
@@ -356,6 +440,15 @@ class HubApp(StreamTracker):
         if not left:
             # 1001 "going away": the server (or its hub) is shutting down.
             await websocket.close(1001)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("workflow-hub")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "0+unknown"
 
 
 def create_app(

@@ -39,9 +39,15 @@ from ..reporting import ActivityView
 from ._app import DEFAULT_KEEPALIVE, STATIC_DIR
 from ._encode import cursor_text, sse_comment, sse_event
 from ._middleware import SSE_HEADERS, Guard, NoStore, is_open_path
-from ._requests import error_response
+from ._requests import (
+    EXCEPTION_HANDLERS,
+    contract_problem,
+    error_response,
+    parse_position,
+    resume_text,
+)
 from ._serve import check_binding, run_asgi
-from ._streams import StreamTracker
+from ._streams import RETRY_FIELD, StreamHead, StreamTracker
 
 if TYPE_CHECKING:
     import coredis
@@ -105,14 +111,14 @@ class _Relay:
             self._snapshot = sse_event(frame.kind, dumps(frame), self.event_id(self.end))
         return self._snapshot
 
-    def resume_position(self, since: str | None) -> int | None:
-        """Where a client that last saw ``since`` continues, if the frames after it are held."""
-        if not since:
+    def resume_position(self, since: tuple[str, int] | None) -> int | None:
+        """Where a client that last saw ``since`` (boot, position) continues, if the frames
+        after it are held."""
+        if since is None:
             return None
-        boot, _, text = since.partition("-")
-        if boot != self.boot or not text.isdigit():
+        boot, position = since
+        if boot != self.boot:
             return None
-        position = int(text)
         return position if self.start <= position <= self.end else None
 
     def take(self, position: int | None) -> tuple[bytes | None, int]:
@@ -164,6 +170,7 @@ class _SourceStream(Response):
         relay = self._relay
         position = self._position
         keepalive = self._fleet.keepalive
+        retry = RETRY_FIELD  # in front of the first event, then never again
         while True:
             body, position = relay.take(position)
             if body is None:
@@ -172,6 +179,9 @@ class _SourceStream(Response):
                 if not idle.cancelled_caught:
                     continue
                 body = self._fleet.keepalive_bytes
+            elif retry:
+                body = retry + body
+                retry = b""
             await send({"type": "http.response.body", "body": body, "more_body": True})
 
 
@@ -225,7 +235,8 @@ class FleetApp(StreamTracker):
                 Mount("/sources/{source}/static", files),
                 Mount("/static", files),
             ]
-        inner: ASGIApp = Guard(Starlette(routes=routes), token, _is_open_fleet_path)
+        router = Starlette(routes=routes, exception_handlers=dict(EXCEPTION_HANDLERS))
+        inner: ASGIApp = Guard(router, token, _is_open_fleet_path)
         self._app = NoStore(inner)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -283,9 +294,13 @@ class FleetApp(StreamTracker):
         relay = self._relay(request)
         if not isinstance(relay, _Relay):
             return relay
-        since = request.query_params.get("since")
-        if since is None:
-            since = request.headers.get("last-event-id")
+        try:
+            given = resume_text(request.query_params, request.headers)
+            since = None if given is None else parse_position(given[1], given[0])
+        except ContractError as error:
+            return contract_problem(error)
+        if request.method == "HEAD":
+            return StreamHead()
         return _SourceStream(self, relay, relay.resume_position(since))
 
     async def _no_events(self, request: Request) -> Response:

@@ -1,5 +1,5 @@
 """The middleware every application of the server wraps its routes in: the token guard and the
-``Cache-Control: no-store`` layer. One class a concern, shared by the hub's and the fleet's apps."""
+default ``Cache-Control``. One class a concern, shared by the hub's and the fleet's apps."""
 
 from __future__ import annotations
 
@@ -11,21 +11,18 @@ from starlette.datastructures import Headers, QueryParams
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ._requests import error_response
+from ._streams import SSE_HEADERS
 
 __all__ = ["SSE_HEADERS", "Guard", "NoStore", "is_open_path"]
 
-# Paths a client may read without the token: liveness, and the page (it holds no hub data and
-# asks the user for the token itself).
-_OPEN_PATHS: Final = frozenset({"/healthz", "/", "/favicon.ico"})
-_OPEN_PREFIXES: Final = ("/static/",)
+# Paths a client may read without the token: the probes, the API description, and the page (it
+# holds no hub data and asks the user for the token itself).
+_OPEN_PATHS: Final = frozenset(
+    {"/healthz", "/livez", "/readyz", "/openapi.json", "/", "/favicon.ico"}
+)
+_OPEN_PREFIXES: Final = ("/static/", "/schemas/")
 
 _NO_STORE: Final = (b"cache-control", b"no-store")
-SSE_HEADERS: Final = [
-    (b"content-type", b"text/event-stream; charset=utf-8"),
-    # nginx and some other proxies buffer responses unless told not to.
-    (b"x-accel-buffering", b"no"),
-]
-"""The response headers of every event stream."""
 
 
 def is_open_path(path: str) -> bool:
@@ -35,7 +32,9 @@ def is_open_path(path: str) -> bool:
 
 @final
 class NoStore:
-    """The outermost layer: ``Cache-Control: no-store`` on every response, errors included."""
+    """The outermost layer: ``Cache-Control: no-store`` on every response that does not say
+    otherwise (errors included); the snapshot and the page's files say ``no-cache`` (keep, but
+    ask again with the ``ETag``)."""
 
     __slots__ = ("_app",)
 
@@ -49,7 +48,9 @@ class NoStore:
 
         async def send_no_store(message: Message) -> None:
             if message["type"] in ("http.response.start", "websocket.http.response.start"):
-                message["headers"] = [*message.get("headers", ()), _NO_STORE]
+                headers = message.get("headers", ())
+                if not any(name.lower() == b"cache-control" for name, _ in headers):
+                    message["headers"] = [*headers, _NO_STORE]
             await send(message)
 
         await self._app(scope, receive, send_no_store)

@@ -6,24 +6,28 @@ import ipaddress
 import logging
 from collections.abc import Sequence
 from functools import partial
-from typing import Any, Final, cast
+from typing import Final
 
 import trio
 from hypercorn.config import Config
-from hypercorn.trio import serve
 from starlette.types import ASGIApp
 
 from .._contract import ContractError
 from .._core import HookRunner, WorkflowActivityHub
 from ..metrics import HubMetrics
 from ._app import DEFAULT_EVENTS_BUFFER, DEFAULT_KEEPALIVE, HubApp, StreamTracker
+from ._worker import serve_connections
 
-__all__ = ["SHUTDOWN_GRACE", "check_binding", "run_asgi", "serve_hub"]
+__all__ = ["SHUTDOWN_GRACE", "WS_MAX_MESSAGE", "check_binding", "run_asgi", "serve_hub"]
 
 logger = logging.getLogger("workflow_hub.server")
 
 SHUTDOWN_GRACE: Final = 0.8
 """Seconds open connections get to finish once the server stops; then they are cut."""
+
+WS_MAX_MESSAGE: Final = 4096
+"""Bytes of one incoming WebSocket message (its fragments together) before the server closes
+the connection with code 1009 (message too big)."""
 
 
 def _is_loopback(host: str) -> bool:
@@ -108,17 +112,19 @@ async def run_asgi(
     config.keep_alive_timeout = 30
     # WebSocket pings at the SSE keep-alive interval: proxies close idle connections either way.
     config.websocket_ping_interval = keepalive
+    # The server ignores what WebSocket clients send: a few KiB, then close code 1009, rather
+    # than hypercorn's 16 MiB buffered per client.
+    config.websocket_max_message_size = WS_MAX_MESSAGE
 
     stopping = trio.Event()
     # The server runs shielded from the caller's cancellation, so that a cancelled nursery still
-    # gets a graceful end; the deadline set below bounds it.
+    # gets a graceful end; serve_connections bounds it (it cuts what is left after the grace).
     server_scope = trio.CancelScope(shield=True)
 
     async def run_server(*, task_status: trio.TaskStatus[list[str]]) -> None:
         with server_scope:
-            # hypercorn types its app parameter with its own TypedDicts; Starlette's are plain dicts.
-            await serve(
-                cast(Any, app), config, shutdown_trigger=stopping.wait, task_status=task_status
+            await serve_connections(
+                app, config, stopping=stopping, grace=SHUTDOWN_GRACE, task_status=task_status
             )
 
     async with trio.open_nursery() as nursery:
@@ -129,4 +135,5 @@ async def run_asgi(
         finally:
             streams.close()
             stopping.set()
-            server_scope.deadline = trio.current_time() + SHUTDOWN_GRACE + 0.15
+            # A backstop only: serve_connections returns well before it.
+            server_scope.deadline = trio.current_time() + SHUTDOWN_GRACE + 0.5

@@ -1,4 +1,6 @@
-"""Open event streams of an application, so that closing it ends every one of them cleanly.
+"""Open event streams of an application, so that closing it ends every one of them cleanly;
+and what every event stream starts with (its headers, the ``retry:`` field) or, for ``HEAD``,
+ends with at once.
 
 Written with anyio (Starlette's own), so the streams run on trio and, for a hub hosted by
 ``workflow_hub.asyncio``, on asyncio.
@@ -8,11 +10,45 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
+from typing import Final, final
 
 import anyio
-from starlette.types import Receive, Send
+from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
 
-__all__ = ["StreamTracker"]
+__all__ = ["RETRY_FIELD", "SSE_HEADERS", "SSE_RETRY", "StreamHead", "StreamTracker"]
+
+SSE_RETRY: Final = 2000
+"""Milliseconds an EventSource waits before it reconnects: the server paces reconnections, not
+each client's default."""
+
+RETRY_FIELD: Final = f"retry: {SSE_RETRY}\n".encode()
+"""The ``retry:`` line each stream puts in front of its first event (a block of its own would
+be an empty event to some clients, httpx-sse among them)."""
+
+SSE_HEADERS: Final = [
+    (b"content-type", b"text/event-stream; charset=utf-8"),
+    # nginx and some other proxies buffer responses unless told not to.
+    (b"x-accel-buffering", b"no"),
+    # A stream is never kept: every byte of it is already stale for the next reader.
+    (b"cache-control", b"no-store"),
+]
+"""The response headers of every event stream."""
+
+
+@final
+class StreamHead(Response):
+    """The answer to ``HEAD`` on an event stream: its headers, then the end, without
+    subscribing (a HEAD that held the stream open would hold a hub observer with it)."""
+
+    def __init__(self) -> None:
+        self.status_code = 200
+        self.background = None
+        self.raw_headers = list(SSE_HEADERS)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 class StreamTracker:

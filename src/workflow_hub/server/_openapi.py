@@ -1,0 +1,439 @@
+"""The OpenAPI 3.1 document of a hub's HTTP API, served at ``/openapi.json``.
+
+It is built for the application that serves it (with or without a token, hook events, metrics
+and the page), its schemas are the generated wire schemas (:mod:`._schemas`), and the tests
+hold its paths to the application's routes and validate real responses against it, so it
+cannot drift from what the server does. OpenAPI 3.1 has no way to type the items of an event
+stream or the messages of a WebSocket: their media types carry ``x-events`` (SSE event name ->
+schema of its ``data``) and ``x-websocket-message``, and the JSON Schema document
+``/schemas/wire.json`` describes the same payloads for tools that read JSON Schema only.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from ._schemas import JSON_SCHEMA_DIALECT, Schema, stream_definitions, wire_definitions
+
+__all__ = ["OPENAPI_PATH", "SCHEMA_PATH", "openapi_document"]
+
+OPENAPI_PATH: Final = "/openapi.json"
+SCHEMA_PATH: Final = "/schemas/wire.json"
+
+_REF: Final = "#/components/schemas/"
+
+_PROBLEM: Final[Schema] = {
+    "description": "An RFC 9457 problem: every error the server answers.",
+    "type": "object",
+    "properties": {
+        "type": {"type": "string", "const": "about:blank"},
+        "title": {"type": "string"},
+        "status": {"type": "integer", "minimum": 400, "maximum": 599},
+        "detail": {"type": "string"},
+        "field": {
+            "type": "string",
+            "description": "The request input that is wrong (since, Last-Event-ID, token ...).",
+        },
+        "error": {"type": "string", "description": "The same as detail (the first release's key)."},
+        "availability": {"$ref": f"{_REF}Availability"},
+    },
+    "required": ["type", "title", "status", "detail", "error"],
+}
+
+_SIMPLE: Final[dict[str, Schema]] = {
+    "Problem": _PROBLEM,
+    "Live": {
+        "type": "object",
+        "properties": {"status": {"const": "ok"}},
+        "required": ["status"],
+        "additionalProperties": False,
+    },
+    "Ready": {
+        "type": "object",
+        "properties": {"status": {"const": "ready"}, "availability": {"const": "ready"}},
+        "required": ["status", "availability"],
+        "additionalProperties": False,
+    },
+    "Health": {
+        "type": "object",
+        "properties": {
+            "status": {"const": "ok"},
+            "cursor": {"type": "string", "description": "'<epoch>:<revision>'"},
+            "availability": {"$ref": f"{_REF}Availability"},
+        },
+        "required": ["status", "cursor", "availability"],
+        "additionalProperties": False,
+    },
+}
+
+
+def _problem(description: str, **headers: Schema) -> Schema:
+    answer: Schema = {
+        "description": description,
+        "content": {"application/problem+json": {"schema": {"$ref": f"{_REF}Problem"}}},
+    }
+    if headers:
+        answer["headers"] = headers
+    return answer
+
+
+def _json(description: str, schema: str, **headers: Schema) -> Schema:
+    answer: Schema = {
+        "description": description,
+        "content": {"application/json": {"schema": {"$ref": f"{_REF}{schema}"}}},
+    }
+    if headers:
+        answer["headers"] = headers
+    return answer
+
+
+def _header(description: str, **schema: Any) -> Schema:
+    return {"description": description, "schema": {"type": "string", **schema}}
+
+
+_CACHE: Final = _header("no-store, or no-cache (private, no-cache with a token) where an ETag is")
+_ETAG: Final = _header("The cursor, quoted; weak (W/) on a gzip body.")
+_RESUMED: Final = _header(
+    "Whether the stream goes on from the client's position (no snapshot first).",
+    enum=["true", "false"],
+)
+
+_SINCE: Final[Schema] = {
+    "name": "since",
+    "in": "query",
+    "required": False,
+    "description": "Resume after this cursor ('<epoch>:<revision>'; empty: from a snapshot). "
+    "Wins over Last-Event-ID. Anything that is not a cursor is a 400 naming the field.",
+    "schema": {"type": "string"},
+}
+_LAST_EVENT_ID: Final[Schema] = {
+    "name": "Last-Event-ID",
+    "in": "header",
+    "required": False,
+    "description": "What EventSource sends on reconnecting: the last id it received.",
+    "schema": {"type": "string"},
+}
+
+
+def _bad_position() -> Schema:
+    return _problem("The resume position is not a cursor (field: since or Last-Event-ID).")
+
+
+def _stream(description: str, events: dict[str, str], **headers: Schema) -> Schema:
+    return {
+        "description": description,
+        "headers": {"Cache-Control": _CACHE, **headers},
+        "content": {
+            "text/event-stream": {
+                "schema": {"type": "string"},
+                "x-events": {name: {"$ref": f"{_REF}{ref}"} for name, ref in events.items()},
+            }
+        },
+    }
+
+
+def _operation(
+    summary: str,
+    responses: dict[str, Schema],
+    *,
+    open_path: bool = False,
+    parameters: list[Schema] | None = None,
+    description: str | None = None,
+    tags: tuple[str, ...] = (),
+) -> Schema:
+    operation: Schema = {"summary": summary, "responses": responses}
+    if description:
+        operation["description"] = description
+    if parameters:
+        operation["parameters"] = parameters
+    if open_path:
+        operation["security"] = []
+    if tags:
+        operation["tags"] = list(tags)
+    return operation
+
+
+def _get(operation: Schema, operation_id: str) -> Schema:
+    """GET and HEAD (the same answer without its body)."""
+    head = {**operation, "operationId": f"head_{operation_id}"}
+    head["responses"] = {
+        code: {key: value for key, value in answer.items() if key != "content"}
+        for code, answer in operation["responses"].items()
+    }
+    return {"get": {**operation, "operationId": operation_id}, "head": head}
+
+
+def openapi_document(
+    *,
+    version: str,
+    token: bool,
+    hooks: bool,
+    metrics: bool,
+    page: bool,
+) -> Schema:
+    """The document of one application: ``token`` says whether it requires one, ``hooks``,
+    ``metrics`` and ``page`` whether those endpoints answer (they are listed either way: off,
+    they answer 404)."""
+    unauthorized = {
+        "401": _problem("A valid token is required.", **{"WWW-Authenticate": _header("Bearer")})
+    }
+    guarded = unauthorized if token else {}
+    paths: dict[str, Schema] = {
+        "/livez": _get(
+            _operation(
+                "Liveness: the process answers",
+                {
+                    "200": _json(
+                        "Always, while the server runs.", "Live", **{"Cache-Control": _CACHE}
+                    )
+                },
+                open_path=True,
+                description="Never depends on the source: restarting the process cures nothing "
+                "a source's state could say.",
+                tags=("probes",),
+            ),
+            "livez",
+        ),
+        "/readyz": _get(
+            _operation(
+                "Readiness: the source is ready",
+                {
+                    "200": _json("The source is ready: its roots are known.", "Ready"),
+                    "503": _problem(
+                        "The source is recovering or unavailable (or the hub was disposed); "
+                        "`availability` says which."
+                    ),
+                },
+                open_path=True,
+                tags=("probes",),
+            ),
+            "readyz",
+        ),
+        "/healthz": _get(
+            _operation(
+                "Liveness with the hub's cursor (kept from the first release)",
+                {"200": _json("Always, while the server runs.", "Health")},
+                open_path=True,
+                tags=("probes",),
+            ),
+            "healthz",
+        ),
+        "/metrics": _get(
+            _operation(
+                "Prometheus metrics",
+                {
+                    "200": {
+                        "description": "OpenMetrics when the Accept header asks for it "
+                        "(Prometheus does), the Prometheus text format otherwise.",
+                        "content": {
+                            "application/openmetrics-text": {"schema": {"type": "string"}},
+                            "text/plain": {"schema": {"type": "string"}},
+                        },
+                    },
+                    "404": _problem("Metrics are off."),
+                    **guarded,
+                },
+                description=None if metrics else "Off on this server: answers 404.",
+                tags=("operations",),
+            ),
+            "metrics",
+        ),
+        "/v1/snapshot": _get(
+            _operation(
+                "The current snapshot frame",
+                {
+                    "200": _json(
+                        "The snapshot; gzip when the client accepts it.",
+                        "SnapshotFrame",
+                        ETag=_ETAG,
+                        **{"Cache-Control": _CACHE},
+                    ),
+                    "304": {
+                        "description": "If-None-Match matched the current cursor (weak "
+                        "comparison, lists, *).",
+                        "headers": {"ETag": _ETAG, "Cache-Control": _CACHE},
+                    },
+                    **guarded,
+                },
+                parameters=[
+                    {
+                        "name": "If-None-Match",
+                        "in": "header",
+                        "required": False,
+                        "schema": {"type": "string"},
+                    }
+                ],
+                tags=("activity",),
+            ),
+            "snapshot",
+        ),
+        "/v1/activity": _get(
+            _operation(
+                "The frames, as Server-Sent Events",
+                {
+                    "200": _stream(
+                        "One event per frame: id (the cursor), event (the kind), one data line "
+                        "(the frame's wire JSON). The first event is a snapshot unless the "
+                        "request resumed; the first block carries retry:. HEAD answers the "
+                        "headers only.",
+                        {
+                            "snapshot": "SnapshotFrame",
+                            "changed": "ChangedFrame",
+                            "removed": "RemovedFrame",
+                        },
+                        **{"X-Workflow-Hub-Resumed": _RESUMED},
+                    ),
+                    "400": _bad_position(),
+                    **guarded,
+                },
+                parameters=[_SINCE, _LAST_EVENT_ID],
+                tags=("activity",),
+            ),
+            "activity",
+        ),
+        "/v1/events": _get(
+            _operation(
+                "Hook events, as Server-Sent Events (no resume)",
+                {
+                    "200": _stream(
+                        "event: the hook type; data: the event's wire JSON; event: dropped "
+                        "with the count a slow client missed.",
+                        {
+                            "workflow_lifecycle": "LifecycleEvent",
+                            "workflow_stage_completed": "StageCompletedEvent",
+                            "workflow_activity_changed": "ActivityChangedEvent",
+                            "workflow_heartbeat": "HeartbeatEvent",
+                            "dropped": "DroppedNotice",
+                        },
+                    ),
+                    "404": _problem("The server has no HookRunner."),
+                    **guarded,
+                },
+                description=None if hooks else "Off on this server: answers 404.",
+                tags=("events",),
+            ),
+            "events",
+        ),
+        "/v1/ws": {
+            "get": {
+                **_operation(
+                    "The frames over a WebSocket",
+                    {
+                        "101": {
+                            "description": "Switching protocols: one text message per frame.",
+                            "content": {
+                                "application/json": {
+                                    "schema": {"$ref": f"{_REF}WebSocketMessage"},
+                                    "x-websocket-message": {"$ref": f"{_REF}WebSocketMessage"},
+                                }
+                            },
+                        },
+                        "400": _bad_position(),
+                        "426": _problem(
+                            "A plain GET without the upgrade handshake.",
+                            Upgrade=_header("websocket", const="websocket"),
+                        ),
+                        **guarded,
+                    },
+                    parameters=[_SINCE],
+                    description="Messages from the client are ignored; one beyond 4 KiB closes "
+                    "the connection with 1009. The server pings every keep-alive interval and "
+                    "closes with 1001 when it shuts down.",
+                    tags=("activity",),
+                ),
+                "operationId": "websocket",
+            }
+        },
+        "/openapi.json": _get(
+            _operation(
+                "This document",
+                {
+                    "200": {
+                        "description": "OpenAPI 3.1",
+                        "content": {"application/json": {"schema": {"type": "object"}}},
+                    }
+                },
+                open_path=True,
+                tags=("documents",),
+            ),
+            "openapi",
+        ),
+        "/schemas/wire.json": _get(
+            _operation(
+                "The JSON Schema (2020-12) of the stream payloads",
+                {
+                    "200": {
+                        "description": "JSON Schema",
+                        "content": {"application/schema+json": {"schema": {"type": "object"}}},
+                    }
+                },
+                open_path=True,
+                tags=("documents",),
+            ),
+            "wire_schema",
+        ),
+    }
+    if page:
+        paths["/"] = _get(
+            _operation(
+                "The live dashboard",
+                {
+                    "200": {
+                        "description": "HTML; Cache-Control: no-cache with an ETag.",
+                        "content": {"text/html": {"schema": {"type": "string"}}},
+                    },
+                    "304": {"description": "If-None-Match matched."},
+                },
+                open_path=True,
+                tags=("page",),
+            ),
+            "page",
+        )
+        paths["/static/{path}"] = _get(
+            _operation(
+                "The dashboard's files",
+                {
+                    "200": {"description": "The file; Cache-Control: no-cache with an ETag."},
+                    "304": {"description": "If-None-Match matched."},
+                    "404": _problem("No such file."),
+                },
+                open_path=True,
+                parameters=[
+                    {"name": "path", "in": "path", "required": True, "schema": {"type": "string"}}
+                ],
+                tags=("page",),
+            ),
+            "static",
+        )
+    schemas = {
+        **wire_definitions(_REF),
+        **stream_definitions(_REF),
+        **_SIMPLE,
+    }
+    document: Schema = {
+        "openapi": "3.1.0",
+        "jsonSchemaDialect": JSON_SCHEMA_DIALECT,
+        "info": {
+            "title": "workflow-hub",
+            "version": version,
+            "summary": "A workflow hub's activity and hook events over HTTP.",
+            "description": "See docs/network.md. Every error is application/problem+json.",
+            "license": {"name": "MIT", "identifier": "MIT"},
+        },
+        "paths": paths,
+        "components": {
+            "schemas": schemas,
+            "securitySchemes": {
+                "bearer": {"type": "http", "scheme": "bearer"},
+                "tokenQuery": {
+                    "type": "apiKey",
+                    "in": "query",
+                    "name": "token",
+                    "description": "For EventSource, which cannot set headers.",
+                },
+            },
+        },
+    }
+    if token:
+        document["security"] = [{"bearer": []}, {"tokenQuery": []}]
+    return document
