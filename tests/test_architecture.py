@@ -66,6 +66,8 @@ LAYERS: dict[str, int] = {
 # Families of modules placed by their name.
 PREFIXES: tuple[tuple[str, int], ...] = (
     ("server", INTEGRATIONS),
+    ("celery._command", APPLICATIONS),
+    ("celery", INTEGRATIONS),
     ("_redis_cli", APPLICATIONS),
     ("_redis_", INTEGRATIONS),
     ("testing._conformance_cli", APPLICATIONS),
@@ -91,6 +93,8 @@ NOT_ON_IMPORT = (
     "coredis",
     "hypothesis",
     "rich",
+    "celery",
+    "kombu",
 )
 
 

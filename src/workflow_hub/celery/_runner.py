@@ -1,0 +1,240 @@
+"""Threads around the bridge core: Celery's own event receiver, a forwarder, inspections.
+
+* The receiver thread runs ``app.events.Receiver`` (kombu) on a connection of its own and only
+  queues what it receives, so a slow tracker never stalls the broker connection.
+* The forwarder thread is the only caller of the :class:`CeleryBridge`: it takes everything
+  queued so far in one batch (one ``tracker.batch()``, each changed root published once), ticks
+  the bridge's clock, and starts inspections. Each call goes through ``call`` (default: call it
+  here): a tracker that lives in a trio thread is reached with ``trio.from_thread.run_sync``.
+* Inspections (``active``, ``reserved``, ``scheduled``, run side by side) give the start-up
+  state and resynchronise a worker that comes back.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any, final
+
+from ._bridge import BridgeStatistics, CeleryBridge, Inspection
+from ._facts import Facts
+
+__all__ = ["CeleryWatch", "watch_celery"]
+
+Call = Callable[[Callable[[], None]], None]
+
+logger = logging.getLogger("workflow_hub.celery")
+
+DEFAULT_INSPECT_TIMEOUT = 1.0
+DEFAULT_TICK = 0.25
+
+
+def _call_here(function: Callable[[], None]) -> None:
+    function()
+
+
+@final
+class CeleryWatch:
+    """A running bridge: ``ready`` is set once the first ready snapshot is published."""
+
+    def __init__(
+        self,
+        app: Any,
+        tracker: Facts,
+        *,
+        call: Call,
+        inspect_timeout: float,
+        tick: float,
+        settle: float,
+        keep_ended: float,
+        max_ended: int,
+        clock: Callable[[], float],
+    ) -> None:
+        self._app = app
+        self._call = call
+        self._inspect_timeout = inspect_timeout
+        self._tick = tick
+        self._clock = clock
+        self.bridge = CeleryBridge(
+            tracker, settle=settle, keep_ended=keep_ended, max_ended=max_ended
+        )
+        self.ready = threading.Event()
+        self.consuming = threading.Event()
+        self._stopping = threading.Event()
+        self._wake = threading.Condition()
+        self._events: list[Mapping[str, Any]] = []
+        self._inspections: list[tuple[str | None, Inspection]] = []
+        self._receiver: Any = None
+        self._threads: list[threading.Thread] = []
+        self._errors = 0
+
+    # --- public ----------------------------------------------------------------------------
+
+    def statistics(self) -> BridgeStatistics:
+        """The bridge's counts (read from another thread: a consistent enough snapshot)."""
+        return self.bridge.statistics()
+
+    @property
+    def errors(self) -> int:
+        """Calls into the tracker that raised (logged on ``workflow_hub.celery``)."""
+        return self._errors
+
+    def start(self) -> None:
+        self._spawn(self._receive, "celery-events")
+        self._spawn(self._forward, "celery-forwarder")
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stopping.set()
+        receiver = self._receiver
+        if receiver is not None:
+            receiver.should_stop = True
+        with self._wake:
+            self._wake.notify_all()
+        deadline = time.monotonic() + timeout
+        for thread in self._threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+
+    # --- threads ---------------------------------------------------------------------------
+
+    def _spawn(self, target: Callable[[], None], name: str) -> None:
+        thread = threading.Thread(target=target, name=name, daemon=True)
+        self._threads.append(thread)
+        thread.start()
+
+    def _receive(self) -> None:
+        watch = self
+
+        class Receiver(self._app.events.Receiver):  # type: ignore[misc,name-defined]
+            def on_consume_ready(self, *args: Any, **kwargs: Any) -> None:
+                super().on_consume_ready(*args, **kwargs)
+                watch.consuming.set()
+
+        while not self._stopping.is_set():
+            try:
+                with self._app.connection_for_read() as connection:
+                    receiver = Receiver(connection, handlers={"*": self._queue_event})
+                    self._receiver = receiver
+                    if self._stopping.is_set():
+                        return
+                    receiver.capture(limit=None, timeout=None, wakeup=True)
+                return
+            except Exception:
+                if self._stopping.is_set():
+                    return
+                logger.exception("celery event receiver failed; reconnecting")
+                self._stopping.wait(1.0)
+
+    def _queue_event(self, event: Mapping[str, Any]) -> None:
+        with self._wake:
+            self._events.append(event)
+            self._wake.notify()
+
+    def _inspect(self, destination: str | None) -> None:
+        lists: dict[str, dict[str, list[Mapping[str, Any]]]] = {}
+        kinds = ("active", "reserved", "scheduled")
+        replies: dict[str, Any] = {}
+
+        def one(kind: str) -> None:
+            inspect = self._app.control.inspect(
+                timeout=self._inspect_timeout,
+                destination=None if destination is None else [destination],
+            )
+            try:
+                replies[kind] = getattr(inspect, kind)() or {}
+            except Exception:
+                logger.exception("celery inspect %s failed", kind)
+                replies[kind] = {}
+
+        threads = [threading.Thread(target=one, args=(kind,), daemon=True) for kind in kinds]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(self._inspect_timeout + 10.0)
+        for kind in kinds:
+            for hostname, requests in replies.get(kind, {}).items():
+                lists.setdefault(hostname, {})[kind] = list(requests or ())
+        with self._wake:
+            self._inspections.append((destination, lists))
+            self._wake.notify()
+
+    def _forward(self) -> None:
+        self._guarded(self.bridge.begin)
+        # The receiver's queue is bound before the inspection, so nothing falls in between.
+        while not self.consuming.wait(0.1):
+            if self._stopping.is_set():
+                return
+        self._spawn(functools.partial(self._inspect, None), "celery-inspect")
+        next_tick = self._clock() + self._tick
+        while not self._stopping.is_set():
+            with self._wake:
+                if not self._events and not self._inspections:
+                    self._wake.wait(max(0.0, next_tick - self._clock()))
+                events, self._events = self._events, []
+                inspections, self._inspections = self._inspections, []
+            now = self._clock()
+            bridge = self.bridge
+            if events:
+                self._guarded(functools.partial(bridge.apply, events, now))
+            for destination, inspection in inspections:
+                if destination is None:
+                    self._guarded(functools.partial(bridge.recovered, inspection, now))
+                    self.ready.set()
+                else:
+                    self._guarded(
+                        functools.partial(bridge.resynchronised, destination, inspection, now)
+                    )
+            if now >= next_tick:
+                self._guarded(functools.partial(bridge.tick, now))
+                next_tick = now + self._tick
+            for hostname in bridge.take_resync_requests():
+                self._spawn(functools.partial(self._inspect, hostname), "celery-resync")
+
+    def _guarded(self, function: Callable[[], None]) -> None:
+        try:
+            self._call(function)
+        except Exception:
+            self._errors += 1
+            logger.exception("the celery bridge could not report to its tracker")
+
+
+@contextmanager
+def watch_celery(
+    app: Any,
+    tracker: Facts,
+    *,
+    call: Call | None = None,
+    inspect_timeout: float = DEFAULT_INSPECT_TIMEOUT,
+    tick: float = DEFAULT_TICK,
+    settle: float = 1.0,
+    keep_ended: float = 300.0,
+    max_ended: int = 1000,
+    clock: Callable[[], float] = time.monotonic,
+) -> Iterator[CeleryWatch]:
+    """Bridge a Celery app's events to ``tracker`` while the block runs (threads of its own).
+
+    The tracker is published ``recovering`` at once and ``ready`` after the workers' inspection
+    (``watch.ready`` is set then). ``call(function)`` runs each batch of facts where the tracker
+    lives (default: in the forwarder thread, right for a thread-safe tracker); ``settle``,
+    ``keep_ended`` and ``max_ended`` are :class:`CeleryBridge`'s. Leaving the block stops the
+    threads (within about a second: kombu's drain interval).
+    """
+    watch = CeleryWatch(
+        app,
+        tracker,
+        call=call or _call_here,
+        inspect_timeout=inspect_timeout,
+        tick=tick,
+        settle=settle,
+        keep_ended=keep_ended,
+        max_ended=max_ended,
+        clock=clock,
+    )
+    watch.start()
+    try:
+        yield watch
+    finally:
+        watch.stop()
