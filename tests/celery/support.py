@@ -43,7 +43,9 @@ class CeleryWorker:
         pool: str = "prefork",
         concurrency: int = 2,
         heartbeat: int = 1,
+        queues: str | None = None,
     ) -> None:
+        self.queues = queues
         self.broker_url = broker_url
         self.name = name
         self.pool = pool
@@ -76,6 +78,7 @@ class CeleryWorker:
                     "--without-mingle",
                     f"--heartbeat-interval={self.heartbeat}",
                     "--loglevel=INFO",
+                    *(["-Q", self.queues] if self.queues else []),
                 ],
                 cwd=REPO,
                 env=env,
@@ -221,6 +224,7 @@ async def bridged(**options: Any) -> AsyncIterator[tuple[Roots, CeleryWatch, Run
             with trio.fail_after(20):
                 await trio.to_thread.run_sync(watch.ready.wait, 15)
             assert watch.ready.is_set(), "the bridge did not become ready"
+            await roots.wait_for("a ready frame", lambda: roots.view.availability == "ready", 5)
             yield roots, watch, tracker
         finally:
             await trio.to_thread.run_sync(manager.__exit__, None, None, None)

@@ -1,0 +1,78 @@
+"""Workers that vanish and come back, and a bridge that starts while tasks are in flight.
+
+A worker is lost after twice its heartbeat interval without an event (Celery's own rule); its
+in-flight tasks then need attention (blocked stage, manual intervention), never run forever.
+"""
+
+from __future__ import annotations
+
+import trio
+
+from ..redis_support import RedisServer
+from .app import nap
+from .support import CeleryWorker, blocking, bridged, ended, stages
+
+HEARTBEAT = 1  # seconds: the workers here beat every second
+TICK = 0.25
+# docs/celery.md: lost within 2 x heartbeat interval + one tick of the last event; the margin
+# is for a loaded 2-core machine.
+LOST_BOUND = 2 * HEARTBEAT + TICK + 1.5
+
+
+async def test_a_killed_worker_makes_its_task_need_attention_then_resyncs(
+    broker: RedisServer,
+) -> None:
+    """N4 for workers: a worker killed mid-task turns its task's stage ``blocked`` and the root
+    blocked/manual_intervention with needs_attention within the documented bound (never running
+    forever); when the worker comes back without the task, the task is failed and the root is
+    a settled failure."""
+    worker = CeleryWorker(broker.url, "w2@workflow-hub-tests", queues="lonely", heartbeat=HEARTBEAT)
+    await blocking(worker.start)
+    try:
+        async with bridged(tick=TICK) as (roots, watch, tracker):
+            result = await blocking(nap.apply_async, (30,), queue="lonely")
+            await roots.wait_root(result.id, lambda r: r.active_execution_count == 1, "running")
+            killed_at = trio.current_time()
+            await blocking(worker.kill)
+            root = await roots.wait_root(
+                result.id, lambda r: r.state == "blocked", "lost", within=LOST_BOUND
+            )
+            assert trio.current_time() - killed_at <= LOST_BOUND
+            assert (root.reason, root.needs_attention, root.active_execution_count) == (
+                "manual_intervention",
+                True,
+                0,
+            )
+            assert stages(root)[result.id].status == "blocked"
+            assert watch.statistics().workers_lost == 1
+
+            await blocking(worker.start)
+            root = await roots.wait_root(result.id, ended, "resynchronised")
+            assert stages(root)[result.id].status == "failed"
+            assert (root.state, root.reason, root.needs_attention) == ("idle", "quiescent", True)
+            assert tracker.run_status(result.id) == "failed"
+            assert watch.statistics().workers_lost == 0
+    finally:
+        await blocking(worker.stop)
+
+
+async def test_a_bridge_starts_recovering_and_is_ready_with_the_tasks_in_flight(
+    worker: CeleryWorker,
+) -> None:
+    """P3 and §5 (hydration): a bridge started while a task runs publishes ``recovering`` first,
+    then ``ready`` with that task running (from the workers' inspection), and follows it to
+    its end."""
+    async with bridged() as (first, _watch, _tracker):
+        result = await blocking(nap.delay, 1.5)
+        await first.wait_root(result.id, lambda r: r.active_execution_count == 1, "running")
+        async with bridged() as (second, _watch2, _tracker2):
+            assert second.availabilities[:2] == ["recovering", "ready"]
+            root = second.get(result.id)
+            assert root is not None
+            assert (root.state, root.reason, root.active_execution_count) == (
+                "working",
+                "executing",
+                1,
+            )
+            root = await second.wait_root(result.id, ended, "the task ended")
+            assert stages(root)[result.id].status == "completed"
