@@ -26,6 +26,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     # the network server's _watch_cli/_serve_cli when those are installed.
     "watch": ("workflow_hub._redis_cli_watch", "show a fleet (redis://) or a served hub, live"),
     "serve": ("workflow_hub._redis_cli_serve", "run the demo scheduler, mirrored or served"),
+    "celery": ("workflow_hub.celery._command", "show a Celery app's canvases live, as roots"),
 }
 
 
