@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import trio
+from celery import Celery
 
 from workflow_hub import RootActivity, StageNode, WorkflowActivityHub, open_hub
 from workflow_hub.celery import CeleryWatch, watch_celery
@@ -46,6 +47,8 @@ class CeleryWorker:
         queues: str | None = None,
     ) -> None:
         self.queues = queues
+        # Pings go through an app of the worker's own broker (the test app may point elsewhere).
+        self._client = Celery("ping", broker=broker_url, set_as_current=False)
         self.broker_url = broker_url
         self.name = name
         self.pool = pool
@@ -91,7 +94,7 @@ class CeleryWorker:
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"the celery worker exited:\n{self.log}")
-            if app.control.ping(destination=[self.name], timeout=0.5):
+            if self._client.control.ping(destination=[self.name], timeout=0.5):
                 return
         raise RuntimeError(f"the celery worker did not answer a ping in {timeout} s:\n{self.log}")
 
@@ -204,7 +207,9 @@ def ended(root: RootActivity) -> bool:
 
 
 @asynccontextmanager
-async def bridged(**options: Any) -> AsyncIterator[tuple[Roots, CeleryWatch, RunTracker]]:
+async def bridged(
+    celery_app: Any = app, **options: Any
+) -> AsyncIterator[tuple[Roots, CeleryWatch, RunTracker]]:
     """A hub and tracker in this trio thread; the bridge's threads forward into it."""
     token = trio.lowlevel.current_trio_token()
 
@@ -218,7 +223,7 @@ async def bridged(**options: Any) -> AsyncIterator[tuple[Roots, CeleryWatch, Run
         tracker = RunTracker(
             hub.register_publisher(), owner_session_id="celery", include_graph=True
         )
-        manager = watch_celery(app, tracker, call=call, **options)
+        manager = watch_celery(celery_app, tracker, call=call, **options)
         watch = manager.__enter__()
         try:
             with trio.fail_after(20):

@@ -7,6 +7,7 @@ in-flight tasks then need attention (blocked stage, manual intervention), never 
 from __future__ import annotations
 
 import trio
+from celery import Celery
 
 from ..redis_support import RedisServer
 from .app import nap
@@ -76,3 +77,29 @@ async def test_a_bridge_starts_recovering_and_is_ready_with_the_tasks_in_flight(
             )
             root = await second.wait_root(result.id, ended, "the task ended")
             assert stages(root)[result.id].status == "completed"
+
+
+async def test_a_lost_broker_makes_the_source_recovering_until_it_is_back() -> None:
+    """N4: while the bridge cannot read the broker its source is ``recovering`` (never its last
+    state as current); back, it inspects the workers and is ``ready`` again, and a task that was
+    running meanwhile still ends completed (seen by an event, or read from the result backend)."""
+    server = RedisServer()
+    server.start()
+    other = Celery("restarted", broker=server.url, backend=server.url)
+    other.conf.broker_connection_retry_on_startup = True
+    worker = CeleryWorker(server.url, "w3@workflow-hub-tests", heartbeat=HEARTBEAT)
+    try:
+        await blocking(worker.start)
+        async with bridged(other, tick=TICK) as (roots, _watch, _tracker):
+            result = await blocking(other.send_task, "tests.celery.app.nap", (3.0,))
+            await roots.wait_root(result.id, lambda r: r.active_execution_count == 1, "running")
+            await blocking(server.restart)
+            await roots.wait_for(
+                "recovering", lambda: roots.view.availability == "recovering", within=10
+            )
+            await roots.wait_for("ready again", lambda: roots.view.availability == "ready", 20)
+            root = await roots.wait_root(result.id, ended, "the task ended", within=20)
+            assert stages(root)[result.id].status == "completed"
+    finally:
+        await blocking(worker.stop)
+        server.close()

@@ -128,6 +128,8 @@ class CeleryBridge:
         self._events = 0
         self._ignored = 0
         self._resync: list[str] = []
+        self._reported: set[str] = set()  # task ids in the last inspection
+        self._suspects: set[str] = set()
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -140,18 +142,49 @@ class CeleryBridge:
         if self._hydration is not None:
             return
         self._ready = False
+        # What was in flight when the connection went: suspect until an event or the
+        # inspection tells of it again.
+        self._suspects = {
+            task_id for task_id, task in self._tasks.items() if task.state in (PENDING, RUNNING)
+        }
         self._hydration = self._tracker.hydrating()
         self._hydration.__enter__()
 
-    def recovered(self, inspection: Inspection, now: float) -> None:
+    def recovered(self, inspection: Inspection, now: float) -> list[str]:
         """Add the in-flight tasks the workers reported (``active`` running, ``reserved`` and
-        ``scheduled`` pending) that no event has told of yet, then publish ``ready``."""
+        ``scheduled`` pending) that no event has told of yet, then publish ``ready``.
+
+        After a lost broker connection (a second :meth:`begin`), an open task that no worker
+        reports any more may have ended unseen: it is lost (needs attention) and its id is
+        returned, for :meth:`settle_from_results` to settle from the result backend.
+        """
         with self._tracker.batch():
             self._apply_inspection(inspection, now, resync=None)
+            unreported = [
+                task
+                for task_id in self._suspects - self._reported
+                if (task := self._tasks.get(task_id)) is not None
+                and task.state in (PENDING, RUNNING)
+            ]
+            self._suspects = set()
+            for task in unreported:
+                self._set(task, LOST)
         hydration, self._hydration = self._hydration, None
         if hydration is not None:
             hydration.__exit__(None, None, None)
         self._ready = True
+        return [task.task_id for task in unreported]
+
+    def settle_from_results(self, states: Mapping[str, str], now: float) -> None:
+        """Lost tasks whose result backend state is final (``SUCCESS``, ``FAILURE``,
+        ``REVOKED``) or in flight (``STARTED``, ``RETRY``) take that state; others stay lost."""
+        with self._tracker.batch():
+            for task_id, state in states.items():
+                task = self._tasks.get(task_id)
+                if task is None or task.state != LOST or state not in _RESULT_STATES:
+                    continue
+                self._set(task, _RESULT_STATES[state], retries=task.retries + (state == "RETRY"))
+            self._settle_roots(now)
 
     def resynchronised(self, hostname: str, inspection: Inspection, now: float) -> None:
         """A lost worker came back and reported what it holds: those tasks are in flight again,
@@ -212,6 +245,7 @@ class CeleryBridge:
         # Any event from a worker shows it alive (task-sent comes from whoever sent the task).
         if isinstance(hostname, str) and kind != "task-sent":
             self._heard(hostname, now)
+        self._suspects.discard(task_id)
         task = self._task(task_id, event, now)
         handler(self, task, event, hostname if isinstance(hostname, str) else None, now)
 
@@ -368,7 +402,7 @@ class CeleryBridge:
     # --- inspection ------------------------------------------------------------------------
 
     def _apply_inspection(self, inspection: Inspection, now: float, resync: str | None) -> None:
-        held: set[str] = set()
+        held = self._reported = set()
         for hostname, lists in inspection.items():
             self._heard(hostname, now)
             for key, state in (("active", RUNNING), ("reserved", PENDING), ("scheduled", PENDING)):
@@ -443,6 +477,15 @@ _STAGE_STATUS: Final = {
     FAILED: "failed",
     REVOKED: "skipped",
     LOST: "blocked",
+}
+
+# Result backend states (celery.states) a lost task can be settled with.
+_RESULT_STATES: Final = {
+    "SUCCESS": SUCCEEDED,
+    "FAILURE": FAILED,
+    "REVOKED": REVOKED,
+    "STARTED": RUNNING,
+    "RETRY": PENDING,
 }
 
 _TASK_HANDLERS: Final = {

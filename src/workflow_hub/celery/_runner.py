@@ -67,7 +67,7 @@ class CeleryWatch:
         self._stopping = threading.Event()
         self._wake = threading.Condition()
         self._events: list[Mapping[str, Any]] = []
-        self._inspections: list[tuple[str | None, Inspection]] = []
+        self._jobs: list[Callable[[float], None]] = []
         self._receiver: Any = None
         self._threads: list[threading.Thread] = []
         self._errors = 0
@@ -111,7 +111,10 @@ class CeleryWatch:
         class Receiver(self._app.events.Receiver):  # type: ignore[misc,name-defined]
             def on_consume_ready(self, *args: Any, **kwargs: Any) -> None:
                 super().on_consume_ready(*args, **kwargs)
-                watch.consuming.set()
+                watch._consuming()
+
+            def on_connection_error(self, exc: BaseException, interval: float) -> None:
+                watch._connection_lost(exc)
 
         while not self._stopping.is_set():
             try:
@@ -122,15 +125,34 @@ class CeleryWatch:
                         return
                     receiver.capture(limit=None, timeout=None, wakeup=True)
                 return
-            except Exception:
+            except Exception as error:
                 if self._stopping.is_set():
                     return
-                logger.exception("celery event receiver failed; reconnecting")
+                self._connection_lost(error)
                 self._stopping.wait(1.0)
+
+    def _consuming(self) -> None:
+        # The receiver's queue is bound before the inspection, so nothing falls in between.
+        self.consuming.set()
+        self._spawn(functools.partial(self._inspect, None), "celery-inspect")
+
+    def _connection_lost(self, error: BaseException) -> None:
+        """The broker went away: the bridge no longer knows, so the source is recovering."""
+        if not self.consuming.is_set():
+            return  # not consuming yet, or already recovering
+        self.consuming.clear()
+        self.ready.clear()
+        logger.warning("lost the broker connection (%s); recovering", error)
+        self._queue_job(lambda now: self.bridge.begin())
 
     def _queue_event(self, event: Mapping[str, Any]) -> None:
         with self._wake:
             self._events.append(event)
+            self._wake.notify()
+
+    def _queue_job(self, job: Callable[[float], None]) -> None:
+        with self._wake:
+            self._jobs.append(job)
             self._wake.notify()
 
     def _inspect(self, destination: str | None) -> None:
@@ -157,36 +179,44 @@ class CeleryWatch:
         for kind in kinds:
             for hostname, requests in replies.get(kind, {}).items():
                 lists.setdefault(hostname, {})[kind] = list(requests or ())
-        with self._wake:
-            self._inspections.append((destination, lists))
-            self._wake.notify()
+        if destination is None:
+            self._queue_job(functools.partial(self._recovered, lists))
+        else:
+            self._queue_job(functools.partial(self.bridge.resynchronised, destination, lists))
+
+    def _recovered(self, lists: Inspection, now: float) -> None:
+        unreported = self.bridge.recovered(lists, now)
+        self.ready.set()
+        if unreported:
+            self._spawn(functools.partial(self._look_up, unreported), "celery-results")
+
+    def _look_up(self, task_ids: list[str]) -> None:
+        """Ask the result backend how tasks that ended unseen (during an outage) ended."""
+        try:
+            backend = self._app.backend
+            if type(backend).__name__ == "DisabledBackend":
+                return
+            states = {task_id: str(backend.get_state(task_id)) for task_id in task_ids}
+        except Exception:
+            logger.exception("could not read the result backend")
+            return
+        self._queue_job(functools.partial(self.bridge.settle_from_results, states))
 
     def _forward(self) -> None:
         self._guarded(self.bridge.begin)
-        # The receiver's queue is bound before the inspection, so nothing falls in between.
-        while not self.consuming.wait(0.1):
-            if self._stopping.is_set():
-                return
-        self._spawn(functools.partial(self._inspect, None), "celery-inspect")
         next_tick = self._clock() + self._tick
         while not self._stopping.is_set():
             with self._wake:
-                if not self._events and not self._inspections:
+                if not self._events and not self._jobs:
                     self._wake.wait(max(0.0, next_tick - self._clock()))
                 events, self._events = self._events, []
-                inspections, self._inspections = self._inspections, []
+                jobs, self._jobs = self._jobs, []
             now = self._clock()
             bridge = self.bridge
             if events:
                 self._guarded(functools.partial(bridge.apply, events, now))
-            for destination, inspection in inspections:
-                if destination is None:
-                    self._guarded(functools.partial(bridge.recovered, inspection, now))
-                    self.ready.set()
-                else:
-                    self._guarded(
-                        functools.partial(bridge.resynchronised, destination, inspection, now)
-                    )
+            for job in jobs:
+                self._guarded(functools.partial(job, now))
             if now >= next_tick:
                 self._guarded(functools.partial(bridge.tick, now))
                 next_tick = now + self._tick
