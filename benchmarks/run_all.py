@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import bench_celery
 import bench_fanout
 import bench_hooks
 import bench_memory
@@ -49,6 +50,7 @@ BENCHMARKS: dict[str, Benchmark] = {
     "redis": bench_redis.run,
     "resume": bench_resume.run,
     "tracker": bench_tracker.run,
+    "celery": bench_celery.run,
 }
 
 

@@ -70,6 +70,7 @@ class _Task:
     worker: str | None = None
     terminated: bool = False
     expired: bool = False
+    reported: tuple[str, bool] = ("pending", False)  # the stage status and retrying flag
 
 
 @attrs.define(slots=True, eq=False)
@@ -335,9 +336,12 @@ class CeleryBridge:
         elif was_open and not is_open:
             root.open -= 1
         retrying = task.retries > 0 and state in (PENDING, RUNNING)
-        self._tracker.set_stage_status(
-            root.root_id, task.task_id, _STAGE_STATUS[state], retrying=retrying
-        )
+        reported = (_STAGE_STATUS[state], retrying)
+        if reported != task.reported:  # a new task is reported pending already
+            task.reported = reported
+            self._tracker.set_stage_status(
+                root.root_id, task.task_id, reported[0], retrying=retrying
+            )
         if state == LOST and not was_lost:
             self._tracker.require_intervention(root.root_id, stage_id=task.task_id)
         if root.open == 0 and not root.ended and root.root_id not in self._quiet:

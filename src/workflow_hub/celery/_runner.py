@@ -31,6 +31,7 @@ logger = logging.getLogger("workflow_hub.celery")
 
 DEFAULT_INSPECT_TIMEOUT = 1.0
 DEFAULT_TICK = 0.25
+DEFAULT_LINGER = 0.005
 
 
 def _call_here(function: Callable[[], None]) -> None:
@@ -49,6 +50,7 @@ class CeleryWatch:
         call: Call,
         inspect_timeout: float,
         tick: float,
+        linger: float,
         settle: float,
         keep_ended: float,
         max_ended: int,
@@ -58,6 +60,7 @@ class CeleryWatch:
         self._call = call
         self._inspect_timeout = inspect_timeout
         self._tick = tick
+        self._linger = linger
         self._clock = clock
         self.bridge = CeleryBridge(
             tracker, settle=settle, keep_ended=keep_ended, max_ended=max_ended
@@ -148,7 +151,8 @@ class CeleryWatch:
     def _queue_event(self, event: Mapping[str, Any]) -> None:
         with self._wake:
             self._events.append(event)
-            self._wake.notify()
+            if len(self._events) == 1:
+                self._wake.notify()  # the forwarder waits only for a first event
 
     def _queue_job(self, job: Callable[[float], None]) -> None:
         with self._wake:
@@ -209,6 +213,10 @@ class CeleryWatch:
             with self._wake:
                 if not self._events and not self._jobs:
                     self._wake.wait(max(0.0, next_tick - self._clock()))
+                if self._events and self._linger > 0:
+                    # Events come in bursts (received, started, succeeded, the next task ...):
+                    # a moment's wait turns many small batches into one.
+                    self._wake.wait(self._linger)
                 events, self._events = self._events, []
                 jobs, self._jobs = self._jobs, []
             now = self._clock()
@@ -239,6 +247,7 @@ def watch_celery(
     call: Call | None = None,
     inspect_timeout: float = DEFAULT_INSPECT_TIMEOUT,
     tick: float = DEFAULT_TICK,
+    linger: float = DEFAULT_LINGER,
     settle: float = 1.0,
     keep_ended: float = 300.0,
     max_ended: int = 1000,
@@ -248,7 +257,10 @@ def watch_celery(
 
     The tracker is published ``recovering`` at once and ``ready`` after the workers' inspection
     (``watch.ready`` is set then). ``call(function)`` runs each batch of facts where the tracker
-    lives (default: in the forwarder thread, right for a thread-safe tracker); ``settle``,
+    lives (default: in the forwarder thread, right for a thread-safe tracker). ``linger``
+    (seconds) is how long the forwarder lets events gather after the first of a batch: less
+    CPU per event for at most that much more lag. ``tick`` is how often time-based rules (lost
+    workers, settled roots, retention) are checked. ``settle``,
     ``keep_ended`` and ``max_ended`` are :class:`CeleryBridge`'s. Leaving the block stops the
     threads (within about a second: kombu's drain interval).
     """
@@ -258,6 +270,7 @@ def watch_celery(
         call=call or _call_here,
         inspect_timeout=inspect_timeout,
         tick=tick,
+        linger=linger,
         settle=settle,
         keep_ended=keep_ended,
         max_ended=max_ended,
