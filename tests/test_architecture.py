@@ -49,6 +49,7 @@ LAYERS: dict[str, int] = {
     "_reporter": CLIENTS,
     "_metrics": INTEGRATIONS,
     "_remote": INTEGRATIONS,
+    "_hosting": INTEGRATIONS,
     "_demo": APPLICATIONS,
     "_demo_rich": APPLICATIONS,
     "_demo_scenario": APPLICATIONS,
@@ -68,6 +69,9 @@ PREFIXES: tuple[tuple[str, int], ...] = (
     ("server", INTEGRATIONS),
     ("celery._command", APPLICATIONS),
     ("celery", INTEGRATIONS),
+    # The hosts (workflow_hub.asyncio, workflow_hub.sync) and what they share (_hosting).
+    ("asyncio", INTEGRATIONS),
+    ("sync", INTEGRATIONS),
     ("_redis_cli", APPLICATIONS),
     ("_redis_", INTEGRATIONS),
     ("testing._conformance_cli", APPLICATIONS),
@@ -95,6 +99,10 @@ NOT_ON_IMPORT = (
     "rich",
     "celery",
     "kombu",
+    # The server's streams are written with anyio (Starlette's own), so that they also run on
+    # asyncio for a hub hosted by workflow_hub.asyncio; uvicorn is for the hosts' tests only.
+    "anyio",
+    "uvicorn",
 )
 
 
@@ -157,7 +165,8 @@ def resolve(target: str, modules: dict[str, Path]) -> str:
     """The module an import names (``from .server import x`` may name a package attribute)."""
     while target not in modules and "." in target:
         target = target.rsplit(".", 1)[0]
-    return target
+    # `from .. import WorkflowActivityHub` (a name of the package root, not a module).
+    return target if target in modules else ""
 
 
 MODULES = module_names()

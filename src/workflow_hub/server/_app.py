@@ -12,12 +12,13 @@ from __future__ import annotations
 import hmac
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from functools import partial
 from importlib.resources import files
 from pathlib import Path
-from typing import Final, final
+from typing import TYPE_CHECKING, Final, Protocol, final
 
+import anyio
 import trio
 from starlette.applications import Starlette
 from starlette.datastructures import Headers, QueryParams
@@ -29,15 +30,19 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from .._contract import Cursor
+from .._contract import Cursor, Frame
 from .._cursor_text import parse_cursor
 from .._errors import ContractError
 from .._hooks import HookRunner
 from .._hub import WorkflowActivityHub
 from .._metrics import HubMetrics
-from .._observers import FrameStream
+from .._observers import ObserverLease
 from ._encode import FrameEncoder, cursor_text, sse_comment
 from ._events import HookEventClient, HookEventFanout
+
+if TYPE_CHECKING:
+    from ..asyncio import HookRunner as AsyncioHookRunner
+    from ..asyncio import Hub as AsyncioHub
 
 __all__ = [
     "DEFAULT_EVENTS_BUFFER",
@@ -70,6 +75,39 @@ _SSE_HEADERS: Final = [
     # nginx and some other proxies buffer responses unless told not to.
     (b"x-accel-buffering", b"no"),
 ]
+
+
+class _Frames(Protocol):
+    """A subscription's frames: the hub's ``FrameStream`` (trio) or the asyncio host's."""
+
+    @property
+    def lease(self) -> ObserverLease: ...
+
+    def __aiter__(self) -> AsyncIterator[Frame]: ...
+
+    async def receive_all(self) -> list[Frame]: ...
+
+
+class _FrameSource(Protocol):
+    def subscribe(self, *, since: Cursor | None = None) -> AbstractAsyncContextManager[_Frames]: ...
+
+
+def _hosted(
+    hub: object, runner: HookRunner | AsyncioHookRunner | None
+) -> tuple[WorkflowActivityHub, HookRunner | None]:
+    """The trio hub and runner behind a ``workflow_hub.asyncio`` host's hub and runner."""
+    from ..asyncio import HookRunner as HostRunner
+    from ..asyncio import Hub as HostHub
+
+    if not isinstance(hub, HostHub):
+        raise ContractError(
+            "hub",
+            "expected a WorkflowActivityHub or a workflow_hub.asyncio hub, got "
+            f"{type(hub).__name__}",
+        )
+    if isinstance(runner, HostRunner):
+        runner = runner.trio_runner
+    return hub.trio_hub, runner
 
 
 def _is_open_path(path: str) -> bool:
@@ -193,18 +231,18 @@ class _ActivityStream(Response):
             await send({"type": "http.response.start", "status": 200, "headers": headers})
             await app.stream_until_done(receive, send, partial(self._frames, stream, send))
 
-    async def _frames(self, stream: FrameStream, send: Send) -> None:
+    async def _frames(self, stream: _Frames, send: Send) -> None:
         try:
             await self._send_frames(stream, send)
         except trio.EndOfChannel:
             return  # the hub was disposed
 
-    async def _send_frames(self, stream: FrameStream, send: Send) -> None:
+    async def _send_frames(self, stream: _Frames, send: Send) -> None:
         app = self._hub_app
         backlog = app.encoder.backlog
         keepalive = app.keepalive
         while True:
-            with trio.move_on_after(keepalive) as idle:
+            with anyio.move_on_after(keepalive) as idle:
                 # A client that is behind gets everything pending in one write. The hub's queue
                 # bounds this: past its limit the hub replaced the backlog with one snapshot.
                 frames = await stream.receive_all()
@@ -241,7 +279,7 @@ class _HookStream(Response):
         hub = app.hub
         # A disposed hub dispatches no more hooks; the stream ends at the next keep-alive.
         while not hub.disposed:
-            with trio.move_on_after(app.keepalive) as idle:
+            with anyio.move_on_after(app.keepalive) as idle:
                 body = await client.take()
             if idle.cancelled_caught:
                 if hub.disposed:
@@ -255,7 +293,7 @@ class StreamTracker:
     fleet's applications)."""
 
     def __init__(self) -> None:
-        self._streams: set[trio.CancelScope] = set()
+        self._streams: set[anyio.CancelScope] = set()
         self._closed = False
 
     @property
@@ -269,8 +307,8 @@ class StreamTracker:
             scope.cancel()
 
     @contextmanager
-    def _tracked(self) -> Iterator[trio.CancelScope]:
-        scope = trio.CancelScope()
+    def _tracked(self) -> Iterator[anyio.CancelScope]:
+        scope = anyio.CancelScope()
         if self._closed:
             scope.cancel()
         self._streams.add(scope)
@@ -289,7 +327,7 @@ class StreamTracker:
         client sees the stream end rather than a broken connection.
         """
         gone = False
-        async with trio.open_nursery() as nursery:
+        async with anyio.create_task_group() as nursery:
 
             async def watch_disconnect() -> None:
                 nonlocal gone
@@ -311,24 +349,28 @@ class HubApp(StreamTracker):
     """The ASGI application of one hub; what :func:`create_app` returns.
 
     Mount it in any ASGI server that runs on trio, or let :func:`~workflow_hub.server.serve_hub`
-    run it. :meth:`close` ends every open stream cleanly (SSE streams end, WebSockets get close
-    code 1001); disposing the hub does the same.
+    run it. For a hub hosted by ``workflow_hub.asyncio`` (pass that host's hub, and its
+    ``hook_runner()`` as ``runner``), mount it in an asyncio ASGI server (uvicorn, a FastAPI or
+    Starlette app): the streams are written with anyio, so they run on either loop, and frames
+    reach them through the host's asyncio subscriptions. :meth:`close` ends every open stream
+    cleanly (SSE streams end, WebSockets get close code 1001); disposing the hub does the same.
     """
 
     def __init__(
         self,
-        hub: WorkflowActivityHub,
+        hub: WorkflowActivityHub | AsyncioHub,
         *,
         token: str | None = None,
-        runner: HookRunner | None = None,
+        runner: HookRunner | AsyncioHookRunner | None = None,
         metrics: HubMetrics | None = None,
         cors_origins: Sequence[str] | None = None,
         keepalive: float = DEFAULT_KEEPALIVE,
         events_buffer: int = DEFAULT_EVENTS_BUFFER,
         static_dir: Path | None = STATIC_DIR,
     ) -> None:
+        source: _FrameSource = hub
         if not isinstance(hub, WorkflowActivityHub):
-            raise ContractError("hub", f"expected a WorkflowActivityHub, got {type(hub).__name__}")
+            hub, runner = _hosted(hub, runner)
         if token is not None and (not isinstance(token, str) or not token):
             raise ContractError("token", "expected a non-empty string or None")
         if runner is not None and not isinstance(runner, HookRunner):
@@ -344,6 +386,7 @@ class HubApp(StreamTracker):
         if type(events_buffer) is not int or events_buffer < 1:
             raise ContractError("events_buffer", f"expected an int >= 1, got {events_buffer!r}")
         self.hub = hub
+        self._source = source
         self.metrics = metrics
         self.keepalive = float(keepalive)
         self.keepalive_bytes = sse_comment("keep-alive")
@@ -382,8 +425,9 @@ class HubApp(StreamTracker):
     # --- streaming helpers -----------------------------------------------------------------
 
     @asynccontextmanager
-    async def subscribe(self, since: Cursor | None) -> AsyncIterator[FrameStream]:
-        async with self.hub.subscribe(since=since) as stream:
+    async def subscribe(self, since: Cursor | None) -> AsyncIterator[_Frames]:
+        # The hub's own subscription under trio; the asyncio host's under asyncio.
+        async with self._source.subscribe(since=since) as stream:
             yield stream
 
     # --- endpoints -------------------------------------------------------------------------
@@ -442,7 +486,7 @@ class HubApp(StreamTracker):
             return
         await websocket.accept()
         left = False
-        async with self.subscribe(since) as stream, trio.open_nursery() as nursery:
+        async with self.subscribe(since) as stream, anyio.create_task_group() as nursery:
 
             async def watch_disconnect() -> None:
                 nonlocal left
@@ -465,16 +509,20 @@ class HubApp(StreamTracker):
 
 
 def create_app(
-    hub: WorkflowActivityHub,
+    hub: WorkflowActivityHub | AsyncioHub,
     *,
     token: str | None = None,
-    runner: HookRunner | None = None,
+    runner: HookRunner | AsyncioHookRunner | None = None,
     metrics: HubMetrics | None = None,
     cors_origins: Sequence[str] | None = None,
     keepalive: float = DEFAULT_KEEPALIVE,
     events_buffer: int = DEFAULT_EVENTS_BUFFER,
 ) -> HubApp:
     """The ASGI application that shows ``hub`` over HTTP, for mounting in your own server.
+
+    ``hub`` is a trio hub (mount the app in a trio ASGI server) or a ``workflow_hub.asyncio``
+    host's hub (mount it in an asyncio one, e.g. ``starlette_app.mount("/hub", app)`` under
+    uvicorn).
 
     ``token`` protects every endpoint but ``/healthz`` and the web page. ``runner`` (the host's
     :class:`~workflow_hub.HookRunner`) turns on ``/v1/events``; the app registers itself as one

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Final, final
 
-import trio
+import anyio
 
 from .._contract import WorkflowEvent
 from .._hooks import HOOK_EVENT_TYPES, HookRunner
@@ -31,7 +31,7 @@ class HookEventClient:
     def __init__(self, limit: int) -> None:
         self._events: deque[bytes] = deque()
         self._limit = limit
-        self._wakeup = trio.Event()
+        self._wakeup = anyio.Event()
         self.dropped = 0
 
     def push(self, data: bytes) -> None:
@@ -44,7 +44,7 @@ class HookEventClient:
     async def take(self) -> bytes:
         """Everything pending as one chunk (one write), a ``dropped`` notice first if needed."""
         while not self._events:
-            self._wakeup = trio.Event()
+            self._wakeup = anyio.Event()
             await self._wakeup.wait()
         chunks: list[bytes] = []
         if self.dropped:

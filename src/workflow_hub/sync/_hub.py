@@ -1,0 +1,226 @@
+"""``with workflow_hub.sync.open_hub() as hub``: the hub for code without an event loop.
+
+The hub stays a trio program, in a background thread the host starts and owns. :class:`Hub`
+hands plain threads thread-safe handles: a publisher and a tracker callable from any thread,
+blocking iteration of frames, and the HTTP server. Leaving the block closes the host as the
+asyncio host does (SPEC H1): publishers disposed, the final ``unavailable`` frame delivered to
+every observer, local or remote, the servers closed, the thread ended.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, suppress
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, Unpack, final
+
+import trio
+
+from .. import ContractError, Cursor, Diagnostic, HubStatistics, SnapshotFrame
+from .._hosting import (
+    DEFAULT_SHUTDOWN_GRACE,
+    HostCore,
+    HubOptions,
+    check_grace,
+    hub_options,
+    run_host,
+)
+from .._public import NoPublicConstructor
+from ._portal import HostClosedError, Portal
+from ._publisher import Publisher
+from ._stream import FrameStream, open_stream
+from ._tracker import Tracker
+
+if TYPE_CHECKING:
+    from .. import WorkflowActivityHub
+    from ..metrics import HubMetrics
+
+__all__ = ["Hub", "open_hub"]
+
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
+
+
+@final
+class Hub(metaclass=NoPublicConstructor):
+    """A hub run by trio in a background thread; get it from :func:`open_hub`.
+
+    Every method may be called from any thread. Calls that change the hub are queued to its
+    thread in order; readings (:meth:`snapshot_frame`, :meth:`statistics`, ...) wait for the
+    hub's thread to answer, so they see everything the calling thread did before.
+    """
+
+    __slots__ = ("_core", "_portal")
+
+    def __init__(self, core: HostCore, portal: Portal) -> None:
+        self._core = core
+        self._portal = portal
+
+    @property
+    def trio_token(self) -> trio.lowlevel.TrioToken:
+        """The hub thread's trio token, for code that hands it calls itself."""
+        return self._portal.token
+
+    @property
+    def trio_hub(self) -> WorkflowActivityHub:
+        """The hub in its trio thread. Touch it only from there (``hub.call(...)``)."""
+        return self._core.hub
+
+    def call(self, function: Callable[_P, _T], /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
+        """Run ``function(*args, **kwargs)`` in the hub's thread and wait for its result.
+
+        ``function`` must be synchronous and must not block; what it raises is raised here.
+        """
+        return self._portal.call(function, *args, **kwargs)
+
+    def register_publisher(self) -> Publisher:
+        """Start a new source (P1) and return its thread-safe publisher; the host disposes it
+        when it closes (H1)."""
+        return Publisher._create(self._portal.call(self._core.register_publisher), self._portal)
+
+    def tracker(
+        self,
+        *,
+        owner_session_id: str,
+        clock: Callable[[], float] | None = None,
+        event_id_factory: Callable[[], str] | None = None,
+        include_graph: bool = False,
+    ) -> Tracker:
+        """A thread-safe :class:`~workflow_hub.RunTracker` on a new publisher, its heartbeats
+        running in the host. ``clock`` and ``event_id_factory`` are called in the hub's thread."""
+        tracker = self._portal.call(
+            self._core.tracker,
+            owner_session_id=owner_session_id,
+            clock=clock,
+            event_id_factory=event_id_factory,
+            include_graph=include_graph,
+        )
+        return Tracker._create(tracker, self._portal)
+
+    def subscribe(self, *, since: Cursor | None = None) -> AbstractContextManager[FrameStream]:
+        """``with hub.subscribe() as frames: for frame in frames:`` (O9), from any thread."""
+        if since is not None and not isinstance(since, Cursor):
+            raise ContractError("since", f"expected a Cursor or None, got {type(since).__name__}")
+        return open_stream(self._core.hub, self._core.nursery, self._portal, since)
+
+    def snapshot_frame(self) -> SnapshotFrame:
+        return self._portal.call(self._core.hub.snapshot_frame)
+
+    def diagnostics(self) -> tuple[Diagnostic, ...]:
+        return self._portal.call(self._core.hub.diagnostics)
+
+    def statistics(self) -> HubStatistics:
+        return self._portal.call(self._core.hub.statistics)
+
+    def serve(
+        self,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        token: str | None = None,
+        metrics: HubMetrics | None = None,
+        insecure: bool = False,
+        cors_origins: Sequence[str] | None = None,
+        **options: Any,
+    ) -> str:
+        """Serve the hub over HTTP (``workflow_hub.server``) in the hub's thread; the base URL.
+
+        The keywords are :func:`workflow_hub.server.serve_hub`'s (``port=0`` picks a free
+        port). The server runs until the host closes, after the final frame reached its clients.
+        """
+        if metrics is not None:
+            options["metrics"] = metrics
+
+        async def start() -> str:
+            return await self._core.serve(
+                host=host,
+                port=port,
+                token=token,
+                insecure=insecure,
+                cors_origins=cors_origins,
+                **options,
+            )
+
+        return self._portal.call_async(self._core.nursery, start)
+
+    def __repr__(self) -> str:
+        return "<workflow_hub.sync.Hub>"
+
+
+@final
+class _HostThread(AbstractContextManager[Hub]):
+    """One run of the hub in its own thread, from entering :func:`open_hub` to leaving it."""
+
+    def __init__(self, options: HubOptions, grace: float) -> None:
+        self._options = options
+        self._grace = grace
+        self._stop = trio.Event()
+        self._started = threading.Event()
+        self._core: HostCore | None = None
+        self._portal: Portal | None = None
+        self._error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> Hub:
+        if self._thread is not None:
+            raise RuntimeError("an open_hub() context can be entered only once")
+        self._thread = threading.Thread(target=self._run, name="workflow-hub", daemon=True)
+        self._thread.start()
+        self._started.wait()
+        if self._core is None or self._portal is None:
+            self._thread.join()
+            assert self._error is not None
+            raise self._error
+        return Hub._create(self._core, self._portal)
+
+    def _run(self) -> None:
+        try:
+            trio.run(self._main)
+        except BaseException as error:
+            self._error = error
+        finally:
+            self._started.set()
+
+    async def _main(self) -> None:
+        portal = Portal(trio.lowlevel.current_trio_token())
+
+        def started(core: HostCore) -> None:
+            self._core = core
+            self._portal = portal
+            self._started.set()
+
+        try:
+            await run_host(self._options, self._grace, started, self._stop)
+        finally:
+            portal.close()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        assert self._thread is not None
+        assert self._portal is not None
+        # HostClosedError: the hub's thread has ended already (it failed); its error follows.
+        with suppress(HostClosedError):
+            self._portal.submit(self._stop.set)
+        self._thread.join()
+        if self._error is not None:
+            raise self._error from exc
+
+
+def open_hub(
+    *, shutdown_grace: float = DEFAULT_SHUTDOWN_GRACE, **options: Unpack[HubOptions]
+) -> AbstractContextManager[Hub]:
+    """Run a hub in a background trio thread: ``with open_hub() as hub:``.
+
+    ``options`` are :func:`workflow_hub.open_hub`'s, checked now. Leaving the block disposes
+    every publisher the host handed out (each observer, local or remote, gets the final
+    ``unavailable`` snapshot), gives observers up to ``shutdown_grace`` seconds to take what is
+    queued, closes the servers and ends the thread. An exception in the block propagates after
+    that; one raised in the hub's thread is raised from the ``with`` (and, while the block
+    runs, by every later call: :class:`HostClosedError`).
+    """
+    return _HostThread(hub_options(options), check_grace(shutdown_grace))

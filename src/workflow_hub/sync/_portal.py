@@ -1,0 +1,180 @@
+"""The door between plain threads and the hub's trio thread: calls queued in order, cheaply.
+
+Every call a thread makes through a host's handles is queued here and run in the hub's trio
+thread, in the order it was queued (calls from one thread keep their order; calls from several
+interleave in queue order). Queueing is a ``deque.append`` and, only when the trio thread is not
+already draining the queue, one :meth:`trio.lowlevel.TrioToken.run_sync_soon`: a burst of
+publishes from many threads costs the trio thread one wake-up, not one per call. The trio thread
+drains in rounds of a bounded size, so its own tasks (observers, the server) run in between.
+
+A blocking call queues the same way, then waits for its outcome: the result is returned and an
+exception raised in the calling thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import deque
+from collections.abc import Awaitable, Callable
+from typing import Final, Generic, ParamSpec, TypeVar, final
+
+import trio
+
+__all__ = ["HostClosedError", "Portal"]
+
+logger = logging.getLogger("workflow_hub")
+
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
+
+_ROUND: Final = 512
+"""Calls run per round before the trio thread lets its tasks run."""
+
+
+class HostClosedError(RuntimeError):
+    """The host has closed (or its trio thread has ended): it takes no more calls."""
+
+
+@final
+class _Reply(Generic[_T]):
+    """Where the trio thread leaves a blocking call's outcome for the thread waiting on it."""
+
+    __slots__ = ("done", "error", "value")
+
+    def __init__(self) -> None:
+        self.done = threading.Lock()
+        self.done.acquire()
+        self.value: _T | None = None
+        self.error: BaseException | None = None
+
+
+@final
+class Portal:
+    """Calls from any thread, run in order in one trio thread."""
+
+    __slots__ = ("_calls", "_closed", "_lock", "_scheduled", "_token")
+
+    def __init__(self, token: trio.lowlevel.TrioToken) -> None:
+        self._token = token
+        self._calls: deque[Callable[[], object]] = deque()
+        self._lock = threading.Lock()
+        self._scheduled = False
+        self._closed = False
+
+    @property
+    def token(self) -> trio.lowlevel.TrioToken:
+        return self._token
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    # --- any thread ------------------------------------------------------------------------
+
+    def submit(self, call: Callable[[], object]) -> None:
+        """Queue ``call`` (no arguments, must not block) to run in the trio thread; return at once.
+
+        An exception it raises there is logged on the ``workflow_hub`` logger: the caller has
+        moved on. Raises :class:`HostClosedError` once the host has closed.
+        """
+        self._calls.append(call)
+        # The unlocked read is the fast path: while a drain is scheduled, it will see this call
+        # (it clears the flag *before* it pops, so a call queued after that schedules anew).
+        if not self._scheduled:
+            with self._lock:
+                if not self._scheduled:
+                    self._schedule()
+        if self._closed:
+            raise HostClosedError("the hub's host has closed")
+
+    def call(self, function: Callable[_P, _T], /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
+        """Run ``function(*args, **kwargs)`` in the trio thread and wait: its result, or its
+        exception raised here. From the trio thread itself this raises ``RuntimeError``."""
+        self._refuse_trio_thread()
+        reply: _Reply[_T] = _Reply()
+
+        def run() -> None:
+            try:
+                reply.value = function(*args, **kwargs)
+            except BaseException as error:
+                reply.error = error
+            finally:
+                reply.done.release()
+
+        self.submit(run)
+        reply.done.acquire()
+        if reply.error is not None:
+            raise reply.error
+        return reply.value  # type: ignore[return-value]  # set by run() when no error
+
+    def call_async(self, nursery: trio.Nursery, function: Callable[[], Awaitable[_T]]) -> _T:
+        """Run the trio coroutine function in a new task of ``nursery`` and wait for its result."""
+        self._refuse_trio_thread()
+        reply: _Reply[_T] = _Reply()
+
+        async def run() -> None:
+            try:
+                reply.value = await function()
+            except BaseException as error:
+                reply.error = error
+                if not isinstance(error, Exception):
+                    raise
+            finally:
+                reply.done.release()
+
+        self.submit(lambda: nursery.start_soon(run))
+        reply.done.acquire()
+        if reply.error is not None:
+            raise reply.error
+        return reply.value  # type: ignore[return-value]  # set by run() when no error
+
+    # --- the trio thread -------------------------------------------------------------------
+
+    def _schedule(self) -> None:
+        self._scheduled = True
+        try:
+            self._token.run_sync_soon(self._drain)
+        except trio.RunFinishedError:
+            self._scheduled = False
+            self._closed = True
+            raise HostClosedError("the hub's host has closed") from None
+
+    def _drain(self) -> None:
+        with self._lock:
+            self._scheduled = False
+        if self._run_round():
+            with self._lock:
+                if not self._scheduled:
+                    self._schedule()
+
+    def _run_round(self) -> bool:
+        """Run up to one round of calls; True when more are waiting."""
+        calls = self._calls
+        for _ in range(_ROUND):
+            try:
+                call = calls.popleft()
+            except IndexError:
+                return False
+            try:
+                call()
+            except Exception:
+                logger.exception("a call queued for the hub's thread failed")
+        return bool(calls)
+
+    def close(self) -> None:
+        """In the trio thread, as the run ends: refuse new calls, run those already queued."""
+        self._closed = True
+        while self._run_round():
+            pass
+
+    def _refuse_trio_thread(self) -> None:
+        try:
+            current = trio.lowlevel.current_trio_token()
+        except RuntimeError:
+            return
+        if current is self._token:
+            raise RuntimeError(
+                "a blocking call from the hub's own trio thread would wait forever; "
+                "use the hub directly there"
+            )
