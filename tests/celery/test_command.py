@@ -1,7 +1,8 @@
 """``workflow-hub celery``, as a user runs it: a real process, a real worker, its dashboard.
 
-The command serves the hub (token required here), mirrors it into a Redis fleet, shows a task's
-root ending, and stops on SIGINT with exit status 0.
+The command serves the hub from the sync host (token required here), mirrors it into a Redis
+fleet, shows a task's root ending, and stops on SIGINT with exit status 0 after its source's
+final ``unavailable`` frame reached the fleet (SPEC H1).
 """
 
 from __future__ import annotations
@@ -97,3 +98,7 @@ def test_the_command_serves_the_roots_mirrors_them_and_stops_on_sigint(
             command.send_signal(signal.SIGINT)
             command.wait(timeout=20)
     assert command.returncode == 0
+    # H1: leaving the host, the source ends with an unavailable frame, mirrored into the fleet.
+    [(_id, fields)] = client.xrevrange("cmdtest:celery:frames", count=1)
+    last = loads(SnapshotFrame, fields[b"frame"].decode())
+    assert last.availability == "unavailable"

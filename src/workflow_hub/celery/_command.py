@@ -2,21 +2,22 @@
 
 ``--app module:app`` loads the user's Celery app as ``celery -A`` does (its broker and event
 settings apply); ``--broker URL`` needs no code at all (task names come with the events). The
-hub, its HTTP server and the optional Redis mirror run in trio; the bridge's threads reach the
-tracker through ``trio.from_thread``: nothing of trio runs in the user's Celery code.
+hub runs in the sync host (``workflow_hub.sync``: trio in a background thread, with the HTTP
+server and the optional Redis mirror); Celery's receiver runs in plain threads, so nothing of
+trio runs in Celery's code.
 """
 
 from __future__ import annotations
 
 import argparse
-import functools
 import signal
 import sys
-from collections.abc import Callable
+import threading
 from typing import Any
 
 import trio
 
+from .. import WorkflowActivityHub
 from ..tracker import RunTracker
 from ._runner import DEFAULT_INSPECT_TIMEOUT, watch_celery
 
@@ -116,60 +117,63 @@ def run(args: argparse.Namespace) -> int:
     except Exception as error:  # an import error in the user's module, a bad name ...
         print(f"workflow-hub celery: cannot load {args.app}: {error}", file=sys.stderr)
         return 2
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
     try:
-        trio.run(_serve, args, app)
-    except KeyboardInterrupt:
-        return 0
+        _serve(args, app, stop)
     except OSError as error:
         print(f"workflow-hub celery: {error}", file=sys.stderr)
         return 1
     return 0
 
 
-async def _serve(args: argparse.Namespace, app: Any) -> None:
-    from .. import open_hub
-    from ..server import serve_hub
+def _serve(args: argparse.Namespace, app: Any, stop: threading.Event) -> None:
+    from .. import sync
 
-    token = trio.lowlevel.current_trio_token()
-
-    def call(function: Callable[[], None]) -> None:
-        trio.from_thread.run_sync(function, trio_token=token)
-
-    async with open_hub() as hub, trio.open_nursery() as nursery:
-        tracker = RunTracker(
-            hub.register_publisher(), owner_session_id="celery", include_graph=True
-        )
-        url: str = await nursery.start(
-            functools.partial(serve_hub, hub, host=args.host, port=args.port, token=args.token)
-        )
-        if args.redis is not None:
-            nursery.start_soon(_mirror, hub, args)
-        print(url, flush=True)
-        print(
-            f"workflow-hub: Celery events from {app.connection_for_read().as_uri()} served at "
-            f"{url} (dashboard: {url.rstrip('/')}/)",
-            file=sys.stderr,
-            flush=True,
-        )
-        manager = watch_celery(
-            app,
-            tracker,
-            call=call,
-            settle=args.settle,
-            keep_ended=args.keep_ended,
-            inspect_timeout=args.inspect_timeout,
-        )
-        manager.__enter__()
+    with sync.open_hub() as hub:
+        # The bridge runs each batch of facts in the hub's thread (``hub.call``) on a tracker
+        # of its own there: one hand-over per batch, where the thread-safe ``hub.tracker()``
+        # would cost one per fact.
+        tracker = hub.call(_tracker, hub.trio_hub)
         try:
-            with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-                async for _ in signals:
-                    break
+            url = hub.serve(host=args.host, port=args.port, token=args.token)
+            if args.redis is not None:
+                mirror = threading.Thread(
+                    target=trio.from_thread.run,
+                    args=(_mirror, hub.trio_hub, args),
+                    kwargs={"trio_token": hub.trio_token},
+                    name="workflow-hub-mirror",
+                    daemon=True,
+                )
+                mirror.start()
+            print(url, flush=True)
+            print(
+                f"workflow-hub: Celery events from {app.connection_for_read().as_uri()} served "
+                f"at {url} (dashboard: {url.rstrip('/')}/)",
+                file=sys.stderr,
+                flush=True,
+            )
+            with watch_celery(
+                app,
+                tracker,
+                call=hub.call,
+                settle=args.settle,
+                keep_ended=args.keep_ended,
+                inspect_timeout=args.inspect_timeout,
+            ):
+                while not stop.wait(0.5):
+                    pass
         finally:
-            await trio.to_thread.run_sync(manager.__exit__, None, None, None)
-            nursery.cancel_scope.cancel()
+            # Every observer, local or remote, sees this source end (SPEC H1, P8).
+            hub.call(tracker.publisher.dispose)
 
 
-async def _mirror(hub: Any, args: argparse.Namespace) -> None:
+def _tracker(hub: WorkflowActivityHub) -> RunTracker:
+    return RunTracker(hub.register_publisher(), owner_session_id="celery", include_graph=True)
+
+
+async def _mirror(hub: WorkflowActivityHub, args: argparse.Namespace) -> None:
     import coredis
 
     from ..redis import DEFAULT_PREFIX, mirror_hub
