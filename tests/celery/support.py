@@ -216,7 +216,8 @@ async def bridged(
     def call(function: Callable[[], None]) -> None:
         trio.from_thread.run_sync(function, trio_token=token)
 
-    options.setdefault("settle", 0.5)
+    options.setdefault("settle", 0.3)
+    options.setdefault("inspect_timeout", 0.5)
     async with open_hub() as hub, trio.open_nursery() as nursery:
         roots = Roots()
         nursery.start_soon(roots.follow, hub)

@@ -120,3 +120,19 @@ def test_a_worker_offline_with_tasks_in_flight_makes_them_lost() -> None:
     bridge.resynchronised("w1@h", {"w1@h": {"active": [{"id": "a", "name": "t"}]}}, 5.5)
     root = tracker.activity("a")
     assert (root.state, root.reason, root.needs_attention) == ("working", "executing", False)
+
+
+def test_a_workers_interval_is_the_smallest_it_announced() -> None:
+    """A heartbeat answering the bridge's wake-up call says ``freq=5`` whatever the interval:
+    the smallest announced is the worker's, and lost is judged by it."""
+    bridge, _tracker = setup()
+    bridge.apply([{"type": "worker-heartbeat", "hostname": "w", "freq": 5}], 0.0)
+    bridge.apply([{"type": "worker-heartbeat", "hostname": "w", "freq": 1.0}], 1.0)
+    bridge.apply([{"type": "worker-heartbeat", "hostname": "w", "freq": 5}], 1.5)
+    [status] = bridge.workers()
+    assert (status.heartbeat_interval, status.online) == (1.0, True)
+    bridge.tick(3.4)
+    assert bridge.workers()[0].online
+    bridge.tick(3.6)
+    assert not bridge.workers()[0].online
+    assert not bridge.workers()[0].lost  # nothing was in flight on it

@@ -6,8 +6,12 @@ in-flight tasks then need attention (blocked stage, manual intervention), never 
 
 from __future__ import annotations
 
+import time
+
 import trio
 from celery import Celery
+
+from workflow_hub.celery import CeleryWatch
 
 from ..redis_support import RedisServer
 from .app import nap
@@ -18,6 +22,19 @@ TICK = 0.25
 # docs/celery.md: lost within 2 x heartbeat interval + one tick of the last event; the margin
 # is for a loaded 2-core machine.
 LOST_BOUND = 2 * HEARTBEAT + TICK + 1.5
+
+
+def interval_known(watch: CeleryWatch, hostname: str, within: float) -> bool:
+    """Whether the bridge learnt the worker's heartbeat interval within ``within`` seconds
+    (heartbeats publish no frame to wait on: this polls, in a thread)."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if any(
+            w.hostname == hostname and w.heartbeat_interval == HEARTBEAT for w in watch.workers()
+        ):
+            return True
+        time.sleep(0.05)
+    return False
 
 
 async def test_a_killed_worker_makes_its_task_need_attention_then_resyncs(
@@ -33,6 +50,9 @@ async def test_a_killed_worker_makes_its_task_need_attention_then_resyncs(
         async with bridged(tick=TICK) as (roots, watch, tracker):
             result = await blocking(nap.apply_async, (30,), queue="lonely")
             await roots.wait_root(result.id, lambda r: r.active_execution_count == 1, "running")
+            # The bound holds once the bridge knows the worker's interval (its first periodic
+            # heartbeat; until then Celery's default, 2 s, applies).
+            assert await blocking(interval_known, watch, worker.name, 5.0)
             killed_at = trio.current_time()
             await blocking(worker.kill)
             root = await roots.wait_root(

@@ -14,6 +14,7 @@ from .._public import fixup_module_metadata
 from ._bridge import BridgeStatistics as BridgeStatistics
 from ._bridge import CeleryBridge as CeleryBridge
 from ._bridge import Inspection as Inspection
+from ._bridge import WorkerStatus as WorkerStatus
 from ._facts import Facts as Facts
 from ._runner import CeleryWatch as CeleryWatch
 from ._runner import watch_celery as watch_celery
@@ -24,6 +25,7 @@ __all__ = [
     "CeleryWatch",
     "Facts",
     "Inspection",
+    "WorkerStatus",
     "watch_celery",
 ]
 

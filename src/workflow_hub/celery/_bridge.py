@@ -19,7 +19,7 @@ import attrs
 
 from ._facts import Facts
 
-__all__ = ["BridgeStatistics", "CeleryBridge", "Inspection"]
+__all__ = ["BridgeStatistics", "CeleryBridge", "Inspection", "WorkerStatus"]
 
 # A task's life as the bridge knows it. "lost": in flight on a worker that stopped answering.
 PENDING: Final = "pending"
@@ -61,6 +61,23 @@ class BridgeStatistics:
     """The bridge has published its first ready snapshot."""
 
 
+@final
+@attrs.frozen
+class WorkerStatus:
+    """What the bridge knows of one worker (as Flower's worker list shows it)."""
+
+    hostname: str
+    online: bool
+    """Heard from within twice its heartbeat interval (and no ``worker-offline`` since)."""
+    lost: bool
+    """Went away with tasks in flight (they need attention) and has not come back."""
+    heartbeat_interval: float
+    """Seconds between its heartbeats: the smallest ``freq`` it announced since it came online
+    (a heartbeat answering a wake-up call says 5), Celery's default 2 until it announced one."""
+    last_seen: float
+    """When its last event was applied (the bridge's clock)."""
+
+
 @attrs.define(slots=True, eq=False)
 class _Task:
     task_id: str
@@ -87,7 +104,7 @@ class _Root:
 class _Worker:
     hostname: str
     last_seen: float
-    freq: float = DEFAULT_FREQ
+    freq: float | None = None  # the smallest heartbeat interval announced since it came online
     online: bool = True
     lost: bool = False  # went away with tasks in flight; resync when it returns
 
@@ -198,6 +215,19 @@ class CeleryBridge:
         requests, self._resync = self._resync, []
         return requests
 
+    def workers(self) -> tuple[WorkerStatus, ...]:
+        """Every worker heard from, in the order first heard."""
+        return tuple(
+            WorkerStatus(
+                hostname=worker.hostname,
+                online=worker.online,
+                lost=worker.lost,
+                heartbeat_interval=DEFAULT_FREQ if worker.freq is None else worker.freq,
+                last_seen=worker.last_seen,
+            )
+            for worker in self._workers.values()
+        )
+
     def statistics(self) -> BridgeStatistics:
         return BridgeStatistics(
             events=self._events,
@@ -222,7 +252,8 @@ class CeleryBridge:
         """Time passes: silent workers become lost, quiet roots end, old ended roots go."""
         with self._tracker.batch():
             for worker in self._workers.values():
-                if worker.online and now > worker.last_seen + HEARTBEAT_WINDOW * worker.freq:
+                freq = DEFAULT_FREQ if worker.freq is None else worker.freq
+                if worker.online and now > worker.last_seen + HEARTBEAT_WINDOW * freq:
                     self._worker_gone(worker)
             self._settle_roots(now)
             self._retire(now)
@@ -253,10 +284,15 @@ class CeleryBridge:
     # --- workers ---------------------------------------------------------------------------
 
     def _worker_event(self, kind: str, hostname: str, event: Mapping[str, Any], now: float) -> None:
+        if kind == "worker-online":
+            known = self._workers.get(hostname)
+            if known is not None:
+                known.freq = None  # a new process: its interval may have changed
         worker = self._heard(hostname, now)
         freq = event.get("freq")
         if isinstance(freq, int | float) and not isinstance(freq, bool) and freq > 0:
-            worker.freq = float(freq)
+            # The smallest: a heartbeat that answers a wake-up broadcast announces 5 s.
+            worker.freq = float(freq) if worker.freq is None else min(worker.freq, float(freq))
         if kind == "worker-offline":
             self._worker_gone(worker)
 
