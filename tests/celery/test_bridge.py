@@ -136,3 +136,23 @@ def test_a_workers_interval_is_the_smallest_it_announced() -> None:
     bridge.tick(3.6)
     assert not bridge.workers()[0].online
     assert not bridge.workers()[0].lost  # nothing was in flight on it
+
+
+def test_a_terminated_task_is_a_kill_request_and_its_running_siblings_are_stopping() -> None:
+    """§5 D1/D8: ``task-revoked`` with ``terminated`` is a kill request on the root's run: the
+    siblings still running are stopping executions; once they end the run is killed."""
+    bridge, tracker = setup()
+    bridge.apply(
+        [
+            event("task-started", "a", name="t", root_id="r"),
+            event("task-started", "b", name="t", root_id="r"),
+            event("task-revoked", "a", terminated=True, signum=15),
+        ],
+        0.0,
+    )
+    root = tracker.activity("r")
+    assert (root.state, root.reason, root.active_execution_count) == ("working", "stopping", 1)
+    bridge.apply([event("task-succeeded", "b")], 0.5)
+    assert tracker.run_status("r") == "killed"
+    root = tracker.activity("r")
+    assert (root.state, root.reason, root.needs_attention) == ("idle", "quiescent", False)
