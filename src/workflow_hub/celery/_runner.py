@@ -75,6 +75,7 @@ class CeleryWatch:
         self._receiver: Any = None
         self._threads: list[threading.Thread] = []
         self._errors = 0
+        self._connections = 0  # broker connections consumed from so far
 
     # --- public ----------------------------------------------------------------------------
 
@@ -145,8 +146,9 @@ class CeleryWatch:
 
     def _consuming(self) -> None:
         # The receiver's queue is bound before the inspection, so nothing falls in between.
+        self._connections += 1
         self.consuming.set()
-        self._spawn(functools.partial(self._inspect, None), "celery-inspect")
+        self._spawn(functools.partial(self._inspect, None, self._connections), "celery-inspect")
 
     def _connection_lost(self, error: BaseException) -> None:
         """The broker went away: the bridge no longer knows, so the source is recovering."""
@@ -168,7 +170,7 @@ class CeleryWatch:
             self._jobs.append(job)
             self._wake.notify()
 
-    def _inspect(self, destination: str | None) -> None:
+    def _inspect(self, destination: str | None, connection: int = 0) -> None:
         lists: dict[str, dict[str, list[Mapping[str, Any]]]] = {}
         kinds = ("active", "reserved", "scheduled")
         replies: dict[str, Any] = {}
@@ -193,11 +195,13 @@ class CeleryWatch:
             for hostname, requests in replies.get(kind, {}).items():
                 lists.setdefault(hostname, {})[kind] = list(requests or ())
         if destination is None:
-            self._queue_job(functools.partial(self._recovered, lists))
+            self._queue_job(functools.partial(self._recovered, lists, connection))
         else:
             self._queue_job(functools.partial(self.bridge.resynchronised, destination, lists))
 
-    def _recovered(self, lists: Inspection, now: float) -> None:
+    def _recovered(self, lists: Inspection, connection: int, now: float) -> None:
+        if connection != self._connections or not self.consuming.is_set():
+            return  # the connection it was made on is gone: the next one inspects again
         unreported = self.bridge.recovered(lists, now)
         self.ready.set()
         if unreported:
