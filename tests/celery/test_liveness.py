@@ -84,9 +84,11 @@ async def test_a_bridge_starts_recovering_and_is_ready_with_the_tasks_in_flight(
     then ``ready`` with that task running (from the workers' inspection), and follows it to
     its end."""
     async with bridged() as (first, _watch, _tracker):
-        result = await blocking(nap.delay, 1.5)
+        # Long enough to be running still when the second bridge's inspection is answered on a
+        # loaded machine; the inspection may take its full second.
+        result = await blocking(nap.delay, 4.0)
         await first.wait_root(result.id, lambda r: r.active_execution_count == 1, "running")
-        async with bridged() as (second, _watch2, _tracker2):
+        async with bridged(inspect_timeout=1.0) as (second, _watch2, _tracker2):
             # Before the bridge: the new source's unavailable snapshot (if the subscription
             # came first); then recovering, and ready only after it.
             seen = [a for a in second.availabilities if a != "unavailable"]
