@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import bench_celery
 import bench_dashboard
 import bench_fanout
 import bench_hooks
@@ -55,6 +56,7 @@ BENCHMARKS: dict[str, Benchmark] = {
     "dashboard": bench_dashboard.run,
     "langgraph": bench_langgraph.run,
     "hosts": bench_hosts.run,
+    "celery": bench_celery.run,
 }
 
 

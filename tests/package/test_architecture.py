@@ -92,6 +92,8 @@ NOT_ON_IMPORT = (
     "uvicorn",
     "langgraph",
     "langchain_core",
+    "celery",
+    "kombu",
 )
 
 

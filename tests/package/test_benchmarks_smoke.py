@@ -57,6 +57,7 @@ def smoke_rows(run_all: ModuleType, harness: ModuleType) -> list[object]:
         "dashboard",
         "langgraph",
         "hosts",
+        "celery",
     ],
 )
 def test_each_benchmark_reports_figures_next_to_a_reference(

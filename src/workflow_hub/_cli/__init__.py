@@ -54,6 +54,12 @@ def _load_snapshot() -> ModuleType:
     return _snapshot
 
 
+def _load_celery() -> ModuleType:
+    from . import _celery
+
+    return _celery
+
+
 def _load_conformance() -> ModuleType:
     from . import _conformance
 
@@ -73,6 +79,10 @@ SUBCOMMANDS: dict[str, tuple[str, Callable[[], ModuleType]]] = {
         _load_status,
     ),
     "snapshot": ("print a served hub's snapshot as JSON", _load_snapshot),
+    "celery": (
+        "show a Celery app's workflows live, from its workers' events (-E), served with the dashboard",
+        _load_celery,
+    ),
     "conformance": (
         "check an implementation of the contract against the reference model",
         _load_conformance,

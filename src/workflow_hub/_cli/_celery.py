@@ -1,0 +1,183 @@
+"""``workflow-hub celery``: a Celery app's canvases, live, on the dashboard (and into a fleet).
+
+``--app module:app`` loads the user's Celery app as ``celery -A`` does (its broker and event
+settings apply); ``--broker URL`` needs no code at all (task names come with the events). The
+hub runs in the sync host (``workflow_hub.sync``: trio in a background thread, with the HTTP
+server and the optional Redis mirror); Celery's receiver runs in plain threads, so nothing of
+trio runs in Celery's code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from typing import Any
+
+import trio
+
+from .. import WorkflowActivityHub
+from ..celery import DEFAULT_INSPECT_TIMEOUT, watch_celery
+from ..tracker import RunTracker
+
+__all__ = ["add_arguments", "run"]
+
+_DEFAULT_PORT = 8765
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument(
+        "--app",
+        "-A",
+        default=None,
+        metavar="MODULE:APP",
+        help="the Celery app, as for `celery -A` (its broker and settings are used)",
+    )
+    source.add_argument(
+        "--broker", default=None, metavar="URL", help="or only the broker URL (redis://, amqp://)"
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=_DEFAULT_PORT,
+        help=f"port of the dashboard and its streams (default {_DEFAULT_PORT}; 0 picks one)",
+    )
+    parser.add_argument("--token", default=None, help="the token clients must send")
+    parser.add_argument(
+        "--redis",
+        default=None,
+        metavar="URL",
+        help="also mirror the roots into this Redis fleet (redis://HOST:PORT/DB)",
+    )
+    parser.add_argument(
+        "--source", default="celery", help="with --redis: this source's name (default celery)"
+    )
+    parser.add_argument(
+        "--prefix", default=None, help="with --redis: the key prefix (default workflow-hub)"
+    )
+    parser.add_argument(
+        "--settle",
+        type=float,
+        default=1.0,
+        metavar="SECONDS",
+        help="how long a root whose tasks all succeeded waits for a next step before it ends "
+        "(default 1)",
+    )
+    parser.add_argument(
+        "--keep-ended",
+        type=float,
+        default=300.0,
+        metavar="SECONDS",
+        help="how long ended roots stay on show (default 300)",
+    )
+    parser.add_argument(
+        "--inspect-timeout",
+        type=float,
+        default=DEFAULT_INSPECT_TIMEOUT,
+        metavar="SECONDS",
+        help="how long start-up waits for the workers' inspect replies "
+        f"(default {DEFAULT_INSPECT_TIMEOUT:g})",
+    )
+
+
+def _load_app(args: argparse.Namespace) -> Any:
+    if args.app is not None:
+        from celery.app.utils import find_app
+
+        return find_app(args.app)
+    from celery import Celery
+
+    return Celery("workflow-hub", broker=args.broker, set_as_current=False)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        import celery  # noqa: F401
+    except ImportError:
+        print(
+            "workflow-hub celery: needs the 'celery' extra: pip install 'workflow-hub[celery]'",
+            file=sys.stderr,
+        )
+        return 2
+    if args.redis is not None:
+        try:
+            import coredis  # noqa: F401
+        except ImportError:
+            print(
+                "workflow-hub celery: --redis needs the 'redis' extra: "
+                "pip install 'workflow-hub[redis]'",
+                file=sys.stderr,
+            )
+            return 2
+    try:
+        app = _load_app(args)
+    except Exception as error:  # an import error in the user's module, a bad name ...
+        print(f"workflow-hub celery: cannot load {args.app}: {error}", file=sys.stderr)
+        return 2
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    try:
+        _serve(args, app, stop)
+    except OSError as error:
+        print(f"workflow-hub celery: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _serve(args: argparse.Namespace, app: Any, stop: threading.Event) -> None:
+    from .. import sync
+
+    with sync.open_hub() as hub:
+        # The bridge runs each batch of facts in the hub's thread (``hub.call``) on a tracker
+        # of its own there: one hand-over per batch, where the thread-safe ``hub.tracker()``
+        # would cost one per fact.
+        tracker = hub.call(_tracker, hub.trio_hub)
+        try:
+            url = hub.serve(host=args.host, port=args.port, token=args.token)
+            if args.redis is not None:
+                mirror = threading.Thread(
+                    target=trio.from_thread.run,
+                    args=(_mirror, hub.trio_hub, args),
+                    kwargs={"trio_token": hub.trio_token},
+                    name="workflow-hub-mirror",
+                    daemon=True,
+                )
+                mirror.start()
+            print(url, flush=True)
+            print(
+                f"workflow-hub: Celery events from {app.connection_for_read().as_uri()} served "
+                f"at {url} (dashboard: {url.rstrip('/')}/)",
+                file=sys.stderr,
+                flush=True,
+            )
+            with watch_celery(
+                app,
+                tracker,
+                call=hub.call,
+                settle=args.settle,
+                keep_ended=args.keep_ended,
+                inspect_timeout=args.inspect_timeout,
+            ):
+                while not stop.wait(0.5):
+                    pass
+        finally:
+            # Every observer, local or remote, sees this source end (SPEC H1, P8).
+            hub.call(tracker.publisher.dispose)
+
+
+def _tracker(hub: WorkflowActivityHub) -> RunTracker:
+    return RunTracker(hub.register_publisher(), owner_session_id="celery", include_graph=True)
+
+
+async def _mirror(hub: WorkflowActivityHub, args: argparse.Namespace) -> None:
+    import coredis
+
+    from ..redis import DEFAULT_PREFIX, mirror_hub
+
+    prefix = args.prefix or DEFAULT_PREFIX
+    async with coredis.Redis.from_url(args.redis) as redis:
+        await mirror_hub(hub, redis, source=args.source, prefix=prefix)

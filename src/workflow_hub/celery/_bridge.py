@@ -1,0 +1,541 @@
+"""The bridge core: Celery events in, RunTracker facts out. No I/O, no threads, no clock of its own.
+
+One root per ``root_id`` (a task without one is its own root), one run per root with the same id,
+one stage per task (its id is the task id, its name the task name, its parent the task named by
+``parent_id`` when that task is in the same root). docs/celery.md has the mapping table; this
+module is its executable form. The bridge is not thread-safe: one thread (the runner's forwarder)
+calls it, and everything time-dependent takes ``now`` (seconds, any monotonic clock) as an
+argument, so tests drive it deterministically.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping
+from contextlib import AbstractContextManager
+from typing import Any, Final, final
+
+import attrs
+
+from ._facts import Facts
+
+__all__ = ["BridgeStatistics", "CeleryBridge", "Inspection", "WorkerStatus"]
+
+# A task's life as the bridge knows it. "lost": in flight on a worker that stopped answering.
+PENDING: Final = "pending"
+RUNNING: Final = "running"
+SUCCEEDED: Final = "succeeded"
+FAILED: Final = "failed"
+REVOKED: Final = "revoked"
+LOST: Final = "lost"
+_ENDED = frozenset({SUCCEEDED, FAILED, REVOKED})
+
+# Celery's own rule (celery.events.state): a worker is offline once twice its heartbeat interval
+# has passed without a heartbeat.
+HEARTBEAT_WINDOW: Final = 2.0
+DEFAULT_FREQ: Final = 2.0
+
+# An inspection: per worker hostname, the requests of ``inspect().active()``, ``.reserved()`` and
+# ``.scheduled()`` (each a list of request dicts with at least ``id`` and ``name``).
+Inspection = Mapping[str, Mapping[str, Iterable[Mapping[str, Any]]]]
+
+
+@final
+@attrs.frozen
+class BridgeStatistics:
+    """Counts since the bridge started: what arrived and what became of it."""
+
+    events: int
+    """Events applied (task and worker events alike)."""
+    ignored: int
+    """Events of a type the bridge does not map (docs/celery.md lists the mapped ones)."""
+    roots: int
+    """Roots tracked now (live and ended ones still kept)."""
+    live_roots: int
+    """Roots with a task that has not ended."""
+    workers_online: int
+    """Workers heard from within their heartbeat window."""
+    workers_lost: int
+    """Workers that stopped answering with tasks in flight, not back yet."""
+    ready: bool
+    """The bridge has published its first ready snapshot."""
+
+
+@final
+@attrs.frozen
+class WorkerStatus:
+    """What the bridge knows of one worker (as Flower's worker list shows it)."""
+
+    hostname: str
+    online: bool
+    """Heard from within twice its heartbeat interval (and no ``worker-offline`` since)."""
+    lost: bool
+    """Went away with tasks in flight (they need attention) and has not come back."""
+    heartbeat_interval: float
+    """Seconds between its heartbeats: the smallest ``freq`` it announced since it came online
+    (a heartbeat answering a wake-up call says 5), Celery's default 2 until it announced one."""
+    last_seen: float
+    """When its last event was applied (the bridge's clock)."""
+
+
+@attrs.define(slots=True, eq=False)
+class _Task:
+    task_id: str
+    root_id: str
+    state: str = PENDING
+    retries: int = 0
+    worker: str | None = None
+    terminated: bool = False
+    expired: bool = False
+    reported: tuple[str, bool] = ("pending", False)  # the stage status and retrying flag
+
+
+@attrs.define(slots=True, eq=False)
+class _Root:
+    root_id: str
+    tasks: dict[str, _Task] = attrs.field(factory=dict)
+    open: int = 0  # tasks not ended (lost ones included)
+    ended: bool = False
+    quiet_since: float | None = None  # when the last open task ended
+    ended_at: float = 0.0
+
+
+@attrs.define(slots=True, eq=False)
+class _Worker:
+    hostname: str
+    last_seen: float
+    freq: float | None = None  # the smallest heartbeat interval announced since it came online
+    online: bool = True
+    lost: bool = False  # went away with tasks in flight; resync when it returns
+
+
+@final
+class CeleryBridge:
+    """Applies Celery events to a tracker (:class:`Facts`): see docs/celery.md for the mapping.
+
+    ``settle`` (seconds): how long a root whose tasks have all ended waits for a continuation
+    (the next step of a chain, a chord's body, an errback are sent only after their parent ended)
+    before its run ends. ``keep_ended`` (seconds) and ``max_ended`` bound how long and how many
+    ended roots stay on show before they are removed.
+
+    Lifecycle: :meth:`begin` publishes ``recovering``; events are applied as they come; then
+    :meth:`recovered` adds what the workers' inspection reports and publishes ``ready``.
+    :meth:`tick` ends settled roots, retires old ones and marks silent workers lost.
+    """
+
+    def __init__(
+        self,
+        tracker: Facts,
+        *,
+        settle: float = 1.0,
+        keep_ended: float = 300.0,
+        max_ended: int = 1000,
+    ) -> None:
+        self._tracker = tracker
+        self._settle = settle
+        self._keep_ended = keep_ended
+        self._max_ended = max_ended
+        self._roots: dict[str, _Root] = {}
+        self._tasks: dict[str, _Task] = {}
+        # Ended roots in the order they ended: the oldest is removed first.
+        self._ended: OrderedDict[str, None] = OrderedDict()
+        self._quiet: dict[str, None] = {}  # roots waiting out their settle time
+        self._workers: dict[str, _Worker] = {}
+        self._hydration: AbstractContextManager[None] | None = None
+        self._ready = False
+        self._events = 0
+        self._ignored = 0
+        self._resync: list[str] = []
+        self._reported: set[str] = set()  # task ids in the last inspection
+        self._suspects: set[str] = set()
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    @property
+    def ready(self) -> bool:
+        return self._ready
+
+    def begin(self) -> None:
+        """Publish ``recovering``: the bridge does not know yet what the workers are doing."""
+        if self._hydration is not None:
+            return
+        self._ready = False
+        # What was in flight when the connection went: suspect until an event or the
+        # inspection tells of it again.
+        self._suspects = {
+            task_id for task_id, task in self._tasks.items() if task.state in (PENDING, RUNNING)
+        }
+        self._hydration = self._tracker.hydrating()
+        self._hydration.__enter__()
+
+    def recovered(self, inspection: Inspection, now: float) -> list[str]:
+        """Add the in-flight tasks the workers reported (``active`` running, ``reserved`` and
+        ``scheduled`` pending) that no event has told of yet, then publish ``ready``.
+
+        After a lost broker connection (a second :meth:`begin`), an open task that no worker
+        reports any more may have ended unseen: it is lost (needs attention) and its id is
+        returned, for :meth:`settle_from_results` to settle from the result backend.
+        """
+        with self._tracker.batch():
+            self._apply_inspection(inspection, now, resync=None)
+            unreported = [
+                task
+                for task_id in self._suspects - self._reported
+                if (task := self._tasks.get(task_id)) is not None
+                and task.state in (PENDING, RUNNING)
+            ]
+            self._suspects = set()
+            for task in unreported:
+                self._set(task, LOST)
+        hydration, self._hydration = self._hydration, None
+        if hydration is not None:
+            hydration.__exit__(None, None, None)
+        self._ready = True
+        return [task.task_id for task in unreported]
+
+    def settle_from_results(self, states: Mapping[str, str], now: float) -> None:
+        """Lost tasks whose result backend state is final (``SUCCESS``, ``FAILURE``,
+        ``REVOKED``) or in flight (``STARTED``, ``RETRY``) take that state; others stay lost."""
+        with self._tracker.batch():
+            for task_id, state in states.items():
+                task = self._tasks.get(task_id)
+                if task is None or task.state != LOST or state not in _RESULT_STATES:
+                    continue
+                self._set(task, _RESULT_STATES[state], retries=task.retries + (state == "RETRY"))
+            self._settle_roots(now)
+
+    def resynchronised(self, hostname: str, inspection: Inspection, now: float) -> None:
+        """A lost worker came back and reported what it holds: those tasks are in flight again,
+        the ones it no longer holds are failed (their messages are gone, unless redelivered)."""
+        with self._tracker.batch():
+            self._apply_inspection(inspection, now, resync=hostname)
+
+    def take_resync_requests(self) -> list[str]:
+        """Workers that came back since the last call: the runner inspects each of them."""
+        requests, self._resync = self._resync, []
+        return requests
+
+    def workers(self) -> tuple[WorkerStatus, ...]:
+        """Every worker heard from, in the order first heard."""
+        return tuple(
+            WorkerStatus(
+                hostname=worker.hostname,
+                online=worker.online,
+                lost=worker.lost,
+                heartbeat_interval=DEFAULT_FREQ if worker.freq is None else worker.freq,
+                last_seen=worker.last_seen,
+            )
+            for worker in self._workers.values()
+        )
+
+    def statistics(self) -> BridgeStatistics:
+        return BridgeStatistics(
+            events=self._events,
+            ignored=self._ignored,
+            roots=len(self._roots),
+            live_roots=sum(1 for root in self._roots.values() if not root.ended),
+            workers_online=sum(1 for worker in self._workers.values() if worker.online),
+            workers_lost=sum(1 for worker in self._workers.values() if worker.lost),
+            ready=self._ready,
+        )
+
+    # --- events ----------------------------------------------------------------------------
+
+    def apply(self, events: Iterable[Mapping[str, Any]], now: float) -> None:
+        """Apply events in arrival order; the tracker publishes each changed root once."""
+        with self._tracker.batch():
+            for event in events:
+                self._apply(event, now)
+            self._settle_roots(now)
+
+    def tick(self, now: float) -> None:
+        """Time passes: silent workers become lost, quiet roots end, old ended roots go."""
+        with self._tracker.batch():
+            for worker in self._workers.values():
+                freq = DEFAULT_FREQ if worker.freq is None else worker.freq
+                if worker.online and now > worker.last_seen + HEARTBEAT_WINDOW * freq:
+                    self._worker_gone(worker)
+            self._settle_roots(now)
+            self._retire(now)
+
+    def _apply(self, event: Mapping[str, Any], now: float) -> None:
+        self._events += 1
+        kind = event.get("type")
+        hostname = event.get("hostname")
+        if not isinstance(kind, str):
+            self._ignored += 1
+            return
+        if kind.startswith("worker-"):
+            if isinstance(hostname, str):
+                self._worker_event(kind, hostname, event, now)
+            return
+        handler = _TASK_HANDLERS.get(kind)
+        task_id = event.get("uuid")
+        if handler is None or not isinstance(task_id, str):
+            self._ignored += 1
+            return
+        # Any event from a worker shows it alive (task-sent comes from whoever sent the task).
+        if isinstance(hostname, str) and kind != "task-sent":
+            self._heard(hostname, now)
+        self._suspects.discard(task_id)
+        task = self._task(task_id, event, now)
+        handler(self, task, event, hostname if isinstance(hostname, str) else None, now)
+
+    # --- workers ---------------------------------------------------------------------------
+
+    def _worker_event(self, kind: str, hostname: str, event: Mapping[str, Any], now: float) -> None:
+        if kind == "worker-online":
+            known = self._workers.get(hostname)
+            if known is not None:
+                known.freq = None  # a new process: its interval may have changed
+        worker = self._heard(hostname, now)
+        freq = event.get("freq")
+        if isinstance(freq, int | float) and not isinstance(freq, bool) and freq > 0:
+            # The smallest: a heartbeat that answers a wake-up broadcast announces 5 s.
+            worker.freq = float(freq) if worker.freq is None else min(worker.freq, float(freq))
+        if kind == "worker-offline":
+            self._worker_gone(worker)
+
+    def _heard(self, hostname: str, now: float) -> _Worker:
+        worker = self._workers.get(hostname)
+        if worker is None:
+            worker = self._workers[hostname] = _Worker(hostname, now)
+            return worker
+        worker.last_seen = now
+        if not worker.online:
+            worker.online = True
+            if worker.lost:
+                worker.lost = False
+                self._resync.append(hostname)
+        return worker
+
+    def _worker_gone(self, worker: _Worker) -> None:
+        worker.online = False
+        for task in self._tasks.values():
+            if task.worker == worker.hostname and task.state in (PENDING, RUNNING):
+                worker.lost = True
+                self._set(task, LOST)
+
+    # --- tasks -----------------------------------------------------------------------------
+
+    def _task(self, task_id: str, event: Mapping[str, Any], now: float) -> _Task:
+        task = self._tasks.get(task_id)
+        if task is not None:
+            return task
+        root_id = event.get("root_id")
+        if not isinstance(root_id, str) or not root_id:
+            root_id = task_id
+        root = self._roots.get(root_id)
+        if root is None:
+            root = self._roots[root_id] = _Root(root_id)
+            self._tracker.add_run(root_id, status="running")
+        elif root.ended:
+            self._reopen(root)
+        name = event.get("name")
+        parent_id = event.get("parent_id")
+        parents: tuple[str, ...] = ()
+        if isinstance(parent_id, str) and parent_id != task_id and parent_id in root.tasks:
+            parents = (parent_id,)
+        task = _Task(task_id, root_id)
+        self._tracker.add_stage(
+            root_id, task_id, name if isinstance(name, str) else "?", parent_ids=parents
+        )
+        self._tasks[task_id] = task
+        root.tasks[task_id] = task
+        root.open += 1
+        self._quiet.pop(root_id, None)
+        root.quiet_since = None
+        return task
+
+    def _reopen(self, root: _Root) -> None:
+        root.ended = False
+        self._ended.pop(root.root_id, None)
+        self._tracker.set_run_status(root.root_id, "running")
+
+    def _set(self, task: _Task, state: str, *, retries: int | None = None) -> None:
+        """Move a task to ``state`` and report the stage; keeps the root's open count."""
+        root = self._roots[task.root_id]
+        was_open = task.state not in _ENDED
+        was_lost = task.state == LOST
+        if retries is not None:
+            task.retries = retries
+        task.state = state
+        is_open = state not in _ENDED
+        if was_lost and state != LOST:
+            self._tracker.clear_intervention(root.root_id, stage_id=task.task_id)
+        if is_open and not was_open:
+            root.open += 1
+            self._quiet.pop(root.root_id, None)
+            root.quiet_since = None
+            if root.ended:
+                self._reopen(root)
+        elif was_open and not is_open:
+            root.open -= 1
+        retrying = task.retries > 0 and state in (PENDING, RUNNING)
+        reported = (_STAGE_STATUS[state], retrying)
+        if reported != task.reported:  # a new task is reported pending already
+            task.reported = reported
+            self._tracker.set_stage_status(
+                root.root_id, task.task_id, reported[0], retrying=retrying
+            )
+        if state == LOST and not was_lost:
+            self._tracker.require_intervention(root.root_id, stage_id=task.task_id)
+        if root.open == 0 and not root.ended and root.root_id not in self._quiet:
+            root.quiet_since = None
+            self._quiet[root.root_id] = None
+
+    def _on_sent(self, task: _Task, event: Mapping[str, Any], host: str | None, now: float) -> None:
+        pass  # announces the task (``_task`` added it); never changes a known task
+
+    def _on_received(
+        self, task: _Task, event: Mapping[str, Any], host: str | None, now: float
+    ) -> None:
+        task.worker = host
+        retries = event.get("retries")
+        count = retries if isinstance(retries, int) and not isinstance(retries, bool) else None
+        self._set(task, PENDING, retries=count)
+
+    def _on_started(
+        self, task: _Task, event: Mapping[str, Any], host: str | None, now: float
+    ) -> None:
+        task.worker = host
+        self._set(task, RUNNING)
+
+    def _on_succeeded(
+        self, task: _Task, event: Mapping[str, Any], host: str | None, now: float
+    ) -> None:
+        self._set(task, SUCCEEDED)
+
+    def _on_failed(
+        self, task: _Task, event: Mapping[str, Any], host: str | None, now: float
+    ) -> None:
+        self._set(task, FAILED)
+
+    def _on_retried(
+        self, task: _Task, event: Mapping[str, Any], host: str | None, now: float
+    ) -> None:
+        self._set(task, PENDING, retries=task.retries + 1)
+
+    def _on_revoked(
+        self, task: _Task, event: Mapping[str, Any], host: str | None, now: float
+    ) -> None:
+        terminated = event.get("terminated") is True
+        if terminated and not task.terminated:
+            task.terminated = True
+            self._tracker.request_control(task.root_id, "kill", attribution="user")
+        task.expired = event.get("expired") is True
+        self._set(task, REVOKED)
+
+    def _on_rejected(
+        self, task: _Task, event: Mapping[str, Any], host: str | None, now: float
+    ) -> None:
+        # Requeued: it waits in the queue for another delivery. Not requeued: dropped (or
+        # dead-lettered); nothing will run it, which is a failure of the root.
+        self._set(task, PENDING if event.get("requeue") is True else FAILED)
+
+    def _on_cancelled(
+        self, task: _Task, event: Mapping[str, Any], host: str | None, now: float
+    ) -> None:
+        # Celery cancels a running task when its worker loses the broker and retries it.
+        self._set(task, PENDING, retries=task.retries + 1)
+
+    # --- inspection ------------------------------------------------------------------------
+
+    def _apply_inspection(self, inspection: Inspection, now: float, resync: str | None) -> None:
+        held = self._reported = set()
+        for hostname, lists in inspection.items():
+            self._heard(hostname, now)
+            for key, state in (("active", RUNNING), ("reserved", PENDING), ("scheduled", PENDING)):
+                for request in lists.get(key, ()):
+                    # scheduled() wraps each request: {"eta": ..., "request": {...}}
+                    body = request.get("request", request)
+                    task_id = body.get("id")
+                    if not isinstance(task_id, str):
+                        continue
+                    held.add(task_id)
+                    known = task_id in self._tasks
+                    task = self._task(task_id, body, now)
+                    if not known or task.state == LOST:
+                        task.worker = hostname
+                        self._set(task, state)
+        if resync is not None:
+            for task in list(self._tasks.values()):
+                if task.worker == resync and task.state == LOST and task.task_id not in held:
+                    self._set(task, FAILED)
+        self._settle_roots(now)
+
+    # --- roots -----------------------------------------------------------------------------
+
+    def _settle_roots(self, now: float) -> None:
+        for root_id in list(self._quiet):
+            root = self._roots[root_id]
+            if root.open:
+                del self._quiet[root_id]
+                continue
+            if root.quiet_since is None:
+                root.quiet_since = now
+            # Only success has continuations (a chain's next step, a chord's body): a failed or
+            # revoked task stops its chain, so a root with one ends as soon as nothing runs.
+            if now - root.quiet_since >= self._settle or any(
+                task.state in (FAILED, REVOKED) for task in root.tasks.values()
+            ):
+                del self._quiet[root_id]
+                self._end(root, now)
+
+    def _end(self, root: _Root, now: float) -> None:
+        states = list(root.tasks.values())
+        if any(task.state == FAILED for task in states):
+            status = "failed"
+        elif any(task.terminated for task in states):
+            status = "killed"
+        elif any(task.state == REVOKED for task in states):
+            status = "cancelled"
+        else:
+            status = "completed"
+        root.ended = True
+        root.ended_at = now
+        self._ended[root.root_id] = None
+        self._tracker.set_run_status(root.root_id, status, executor_ended=True)
+
+    def _retire(self, now: float) -> None:
+        while self._ended:
+            root_id = next(iter(self._ended))
+            root = self._roots[root_id]
+            if len(self._ended) <= self._max_ended and now - root.ended_at < self._keep_ended:
+                break
+            del self._ended[root_id]
+            del self._roots[root_id]
+            for task_id in root.tasks:
+                del self._tasks[task_id]
+            self._tracker.remove_run(root_id)
+
+
+_STAGE_STATUS: Final = {
+    PENDING: "pending",
+    RUNNING: "running",
+    SUCCEEDED: "completed",
+    FAILED: "failed",
+    REVOKED: "skipped",
+    LOST: "blocked",
+}
+
+# Result backend states (celery.states) a lost task can be settled with.
+_RESULT_STATES: Final = {
+    "SUCCESS": SUCCEEDED,
+    "FAILURE": FAILED,
+    "REVOKED": REVOKED,
+    "STARTED": RUNNING,
+    "RETRY": PENDING,
+}
+
+_TASK_HANDLERS: Final = {
+    "task-sent": CeleryBridge._on_sent,
+    "task-received": CeleryBridge._on_received,
+    "task-started": CeleryBridge._on_started,
+    "task-succeeded": CeleryBridge._on_succeeded,
+    "task-failed": CeleryBridge._on_failed,
+    "task-retried": CeleryBridge._on_retried,
+    "task-revoked": CeleryBridge._on_revoked,
+    "task-rejected": CeleryBridge._on_rejected,
+    "task-cancelled": CeleryBridge._on_cancelled,
+}

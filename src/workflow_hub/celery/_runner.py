@@ -1,0 +1,296 @@
+"""Threads around the bridge core: Celery's own event receiver, a forwarder, inspections.
+
+* The receiver thread runs ``app.events.Receiver`` (kombu) on a connection of its own and only
+  queues what it receives, so a slow tracker never stalls the broker connection.
+* The forwarder thread is the only caller of the :class:`CeleryBridge`: it takes everything
+  queued so far in one batch (one ``tracker.batch()``, each changed root published once), ticks
+  the bridge's clock, and starts inspections. Each call goes through ``call`` (default: call it
+  here): a tracker that lives in a trio thread is reached with ``trio.from_thread.run_sync``.
+* Inspections (``active``, ``reserved``, ``scheduled``, run side by side) give the start-up
+  state and resynchronise a worker that comes back.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any, final
+
+from ._bridge import BridgeStatistics, CeleryBridge, Inspection, WorkerStatus
+from ._facts import Facts
+
+__all__ = ["CeleryWatch", "watch_celery"]
+
+Call = Callable[[Callable[[], None]], None]
+
+logger = logging.getLogger("workflow_hub.celery")
+
+DEFAULT_INSPECT_TIMEOUT = 1.0
+DEFAULT_TICK = 0.25
+DEFAULT_LINGER = 0.005
+_DRAIN_SLICE = 0.25
+
+
+def _call_here(function: Callable[[], None]) -> None:
+    function()
+
+
+@final
+class CeleryWatch:
+    """A running bridge: ``ready`` is set once the first ready snapshot is published."""
+
+    def __init__(
+        self,
+        app: Any,
+        tracker: Facts,
+        *,
+        call: Call,
+        inspect_timeout: float,
+        tick: float,
+        linger: float,
+        settle: float,
+        keep_ended: float,
+        max_ended: int,
+        clock: Callable[[], float],
+    ) -> None:
+        self._app = app
+        self._call = call
+        self._inspect_timeout = inspect_timeout
+        self._tick = tick
+        self._linger = linger
+        self._clock = clock
+        self.bridge = CeleryBridge(
+            tracker, settle=settle, keep_ended=keep_ended, max_ended=max_ended
+        )
+        self.ready = threading.Event()
+        self.consuming = threading.Event()
+        self._stopping = threading.Event()
+        self._wake = threading.Condition()
+        self._events: list[Mapping[str, Any]] = []
+        self._jobs: list[Callable[[float], None]] = []
+        self._receiver: Any = None
+        self._threads: list[threading.Thread] = []
+        self._errors = 0
+        self._connections = 0  # broker connections consumed from so far
+
+    # --- public ----------------------------------------------------------------------------
+
+    def statistics(self) -> BridgeStatistics:
+        """The bridge's counts (read from another thread: a consistent enough snapshot)."""
+        return self.bridge.statistics()
+
+    def workers(self) -> tuple[WorkerStatus, ...]:
+        """The workers the bridge knows (read from another thread, as :meth:`statistics`)."""
+        return self.bridge.workers()
+
+    @property
+    def errors(self) -> int:
+        """Calls into the tracker that raised (logged on ``workflow_hub.celery``)."""
+        return self._errors
+
+    def start(self) -> None:
+        self._spawn(self._receive, "celery-events")
+        self._spawn(self._forward, "celery-forwarder")
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stopping.set()
+        receiver = self._receiver
+        if receiver is not None:
+            receiver.should_stop = True
+        with self._wake:
+            self._wake.notify_all()
+        deadline = time.monotonic() + timeout
+        for thread in self._threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+
+    # --- threads ---------------------------------------------------------------------------
+
+    def _spawn(self, target: Callable[[], None], name: str) -> None:
+        thread = threading.Thread(target=target, name=name, daemon=True)
+        self._threads.append(thread)
+        thread.start()
+
+    def _receive(self) -> None:
+        watch = self
+
+        class Receiver(self._app.events.Receiver):  # type: ignore[misc,name-defined]
+            def on_consume_ready(self, *args: Any, **kwargs: Any) -> None:
+                super().on_consume_ready(*args, **kwargs)
+                watch._consuming()
+
+            def on_connection_error(self, exc: BaseException, interval: float) -> None:
+                watch._connection_lost(exc)
+
+        while not self._stopping.is_set():
+            try:
+                with self._app.connection_for_read() as connection:
+                    receiver = Receiver(connection, handlers={"*": self._queue_event})
+                    self._receiver = receiver
+                    if self._stopping.is_set():
+                        return
+                    # kombu drains in slices of ``safety_interval``: the stop latency.
+                    for _ in receiver.consume(
+                        limit=None, timeout=None, safety_interval=_DRAIN_SLICE, wakeup=True
+                    ):
+                        pass
+                return
+            except Exception as error:
+                if self._stopping.is_set():
+                    return
+                self._connection_lost(error)
+                self._stopping.wait(1.0)
+
+    def _consuming(self) -> None:
+        # The receiver's queue is bound before the inspection, so nothing falls in between.
+        self._connections += 1
+        self.consuming.set()
+        self._spawn(functools.partial(self._inspect, None, self._connections), "celery-inspect")
+
+    def _connection_lost(self, error: BaseException) -> None:
+        """The broker went away: the bridge no longer knows, so the source is recovering."""
+        if not self.consuming.is_set():
+            return  # not consuming yet, or already recovering
+        self.consuming.clear()
+        self.ready.clear()
+        logger.warning("lost the broker connection (%s); recovering", error)
+        self._queue_job(lambda now: self.bridge.begin())
+
+    def _queue_event(self, event: Mapping[str, Any]) -> None:
+        with self._wake:
+            self._events.append(event)
+            if len(self._events) == 1:
+                self._wake.notify()  # the forwarder waits only for a first event
+
+    def _queue_job(self, job: Callable[[float], None]) -> None:
+        with self._wake:
+            self._jobs.append(job)
+            self._wake.notify()
+
+    def _inspect(self, destination: str | None, connection: int = 0) -> None:
+        lists: dict[str, dict[str, list[Mapping[str, Any]]]] = {}
+        kinds = ("active", "reserved", "scheduled")
+        replies: dict[str, Any] = {}
+
+        def one(kind: str) -> None:
+            inspect = self._app.control.inspect(
+                timeout=self._inspect_timeout,
+                destination=None if destination is None else [destination],
+            )
+            try:
+                replies[kind] = getattr(inspect, kind)() or {}
+            except Exception:
+                logger.exception("celery inspect %s failed", kind)
+                replies[kind] = {}
+
+        threads = [threading.Thread(target=one, args=(kind,), daemon=True) for kind in kinds]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(self._inspect_timeout + 10.0)
+        for kind in kinds:
+            for hostname, requests in replies.get(kind, {}).items():
+                lists.setdefault(hostname, {})[kind] = list(requests or ())
+        if destination is None:
+            self._queue_job(functools.partial(self._recovered, lists, connection))
+        else:
+            self._queue_job(functools.partial(self.bridge.resynchronised, destination, lists))
+
+    def _recovered(self, lists: Inspection, connection: int, now: float) -> None:
+        if connection != self._connections or not self.consuming.is_set():
+            return  # the connection it was made on is gone: the next one inspects again
+        unreported = self.bridge.recovered(lists, now)
+        self.ready.set()
+        if unreported:
+            self._spawn(functools.partial(self._look_up, unreported), "celery-results")
+
+    def _look_up(self, task_ids: list[str]) -> None:
+        """Ask the result backend how tasks that ended unseen (during an outage) ended."""
+        try:
+            backend = self._app.backend
+            if type(backend).__name__ == "DisabledBackend":
+                return
+            states = {task_id: str(backend.get_state(task_id)) for task_id in task_ids}
+        except Exception:
+            logger.exception("could not read the result backend")
+            return
+        self._queue_job(functools.partial(self.bridge.settle_from_results, states))
+
+    def _forward(self) -> None:
+        self._guarded(self.bridge.begin)
+        next_tick = self._clock() + self._tick
+        while not self._stopping.is_set():
+            with self._wake:
+                if not self._events and not self._jobs:
+                    self._wake.wait(max(0.0, next_tick - self._clock()))
+                if self._events and self._linger > 0:
+                    # Events come in bursts (received, started, succeeded, the next task ...):
+                    # a moment's wait turns many small batches into one.
+                    self._wake.wait(self._linger)
+                events, self._events = self._events, []
+                jobs, self._jobs = self._jobs, []
+            now = self._clock()
+            bridge = self.bridge
+            if events:
+                self._guarded(functools.partial(bridge.apply, events, now))
+            for job in jobs:
+                self._guarded(functools.partial(job, now))
+            if now >= next_tick:
+                self._guarded(functools.partial(bridge.tick, now))
+                next_tick = now + self._tick
+            for hostname in bridge.take_resync_requests():
+                self._spawn(functools.partial(self._inspect, hostname), "celery-resync")
+
+    def _guarded(self, function: Callable[[], None]) -> None:
+        try:
+            self._call(function)
+        except Exception:
+            self._errors += 1
+            logger.exception("the celery bridge could not report to its tracker")
+
+
+@contextmanager
+def watch_celery(
+    app: Any,
+    tracker: Facts,
+    *,
+    call: Call | None = None,
+    inspect_timeout: float = DEFAULT_INSPECT_TIMEOUT,
+    tick: float = DEFAULT_TICK,
+    linger: float = DEFAULT_LINGER,
+    settle: float = 1.0,
+    keep_ended: float = 300.0,
+    max_ended: int = 1000,
+    clock: Callable[[], float] = time.monotonic,
+) -> Iterator[CeleryWatch]:
+    """Bridge a Celery app's events to ``tracker`` while the block runs (threads of its own).
+
+    The tracker is published ``recovering`` at once and ``ready`` after the workers' inspection
+    (``watch.ready`` is set then). ``call(function)`` runs each batch of facts where the tracker
+    lives (default: in the forwarder thread, right for a thread-safe tracker). ``linger``
+    (seconds) is how long the forwarder lets events gather after the first of a batch: less
+    CPU per event for at most that much more lag. ``tick`` is how often time-based rules (lost
+    workers, settled roots, retention) are checked. ``settle``,
+    ``keep_ended`` and ``max_ended`` are :class:`CeleryBridge`'s. Leaving the block stops the
+    threads (within about a quarter of a second: kombu's drain slice).
+    """
+    watch = CeleryWatch(
+        app,
+        tracker,
+        call=call or _call_here,
+        inspect_timeout=inspect_timeout,
+        tick=tick,
+        linger=linger,
+        settle=settle,
+        keep_ended=keep_ended,
+        max_ended=max_ended,
+        clock=clock,
+    )
+    watch.start()
+    try:
+        yield watch
+    finally:
+        watch.stop()

@@ -1,0 +1,104 @@
+"""``workflow-hub celery``, as a user runs it: a real process, a real worker, its dashboard.
+
+The command serves the hub from the sync host (token required here), mirrors it into a Redis
+fleet, shows a task's root ending, and stops on SIGINT with exit status 0 after its source's
+final ``unavailable`` frame reached the fleet (SPEC H1).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import httpx
+
+import redis
+from tests.support.redis_server import RedisServer
+from workflow_hub import SnapshotFrame
+from workflow_hub.wire import loads
+
+from .app import add
+from .support import REPO, CeleryWorker
+
+TOKEN = "s3cret"
+
+
+def snapshot(url: str) -> SnapshotFrame:
+    response = httpx.get(
+        f"{url}/v1/snapshot", headers={"Authorization": f"Bearer {TOKEN}"}, timeout=5
+    )
+    response.raise_for_status()
+    return loads(SnapshotFrame, response.text)
+
+
+def wait_snapshot(url: str, predicate, what: str, within: float = 20.0) -> SnapshotFrame:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + within
+    while True:
+        frame = snapshot(url)
+        if predicate(frame):
+            return frame
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {within} s: {what}; last {frame}")
+        time.sleep(0.1)  # an HTTP poll of another process: nothing to wait on here
+
+
+def test_the_command_serves_the_roots_mirrors_them_and_stops_on_sigint(
+    broker: RedisServer, worker: CeleryWorker
+) -> None:
+    env = dict(os.environ, WORKFLOW_HUB_TEST_BROKER=broker.url, PYTHONUNBUFFERED="1")
+    with subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "workflow_hub._cli",
+            "celery",
+            "--app",
+            "tests.celery.app:app",
+            "--port",
+            "0",
+            "--token",
+            TOKEN,
+            "--redis",
+            broker.url,
+            "--prefix",
+            "cmdtest",
+            "--settle",
+            "0.3",
+        ],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as command:
+        try:
+            assert command.stdout is not None
+            url = command.stdout.readline().strip()
+            assert url.startswith("http://127.0.0.1:"), (
+                command.stderr.read() if command.stderr else ""
+            )
+            assert httpx.get(f"{url}/v1/snapshot", timeout=5).status_code == 401
+            wait_snapshot(url, lambda f: f.availability == "ready", "ready")
+            result = add.delay(20, 22)
+            frame = wait_snapshot(
+                url,
+                lambda f: any(
+                    r.root_run_id == result.id and r.state == "idle" for r in f.roots or ()
+                ),
+                "the task's root ended",
+            )
+            assert frame.roots is not None
+            client = redis.Redis.from_url(broker.url)
+            assert client.xlen("cmdtest:celery:frames") > 0
+            assert httpx.get(f"{url}/", timeout=5).status_code == 200  # the dashboard page
+        finally:
+            command.send_signal(signal.SIGINT)
+            command.wait(timeout=20)
+    assert command.returncode == 0
+    # H1: leaving the host, the source ends with an unavailable frame, mirrored into the fleet.
+    [(_id, fields)] = client.xrevrange("cmdtest:celery:frames", count=1)
+    last = loads(SnapshotFrame, fields[b"frame"].decode())
+    assert last.availability == "unavailable"

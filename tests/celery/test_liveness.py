@@ -1,0 +1,130 @@
+"""Workers that vanish and come back, and a bridge that starts while tasks are in flight.
+
+A worker is lost after twice its heartbeat interval without an event (Celery's own rule); its
+in-flight tasks then need attention (blocked stage, manual intervention), never run forever.
+"""
+
+from __future__ import annotations
+
+import time
+
+import trio
+from celery import Celery
+
+from tests.support.redis_server import RedisServer
+from workflow_hub.celery import CeleryWatch
+
+from .app import nap
+from .support import CeleryWorker, blocking, bridged, ended, stages
+
+HEARTBEAT = 1  # seconds: the workers here beat every second
+TICK = 0.25
+# docs/celery.md: lost within 2 x heartbeat interval + one tick of the last event; the margin
+# is for a loaded 2-core machine.
+LOST_BOUND = 2 * HEARTBEAT + TICK + 1.5
+
+
+def interval_known(watch: CeleryWatch, hostname: str, within: float) -> bool:
+    """Whether the bridge learnt the worker's heartbeat interval within ``within`` seconds
+    (heartbeats publish no frame to wait on: this polls, in a thread)."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if any(
+            w.hostname == hostname and w.heartbeat_interval == HEARTBEAT for w in watch.workers()
+        ):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+async def test_a_killed_worker_makes_its_task_need_attention_then_resyncs(
+    broker: RedisServer,
+) -> None:
+    """N4 for workers: a worker killed mid-task turns its task's stage ``blocked`` and the root
+    blocked/manual_intervention with needs_attention within the documented bound (never running
+    forever); when the worker comes back without the task, the task is failed and the root is
+    a settled failure."""
+    worker = CeleryWorker(broker.url, "w2@workflow-hub-tests", queues="lonely", heartbeat=HEARTBEAT)
+    await blocking(worker.start)
+    try:
+        async with bridged(tick=TICK) as (roots, watch, tracker):
+            result = await blocking(nap.apply_async, (30,), queue="lonely")
+            await roots.wait_root(result.id, lambda r: r.active_execution_count == 1, "running")
+            # The bound holds once the bridge knows the worker's interval (its first periodic
+            # heartbeat; until then Celery's default, 2 s, applies).
+            assert await blocking(interval_known, watch, worker.name, 5.0)
+            killed_at = trio.current_time()
+            await blocking(worker.kill)
+            root = await roots.wait_root(
+                result.id, lambda r: r.state == "blocked", "lost", within=LOST_BOUND
+            )
+            assert trio.current_time() - killed_at <= LOST_BOUND
+            assert (root.reason, root.needs_attention, root.active_execution_count) == (
+                "manual_intervention",
+                True,
+                0,
+            )
+            assert stages(root)[result.id].status == "blocked"
+            assert watch.statistics().workers_lost == 1
+
+            await blocking(worker.start)
+            root = await roots.wait_root(result.id, ended, "resynchronised")
+            assert stages(root)[result.id].status == "failed"
+            assert (root.state, root.reason, root.needs_attention) == ("idle", "quiescent", True)
+            assert tracker.run_status(result.id) == "failed"
+            assert watch.statistics().workers_lost == 0
+    finally:
+        await blocking(worker.stop)
+
+
+async def test_a_bridge_starts_recovering_and_is_ready_with_the_tasks_in_flight(
+    worker: CeleryWorker,
+) -> None:
+    """P3 and §5 (hydration): a bridge started while a task runs publishes ``recovering`` first,
+    then ``ready`` with that task running (from the workers' inspection), and follows it to
+    its end."""
+    async with bridged() as (first, _watch, _tracker):
+        # Long enough to be running still when the second bridge's inspection is answered on a
+        # loaded machine; the inspection may take its full second.
+        result = await blocking(nap.delay, 4.0)
+        await first.wait_root(result.id, lambda r: r.active_execution_count == 1, "running")
+        async with bridged(inspect_timeout=1.0) as (second, _watch2, _tracker2):
+            # Before the bridge: the new source's unavailable snapshot (if the subscription
+            # came first); then recovering, and ready only after it.
+            seen = [a for a in second.availabilities if a != "unavailable"]
+            assert seen[:2] == ["recovering", "ready"], second.availabilities
+            root = second.get(result.id)
+            assert root is not None
+            assert (root.state, root.reason, root.active_execution_count) == (
+                "working",
+                "executing",
+                1,
+            )
+            root = await second.wait_root(result.id, ended, "the task ended")
+            assert stages(root)[result.id].status == "completed"
+
+
+async def test_a_lost_broker_makes_the_source_recovering_until_it_is_back() -> None:
+    """N4: while the bridge cannot read the broker its source is ``recovering`` (never its last
+    state as current); back, it inspects the workers and is ``ready`` again, and a task that was
+    running meanwhile still ends completed (seen by an event, or read from the result backend)."""
+    server = RedisServer()
+    server.start()
+    other = Celery("restarted", broker=server.url, backend=server.url)
+    other.conf.broker_connection_retry_on_startup = True
+    worker = CeleryWorker(server.url, "w3@workflow-hub-tests", heartbeat=HEARTBEAT)
+    try:
+        await blocking(worker.start)
+        async with bridged(other, tick=TICK) as (roots, _watch, _tracker):
+            result = await blocking(other.send_task, "tests.celery.app.nap", (3.0,))
+            await roots.wait_root(result.id, lambda r: r.active_execution_count == 1, "running")
+            await blocking(server.restart)
+            await roots.wait_for(
+                "recovering", lambda: roots.view.availability == "recovering", within=10
+            )
+            await roots.wait_for("ready again", lambda: roots.view.availability == "ready", 20)
+            root = await roots.wait_root(result.id, ended, "the task ended", within=20)
+            assert stages(root)[result.id].status == "completed"
+    finally:
+        await blocking(worker.stop)
+        server.close()
