@@ -18,6 +18,10 @@ The channel versions carry the bare root (no cursor, no frame, no snapshot, no h
 hub does all of that per frame and is still compared with them. Every run checks that each
 observer received every frame exactly once (for the hub: the attach snapshot, then F changed
 frames, no overflow), or raises :class:`BenchmarkError`.
+
+Goals: issue 8's at N >= 100 (>= chan/drain, >= 5 x chan/receive, >= 0.25 x floor) and issue
+29's for the callback observer, the fixed cost per frame and per delivery: >= 0.5 x chan/drain
+at N = 1 and >= 0.5 x floor at N >= 100 (rows noted "issue 29").
 """
 
 from __future__ import annotations
@@ -208,9 +212,25 @@ def run(
     scale: Scale, *, hub_factory: HubFactory = WorkflowActivityHub, label: str = "hub"
 ) -> list[Row]:
     rows: list[Row] = []
+    plain = label == "hub"
     for observers in scale.fanout_observers:
         rates = measure(scale, observers, hub_factory)
         big = observers >= 100
+        if observers == 1 or big:
+            reference = "floor" if big else "chan/drain"
+            rows.append(
+                Row(
+                    benchmark="fan-out",
+                    case=f"N={observers} callback",
+                    variant=label,
+                    value=rates["hub callback"],
+                    unit="/s",
+                    reference=reference,
+                    reference_value=rates[reference],
+                    goal=Goal(op=">=", threshold=0.5) if plain else None,
+                    note="issue 29",
+                )
+            )
         for kind in HUB_KINDS:
             case = f"N={observers} {kind.removeprefix('hub ')}"
             for reference, goal in (

@@ -16,6 +16,7 @@ import inspect
 import logging
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from types import CoroutineType
 from typing import TYPE_CHECKING, Any, final
 
 import trio
@@ -202,6 +203,8 @@ async def deliver_to_callback(
 ) -> None:
     """The task behind one callback observer: one callback at a time, in queue order (O2, O5)."""
     frames = queue._frames
+    # Without metrics, taking a frame is the deque's popleft itself (start_delivery does no more).
+    take = frames.popleft if queue._metrics is None else queue.start_delivery
     streak = 0
     while True:
         if not frames:
@@ -216,8 +219,12 @@ async def deliver_to_callback(
             continue
         streak += 1
         try:
-            result: Any = callback(queue.start_delivery())
-            if inspect.isawaitable(result):
+            result: Any = callback(take())
+            # A sync callback returns None; an async one a coroutine: neither needs the general
+            # (and much slower) inspect.isawaitable.
+            if result is not None and (
+                type(result) is CoroutineType or inspect.isawaitable(result)
+            ):
                 await result
         except Exception:
             logger.warning("workflow activity observer failed", exc_info=True)
@@ -254,6 +261,8 @@ class FrameStream(metaclass=NoPublicConstructor):
         if queue._frames:
             self._streak += 1
             if self._streak < YIELD_EVERY:
+                if queue._metrics is None:
+                    return queue._frames.popleft()
                 return queue.start_delivery()
             self._streak = 0
             await trio.lowlevel.checkpoint()
