@@ -22,6 +22,7 @@ import trio
 
 from .._contract import (
     Availability,
+    ChangedFrame,
     ContractError,
     Cursor,
     Diagnostic,
@@ -67,6 +68,8 @@ Dispatch = Callable[[WorkflowEvent, Callable[[], bool]], Awaitable[object]]
 ``is_current()`` tells, at any moment, whether the publisher that produced ``event`` is still
 current; a dispatcher checks it before each handler (K4).
 """
+
+_HookItem = tuple[WorkflowEvent | ChangedFrame, WorkflowActivityPublisher]
 
 DEFAULT_QUEUE_LIMIT = 256
 DEFAULT_DIAGNOSTICS_LIMIT = 256
@@ -190,7 +193,9 @@ class WorkflowActivityHub:
         self._record_change = self._history.record_change
         # Insertion-ordered set of live observer queues.
         self._observers: dict[ObserverQueue, None] = {}
-        self._hook_events: deque[tuple[WorkflowEvent, WorkflowActivityPublisher]] = deque()
+        # Hook events in publication order, each with its publisher. A changed frame stands for
+        # its ActivityChangedEvent (the same cursor and root), built only if it is dispatched.
+        self._hook_events: deque[_HookItem] = deque()
         self._hook_events_dropped = 0
         self._dispatcher: Dispatch | None = None
         self._hook_waiter: trio.lowlevel.Task | None = None
@@ -376,7 +381,7 @@ class WorkflowActivityHub:
         events = self._hook_events
         if len(events) >= self._hook_buffer_limit:
             self._drop_oldest_hook_event()
-        events.append((activity_changed_event(cursor, root), publisher))
+        events.append((frame, publisher))  # its ActivityChangedEvent, when dispatched
         if self._hook_waiter is not None:
             self._wake_hooks()
         return cursor
@@ -540,7 +545,7 @@ class WorkflowActivityHub:
             self._hook_waiter = None
             trio.lowlevel.reschedule(waiter)
 
-    async def _next_hook_event(self) -> tuple[WorkflowEvent, WorkflowActivityPublisher] | None:
+    async def _next_hook_event(self) -> _HookItem | None:
         while self._dispatcher is None or not self._hook_events:
             if self._disposed:
                 return None
@@ -573,15 +578,20 @@ class WorkflowActivityHub:
                 await trio.lowlevel.checkpoint()
             if events and self._dispatcher is not None:
                 # A backlog: the next event without a coroutine of _next_hook_event's.
-                event, publisher = events.popleft()
+                queued, publisher = events.popleft()
             else:
                 item = await self._next_hook_event()
                 if item is None:
                     return
-                event, publisher = item
+                queued, publisher = item
             until_checkpoint -= 1
             if self._current_publisher is not publisher:
                 continue  # K2: retirement fences buffered and queued events.
+            event = (
+                activity_changed_event(queued.cursor, queued.root)
+                if isinstance(queued, ChangedFrame)
+                else queued
+            )
             dispatch = self._dispatcher
             assert dispatch is not None
             if self._metrics is not None:

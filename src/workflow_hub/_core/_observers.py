@@ -198,37 +198,59 @@ class ObserverLease(metaclass=NoPublicConstructor):
         self._hub._dispose_observer(self._queue)
 
 
+def returns_coroutines(callback: Callable[..., object]) -> bool:
+    """Whether calling ``callback`` always returns a coroutine: an ``async def`` function (or a
+    method or partial of one), or an object whose class's ``__call__`` is one."""
+    if inspect.iscoroutinefunction(callback):
+        return True
+    call = getattr(type(callback), "__call__", None)  # noqa: B004 (the class's, not callable())
+    return not isinstance(callback, type) and inspect.iscoroutinefunction(call)
+
+
 async def deliver_to_callback(
     hub: WorkflowActivityHub, queue: ObserverQueue, callback: FrameCallback
 ) -> None:
-    """The task behind one callback observer: one callback at a time, in queue order (O2, O5)."""
+    """The task behind one callback observer: one callback at a time, in queue order (O2, O5).
+
+    It drains what is pending, at most ``YIELD_EVERY`` frames between two checkpoints: a backlog
+    that never empties (a callback that publishes into this hub keeps it full) must not starve
+    everyone else. Whether the callback is async is decided once, not per frame.
+    """
     frames = queue._frames
     # Without metrics, taking a frame is the deque's popleft itself (start_delivery does no more).
     take = frames.popleft if queue._metrics is None else queue.start_delivery
-    streak = 0
+    coroutines = returns_coroutines(callback)
     while True:
-        if not frames:
-            streak = 0
-            if not await queue.wait():
-                return
-        elif streak >= YIELD_EVERY:
-            # A backlog that never empties (a callback that publishes into this hub keeps it
-            # full) must not starve everyone else: let the scheduler run, then go on.
-            streak = 0
+        if not frames and not await queue.wait():
+            return
+        budget = YIELD_EVERY
+        if coroutines:
+            while frames and budget:
+                budget -= 1
+                try:
+                    await callback(take())  # type: ignore[misc]
+                except Exception:
+                    _delivery_failed(hub)
+        else:
+            while frames and budget:
+                budget -= 1
+                try:
+                    result: Any = callback(take())
+                    # A sync callback returns None: no need for the general (and much slower)
+                    # inspect.isawaitable then.
+                    if result is not None and (
+                        type(result) is CoroutineType or inspect.isawaitable(result)
+                    ):
+                        await result
+                except Exception:
+                    _delivery_failed(hub)
+        if frames:
             await trio.lowlevel.checkpoint()
-            continue
-        streak += 1
-        try:
-            result: Any = callback(take())
-            # A sync callback returns None; an async one a coroutine: neither needs the general
-            # (and much slower) inspect.isawaitable.
-            if result is not None and (
-                type(result) is CoroutineType or inspect.isawaitable(result)
-            ):
-                await result
-        except Exception:
-            logger.warning("workflow activity observer failed", exc_info=True)
-            hub._record(DiagnosticKind.OBSERVER_DELIVERY_FAILED)
+
+
+def _delivery_failed(hub: WorkflowActivityHub) -> None:
+    logger.warning("workflow activity observer failed", exc_info=True)
+    hub._record(DiagnosticKind.OBSERVER_DELIVERY_FAILED)
 
 
 @final
