@@ -284,7 +284,7 @@ class HookRunner:
                 "another HookRunner is already bound to this hub: register every extension on "
                 "that one (one runner per hub), or retire it and use a new hub (the reload path)"
             )
-        self._hub.bind_dispatcher(self._dispatch)
+        self._hub._bind_runner(self)
         _BOUND_RUNNERS[self._hub] = weakref.ref(self)
 
     def retire(self) -> None:
@@ -314,6 +314,8 @@ class HookRunner:
         return chain
 
     async def _dispatch(self, event: WorkflowEvent, is_current: Callable[[], bool]) -> None:
+        # The hub this runner is bound to runs this loop inline (WorkflowActivityHub._run_hooks):
+        # a change here is a change there.
         event_type = event.type
         # Captured now: registrations made by a handler of this event apply from the next one.
         for extension, handler in self._chain(event_type):
@@ -330,11 +332,12 @@ class HookRunner:
                 ):
                     await result
             except Exception as exc:
-                self._report(
-                    HandlerFailure(
-                        extension=extension, event_type=event_type, event=event, exception=exc
-                    )
-                )
+                self._handler_raised(extension, event, exc)
+
+    def _handler_raised(self, extension: str, event: WorkflowEvent, exc: Exception) -> None:
+        self._report(
+            HandlerFailure(extension=extension, event_type=event.type, event=event, exception=exc)
+        )
 
     def _report(self, failure: HandlerFailure) -> None:
         self._hub._handler_failed()

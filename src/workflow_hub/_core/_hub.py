@@ -15,7 +15,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from types import CoroutineType, TracebackType
-from typing import Any, Self, final
+from typing import TYPE_CHECKING, Any, Self, final
 
 import attrs
 import trio
@@ -57,6 +57,9 @@ from ._observers import (
     deliver_to_callback,
 )
 from ._publisher import WorkflowActivityPublisher
+
+if TYPE_CHECKING:
+    from ._hooks import HookRunner
 
 __all__ = ["Dispatch", "HubStatistics", "WorkflowActivityHub", "open_hub"]
 
@@ -198,6 +201,9 @@ class WorkflowActivityHub:
         self._hook_events: deque[_HookItem] = deque()
         self._hook_events_dropped = 0
         self._dispatcher: Dispatch | None = None
+        # The HookRunner whose _dispatch is the dispatcher, if it is one: the hook task then runs
+        # its chains itself, without a coroutine of _dispatch's per event.
+        self._runner: HookRunner | None = None
         self._hook_waiter: trio.lowlevel.Task | None = None
         self._nursery: trio.Nursery | None = None
         self._exit_stack: AsyncExitStack | None = None
@@ -257,6 +263,7 @@ class WorkflowActivityHub:
         for queue in list(self._observers):
             self._dispose_observer(queue)
         self._dispatcher = None
+        self._runner = None
         self._hook_events.clear()
         self._wake_hooks()
 
@@ -523,7 +530,14 @@ class WorkflowActivityHub:
         if not callable(dispatch):
             raise ContractError("dispatch", f"expected a callable, got {type(dispatch).__name__}")
         self._dispatcher = dispatch
+        self._runner = None
         self._wake_hooks()
+
+    def _bind_runner(self, runner: HookRunner) -> None:
+        """``bind_dispatcher(runner._dispatch)``, run inline by the hook task (same behaviour)."""
+        self.bind_dispatcher(runner._dispatch)
+        if not self._disposed:
+            self._runner = runner
 
     def _emit_hook(self, event: WorkflowEvent, publisher: WorkflowActivityPublisher) -> None:
         events = self._hook_events
@@ -596,12 +610,29 @@ class WorkflowActivityHub:
             assert dispatch is not None
             if self._metrics is not None:
                 self._metrics.hook_dispatched(event.type)
+            runner = self._runner
             try:
-                result: Any = dispatch(event, publisher._is_current)
-                if result is not None and (
-                    type(result) is CoroutineType or inspect.isawaitable(result)
-                ):
-                    await result
+                if runner is None:
+                    result: Any = dispatch(event, publisher._is_current)
+                    if result is not None and (
+                        type(result) is CoroutineType or inspect.isawaitable(result)
+                    ):
+                        await result
+                    continue
+                # HookRunner._dispatch, written out here (K4, K5): the same checks, in the same
+                # order, without a coroutine of its own per event.
+                chain = runner._chains.get(event.type) or runner._chain(event.type)
+                for extension, handler in chain:
+                    if runner._retired or self._current_publisher is not publisher:
+                        break
+                    try:
+                        result = handler(event)
+                        if result is not None and (
+                            type(result) is CoroutineType or inspect.isawaitable(result)
+                        ):
+                            await result
+                    except Exception as exc:
+                        runner._handler_raised(extension, event, exc)
             except Exception:
                 logger.warning("workflow hook dispatcher failed", exc_info=True)
                 self._record(DiagnosticKind.OBSERVER_DELIVERY_FAILED)
