@@ -382,7 +382,14 @@ class WorkflowActivityHub:
         self._record_change(frame)
         if self._metrics is None:
             for queue in self._observers:
-                queue.push(frame)
+                # ObserverQueue.push when there is room, written out: one call less per delivery.
+                pending = queue._frames
+                if len(pending) < queue._limit:
+                    pending.append(frame)
+                    if queue._waiter is not None:
+                        queue._wake()
+                else:
+                    queue.push(frame)
         else:
             self._deliver_measured(frame)
         events = self._hook_events
