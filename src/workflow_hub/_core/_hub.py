@@ -445,7 +445,14 @@ class WorkflowActivityHub:
         assert metrics is not None
         metrics.frame_built(frame)
         for queue in self._observers:
-            queue.push(frame)
+            # ObserverQueue.push when there is room, written out as in _apply_changed.
+            pending = queue._frames
+            if len(pending) < queue._limit:
+                pending.append(frame)
+                if queue._waiter is not None:
+                    queue._wake()
+            else:
+                queue.push(frame)
         # Counted once the queues hold it: a scrape from another thread then never counts a
         # frame as queued that no queue holds yet (frames_delivered_total is derived).
         metrics.frame_published(frame, len(self._observers))

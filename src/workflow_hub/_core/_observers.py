@@ -216,9 +216,12 @@ async def deliver_to_callback(
     that never empties (a callback that publishes into this hub keeps it full) must not starve
     everyone else. Whether the callback is async is decided once, not per frame.
     """
+    if queue._metrics is not None:
+        await _deliver_sampled(hub, queue, callback, queue._metrics)
+        return
     frames = queue._frames
     # Without metrics, taking a frame is the deque's popleft itself (start_delivery does no more).
-    take = frames.popleft if queue._metrics is None else queue.start_delivery
+    take = frames.popleft
     coroutines = returns_coroutines(callback)
     while True:
         if not frames and not await queue.wait():
@@ -244,6 +247,46 @@ async def deliver_to_callback(
                         await result
                 except Exception:
                     _delivery_failed(hub)
+        if frames:
+            await trio.lowlevel.checkpoint()
+
+
+async def _deliver_sampled(
+    hub: WorkflowActivityHub,
+    queue: ObserverQueue,
+    callback: FrameCallback,
+    metrics: HubInstruments,
+) -> None:
+    """:func:`deliver_to_callback` with metrics on: start_delivery's lag sampling, written out.
+
+    The countdown lives here: only this task takes frames from a callback observer's queue.
+    """
+    frames = queue._frames
+    popleft = frames.popleft
+    until_sample = queue._until_sample
+    coroutines = returns_coroutines(callback)
+    while True:
+        if not frames and not await queue.wait():
+            return
+        budget = YIELD_EVERY
+        while frames and budget:
+            budget -= 1
+            frame = popleft()
+            until_sample -= 1
+            if not until_sample:
+                until_sample = LAG_SAMPLE_EVERY
+                metrics.sample_lag(frame)
+            try:
+                if coroutines:
+                    await callback(frame)  # type: ignore[misc]
+                    continue
+                result: Any = callback(frame)
+                if result is not None and (
+                    type(result) is CoroutineType or inspect.isawaitable(result)
+                ):
+                    await result
+            except Exception:
+                _delivery_failed(hub)
         if frames:
             await trio.lowlevel.checkpoint()
 
@@ -283,9 +326,15 @@ class FrameStream(metaclass=NoPublicConstructor):
         if queue._frames:
             self._streak += 1
             if self._streak < YIELD_EVERY:
-                if queue._metrics is None:
-                    return queue._frames.popleft()
-                return queue.start_delivery()
+                # start_delivery, written out: the hottest line of a stream.
+                frame = queue._frames.popleft()
+                metrics = queue._metrics
+                if metrics is not None:
+                    queue._until_sample -= 1
+                    if not queue._until_sample:
+                        queue._until_sample = LAG_SAMPLE_EVERY
+                        metrics.sample_lag(frame)
+                return frame
             self._streak = 0
             await trio.lowlevel.checkpoint()
         else:
