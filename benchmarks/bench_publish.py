@@ -200,7 +200,10 @@ def run(
             unit="ns",
             reference="deque.append of the frame",
             reference_value=ns["deque.append", 0],
-            goal=Goal(op="<=", threshold=PUBLISH_GOAL_NS, unit="ns") if base == 0 else None,
+            # Issue 29's goal is the plain hub's (metrics cost has its own benchmark and goal).
+            goal=Goal(op="<=", threshold=PUBLISH_GOAL_NS, unit="ns")
+            if base == 0 and label == "hub"
+            else None,
         )
     ]
     for observers in counts:
