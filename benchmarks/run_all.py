@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import bench_conflation
 import bench_fanout
 import bench_hooks
 import bench_memory
@@ -50,6 +51,7 @@ BENCHMARKS: dict[str, Benchmark] = {
     "redis": bench_redis.run,
     "resume": bench_resume.run,
     "tracker": bench_tracker.run,
+    "conflation": bench_conflation.run,
 }
 
 

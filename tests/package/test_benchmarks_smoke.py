@@ -44,7 +44,18 @@ def smoke_rows(run_all: ModuleType, harness: ModuleType) -> list[object]:
 
 @pytest.mark.parametrize(
     "benchmark",
-    ["fan-out", "publish", "memory", "snapshot", "hooks", "metrics", "network", "redis", "resume"],
+    [
+        "fan-out",
+        "publish",
+        "memory",
+        "snapshot",
+        "hooks",
+        "metrics",
+        "network",
+        "redis",
+        "resume",
+        "conflation",
+    ],
 )
 def test_each_benchmark_reports_figures_next_to_a_reference(
     smoke_rows: list[object], harness: ModuleType, benchmark: str

@@ -483,12 +483,24 @@ class WorkflowActivityHub:
         return lease
 
     @asynccontextmanager
-    async def subscribe(self, *, since: Cursor | None = None) -> AsyncIterator[FrameStream]:
+    async def subscribe(
+        self, *, since: Cursor | None = None, conflate: bool = False
+    ) -> AsyncIterator[FrameStream]:
         """``async with hub.subscribe() as stream: async for frame in stream:`` (O9).
 
         ``since`` resumes as for :meth:`observe` (R2); ``stream.lease.resumed`` says whether it did.
+
+        ``conflate=True`` is for consumers that may fall behind and only need to catch up (a
+        transport to a slow client): :meth:`FrameStream.receive_all` then returns, of a backlog,
+        only each root's latest changed or removed frame (after the latest snapshot in it), and a
+        full queue conflates its backlog instead of overflowing into a snapshot, as long as that
+        frees at least half of it. Folding what such a stream yields gives the same roots, at
+        the same cursor, as folding every frame would.
         """
+        if type(conflate) is not bool:
+            raise ContractError("conflate", f"expected a bool, got {type(conflate).__name__}")
         queue, lease = self._attach(_check_since(since))
+        queue.conflate = conflate
         try:
             yield FrameStream._create(lease, queue)
         finally:

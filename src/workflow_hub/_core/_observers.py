@@ -23,6 +23,7 @@ import trio
 
 from .._contract import DiagnosticKind, Frame
 from .._public import NoPublicConstructor
+from ._conflate import conflate
 from ._instruments import LAG_SAMPLE_EVERY
 
 if TYPE_CHECKING:
@@ -51,6 +52,7 @@ class ObserverQueue:
         "_metrics",
         "_until_sample",
         "_waiter",
+        "conflate",
         "disposed",
         "resumed",
     )
@@ -72,6 +74,8 @@ class ObserverQueue:
         self._until_sample = 1
         self.disposed = False
         self.resumed = False
+        # Opt-in (subscribe(conflate=True)): a backlog keeps only each root's latest frame.
+        self.conflate = False
 
     @property
     def pending(self) -> int:
@@ -80,6 +84,8 @@ class ObserverQueue:
     def push(self, frame: Frame) -> None:
         frames = self._frames
         if len(frames) >= self._limit:
+            if self.conflate and self._compact(frame):
+                return
             if self._metrics is not None:
                 self._metrics.frames_dropped(len(frames))
             frames.clear()
@@ -90,6 +96,21 @@ class ObserverQueue:
             frames.append(frame)
         if self._waiter is not None:
             self._wake()
+
+    def _compact(self, frame: Frame) -> bool:
+        """A full conflating queue takes ``frame`` by conflating its backlog, if that frees at
+        least half of it (so a backlog of many distinct roots costs O(1) per push, amortised,
+        and overflows as usual); False, changing nothing, if it would not."""
+        kept = conflate([*self._frames, frame])
+        if len(kept) > self._limit // 2:
+            return False
+        if self._metrics is not None:
+            self._metrics.frames_dropped(len(self._frames) + 1 - len(kept))
+        self._frames.clear()
+        self._frames.extend(kept)
+        if self._waiter is not None:
+            self._wake()
+        return True
 
     def dispose(self) -> bool:
         """Drop what is pending and stop; True the first time only."""
@@ -128,9 +149,11 @@ class ObserverQueue:
         For consumers that handle a backlog as one unit (a transport writing it in one go).
         With metrics, the same frames have their lag sampled as if they were taken one by one.
         """
-        frames = list(self._frames)
-        self._frames.clear()
+        frames = conflate(self._frames) if self.conflate else list(self._frames)
         metrics = self._metrics
+        if metrics is not None and len(frames) < len(self._frames):
+            metrics.frames_dropped(len(self._frames) - len(frames))  # conflated away
+        self._frames.clear()
         if metrics is not None:
             count = len(frames)
             index = self._until_sample - 1
