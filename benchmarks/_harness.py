@@ -229,8 +229,9 @@ def format_value(value: float, unit: str) -> str:
                 return f"{value / factor:.3g} {suffix}"
         return f"{value:.0f} B"
     if unit == "ns":
+        shown = float(f"{value:.3g}")  # 999.7 ns is shown as 1 µs, not as 1e+03 ns
         for factor, suffix in ((1e6, "ms"), (1e3, "µs")):
-            if abs(value) >= factor:
+            if abs(shown) >= factor:
                 return f"{value / factor:.3g} {suffix}"
         return f"{value:.3g} ns"
     if unit.startswith("/"):
