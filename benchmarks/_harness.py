@@ -151,15 +151,23 @@ GoalOp = Literal[">=", "<="]
 
 @dataclass(frozen=True, kw_only=True)
 class Goal:
-    """A target for a row's ratio, from the issue that asked for the benchmark."""
+    """A target for a row's ratio, from the issue that asked for the benchmark.
+
+    With ``unit`` (the row's own unit), the target is for the measured value itself, in that
+    unit, rather than for the ratio: a goal such as "at most 1 µs" (issue 29). The row still
+    shows its reference, measured in the same run, so the figure can be judged on a busy machine.
+    """
 
     op: GoalOp
     threshold: float
+    unit: str | None = None
 
     def met(self, ratio: float) -> bool:
         return ratio >= self.threshold if self.op == ">=" else ratio <= self.threshold
 
     def __str__(self) -> str:
+        if self.unit is not None:
+            return f"{self.op} {format_value(self.threshold, self.unit)}"
         return f"{self.op} {self.threshold:g}"
 
 
@@ -188,7 +196,11 @@ class Row:
 
     @property
     def met(self) -> bool | None:
-        if self.goal is None or self.ratio is None:
+        if self.goal is None:
+            return None
+        if self.goal.unit is not None:
+            return self.goal.met(self.value)
+        if self.ratio is None:
             return None
         return self.goal.met(self.ratio)
 
@@ -217,8 +229,9 @@ def format_value(value: float, unit: str) -> str:
                 return f"{value / factor:.3g} {suffix}"
         return f"{value:.0f} B"
     if unit == "ns":
+        shown = float(f"{value:.3g}")  # 999.7 ns is shown as 1 µs, not as 1e+03 ns
         for factor, suffix in ((1e6, "ms"), (1e3, "µs")):
-            if abs(value) >= factor:
+            if abs(shown) >= factor:
                 return f"{value / factor:.3g} {suffix}"
         return f"{value:.3g} ns"
     if unit.startswith("/"):

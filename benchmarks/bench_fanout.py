@@ -18,6 +18,10 @@ The channel versions carry the bare root (no cursor, no frame, no snapshot, no h
 hub does all of that per frame and is still compared with them. Every run checks that each
 observer received every frame exactly once (for the hub: the attach snapshot, then F changed
 frames, no overflow), or raises :class:`BenchmarkError`.
+
+Goals: issue 8's at N >= 100 (>= chan/drain, >= 5 x chan/receive, >= 0.25 x floor) and issue
+29's for the callback observer, the fixed cost per frame and per delivery: >= 0.5 x chan/drain
+at N = 1 and >= 0.5 x floor at N >= 100 (rows noted "issue 29").
 """
 
 from __future__ import annotations
@@ -204,13 +208,35 @@ def measure(
     return {name: deliveries / (ns / 1e9) for name, ns in best_ns.items()}
 
 
+def _n1_goal(observers: int, kind: str, reference: str, plain: bool) -> Goal | None:
+    """Issue 29's goal for one callback observer: half the tuned channel's rate."""
+    if plain and observers == 1 and kind == "hub callback" and reference == "chan/drain":
+        return Goal(op=">=", threshold=0.5)
+    return None
+
+
 def run(
     scale: Scale, *, hub_factory: HubFactory = WorkflowActivityHub, label: str = "hub"
 ) -> list[Row]:
     rows: list[Row] = []
+    plain = label == "hub"
     for observers in scale.fanout_observers:
         rates = measure(scale, observers, hub_factory)
         big = observers >= 100
+        if big:
+            rows.append(
+                Row(
+                    benchmark="fan-out",
+                    case=f"N={observers} callback",
+                    variant=label,
+                    value=rates["hub callback"],
+                    unit="/s",
+                    reference="floor",
+                    reference_value=rates["floor"],
+                    goal=Goal(op=">=", threshold=0.5) if plain else None,
+                    note="issue 29",
+                )
+            )
         for kind in HUB_KINDS:
             case = f"N={observers} {kind.removeprefix('hub ')}"
             for reference, goal in (
@@ -228,7 +254,7 @@ def run(
                         reference=reference,
                         reference_value=rates[reference],
                         # Issue 8's goals are the plain hub's; metrics have their own (metrics).
-                        goal=goal if big and label == "hub" else None,
+                        goal=goal if big and plain else _n1_goal(observers, kind, reference, plain),
                     )
                 )
     return rows

@@ -11,6 +11,9 @@ Issue 18's goals, each a ratio measured in the same run:
 - without graph, the cost per fact at 1 000 stages is at most 2x the cost at 10 stages;
 - with graph, the cost per fact at 1 000 stages is at most 5x the cost without graph at 1 000.
 
+Issue 29's goal: a fact costs at most 2.5x a bare ``publish_changed`` of a prebuilt root on the
+same kind of hub (no observers), timed the same way in the same run, at every size without graph.
+
 The rows at 100 stages are for information. This benchmark compares tracker configurations
 itself; it runs once, for the plain ``hub`` variant.
 """
@@ -20,7 +23,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import partial
 
-from _harness import Goal, HubFactory, Row, Scale, best_of, cpu_ns, gc_paused, run_script
+from _harness import (
+    ROOT_POOL_SIZE,
+    Goal,
+    HubFactory,
+    Row,
+    Scale,
+    best_of,
+    cpu_ns,
+    gc_paused,
+    make_roots,
+    run_script,
+)
 from workflow_hub import RunTracker, WorkflowActivityHub
 
 STAGES = (10, 100, 1_000)
@@ -62,6 +76,22 @@ def _per_fact_ns(stages: int, graph: bool, facts: int) -> float:
     return elapsed / (facts // 2 * 2)
 
 
+def _bare_publish_ns(facts: int) -> float:
+    """Mean CPU ns of one ``publish_changed`` of a prebuilt root, on the tracker's kind of hub."""
+    hub = WorkflowActivityHub()
+    publisher = hub.register_publisher()
+    roots = make_roots(ROOT_POOL_SIZE)
+    publisher.publish_snapshot("ready", roots)
+    publish = publisher.publish_changed
+    pool = len(roots)
+    with gc_paused():
+        start = cpu_ns()
+        for fact in range(facts):
+            publish(roots[fact % pool])
+        elapsed = cpu_ns() - start
+    return elapsed / facts
+
+
 def run(
     scale: Scale, *, hub_factory: HubFactory = WorkflowActivityHub, label: str = "hub"
 ) -> list[Row]:
@@ -73,6 +103,7 @@ def run(
         for stages in STAGES
         for graph in (False, True)
     }
+    candidates[0, False] = partial(_bare_publish_ns, facts)
     best = best_of(scale, candidates)
     small = STAGES[0]
     large = STAGES[-1]
@@ -101,6 +132,20 @@ def run(
                 reference=f"{stages} stages, no graph",
                 reference_value=best[stages, False],
                 goal=Goal(op="<=", threshold=5) if stages == large else None,
+            )
+        )
+    for stages in STAGES:
+        rows.append(
+            Row(
+                benchmark="tracker",
+                case=f"per fact, {stages} stages, no graph",
+                variant=label,
+                value=best[stages, False],
+                unit="ns",
+                reference="bare publish_changed",
+                reference_value=best[0, False],
+                goal=Goal(op="<=", threshold=2.5),
+                note="issue 29",
             )
         )
     return rows

@@ -1,6 +1,7 @@
 """Run every benchmark, print one table, write ``benchmarks/results.json``.
 
-Usage: ``python benchmarks/run_all.py [--quick | --smoke] [--only NAME ...] [--output PATH]``
+Usage: ``python benchmarks/run_all.py [--quick | --smoke] [--only NAME ...] [--variants NAME ...]
+[--output PATH]``
 (``make bench`` runs the full scale, about 70 seconds on a 2-core machine). Every row is a
 figure next to a reference measured in the same run, and the ratio between them; rows with a
 goal from the issue that asked for the benchmark say whether it was met.
@@ -15,6 +16,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import bench_celery
+import bench_conflation
 import bench_dashboard
 import bench_fanout
 import bench_hooks
@@ -57,6 +59,7 @@ BENCHMARKS: dict[str, Benchmark] = {
     "langgraph": bench_langgraph.run,
     "hosts": bench_hosts.run,
     "celery": bench_celery.run,
+    "conflation": bench_conflation.run,
 }
 
 
@@ -84,6 +87,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     size.add_argument("--smoke", action="store_true", help="tiny workloads: checks, not numbers")
     parser.add_argument("--only", nargs="+", choices=list(BENCHMARKS), default=list(BENCHMARKS))
     parser.add_argument("--output", type=Path, default=RESULTS_PATH, help="results JSON path")
+    parser.add_argument(
+        "--variants", nargs="+", choices=list(HUB_VARIANTS), default=list(HUB_VARIANTS)
+    )
     args = parser.parse_args(argv)
     scale = SCALES["quick" if args.quick else "smoke" if args.smoke else "full"]
 
@@ -93,7 +99,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     info = machine()
     progress(f"{info['cpu']}, {info['cores']} cores, {info['python']}, trio {info['trio']}")
     started = time.perf_counter()
-    rows = run_benchmarks(scale, args.only, progress=progress)
+    variants = {name: HUB_VARIANTS[name] for name in args.variants}
+    rows = run_benchmarks(scale, args.only, variants, progress=progress)
     seconds = time.perf_counter() - started
     print(format_table(rows))
     write_results(rows, scale=scale, seconds=seconds, path=args.output)

@@ -58,6 +58,7 @@ def smoke_rows(run_all: ModuleType, harness: ModuleType) -> list[object]:
         "langgraph",
         "hosts",
         "celery",
+        "conflation",
     ],
 )
 def test_each_benchmark_reports_figures_next_to_a_reference(

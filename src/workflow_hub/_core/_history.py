@@ -11,6 +11,7 @@ O(roots + limit), never O(limit x roots), even for a source that publishes only 
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from typing import final
 
 from .._contract import Frame, SnapshotFrame
@@ -30,12 +31,16 @@ class FrameHistory:
     revision of the epoch resumes from it).
     """
 
-    __slots__ = ("_frames", "_limit")
+    __slots__ = ("_frames", "_limit", "record_change")
 
     def __init__(self, limit: int) -> None:
         self._limit = limit
         # History off keeps nothing at all: a deque of maxlen 0 drops every append.
         self._frames: deque[Frame] = deque(maxlen=limit + 1 if limit else 0)
+        # The deque is never replaced (clear() empties it), so its bound append stays valid.
+        self.record_change: Callable[[Frame], None] = self._frames.append
+        """Record a broadcast changed or removed frame: :meth:`append` for a frame known not to
+        be a snapshot, one C call on the publish path."""
 
     @property
     def limit(self) -> int:

@@ -15,6 +15,7 @@ import inspect
 import logging
 import weakref
 from collections.abc import Callable
+from types import CoroutineType
 from typing import Any, Final, Literal, TypeAlias, TypeVar, final, overload
 
 import attrs
@@ -182,6 +183,7 @@ class ExtensionHooks(metaclass=NoPublicConstructor):
             raise ContractError("handler", f"expected a callable, got {type(handler).__name__}")
         self._runner._check_open()
         self._handlers[event_type].append(handler)
+        self._runner._chains.clear()  # rebuilt on the next event of each type
 
 
 @final
@@ -204,7 +206,7 @@ class HookRunner:
     :meth:`retire` is the reload path (K7): it seals the runner and disposes the hub.
     """
 
-    __slots__ = ("__weakref__", "_extensions", "_hub", "_on_error", "_retired")
+    __slots__ = ("__weakref__", "_chains", "_extensions", "_hub", "_on_error", "_retired")
 
     def __init__(
         self,
@@ -227,6 +229,9 @@ class HookRunner:
         self._on_error = on_error
         # Insertion order is load order.
         self._extensions: dict[str, ExtensionHooks] = {}
+        # Each hook's chain, built on its first event after a registration (which clears this):
+        # a tuple, so a dispatch that holds one never sees a registration made meanwhile.
+        self._chains: dict[str, tuple[tuple[str, _StoredHandler], ...]] = {}
         self._retired = False
 
     def __repr__(self) -> str:
@@ -279,7 +284,7 @@ class HookRunner:
                 "another HookRunner is already bound to this hub: register every extension on "
                 "that one (one runner per hub), or retire it and use a new hub (the reload path)"
             )
-        self._hub.bind_dispatcher(self._dispatch)
+        self._hub._bind_runner(self)
         _BOUND_RUNNERS[self._hub] = weakref.ref(self)
 
     def retire(self) -> None:
@@ -298,31 +303,41 @@ class HookRunner:
         if self._retired:
             raise RuntimeError(_SEALED)
 
-    def _chain(self, event_type: HookEventType) -> list[tuple[str, _StoredHandler]]:
-        return [
-            (name, handler)
-            for name, hooks in self._extensions.items()
-            for handler in hooks._handlers[event_type]
-        ]
+    def _chain(self, event_type: HookEventType) -> tuple[tuple[str, _StoredHandler], ...]:
+        chain = self._chains.get(event_type)
+        if chain is None:
+            chain = self._chains[event_type] = tuple(
+                (name, handler)
+                for name, hooks in self._extensions.items()
+                for handler in hooks._handlers[event_type]
+            )
+        return chain
 
     async def _dispatch(self, event: WorkflowEvent, is_current: Callable[[], bool]) -> None:
+        # The hub this runner is bound to runs this loop inline (WorkflowActivityHub._run_hooks):
+        # a change here is a change there.
         event_type = event.type
         # Captured now: registrations made by a handler of this event apply from the next one.
         for extension, handler in self._chain(event_type):
             # K4: checked before every handler, because the previous one may have awaited
-            # across a reload or a publisher replacement.
+            # across a reload or a publisher replacement (or, sync, replaced it itself).
             if self._retired or not is_current():
                 return
             try:
                 result = handler(event)
-                if inspect.isawaitable(result):
+                # An async handler returns a coroutine, a sync one (usually) None: neither
+                # needs the general, much slower, inspect.isawaitable.
+                if result is not None and (
+                    type(result) is CoroutineType or inspect.isawaitable(result)
+                ):
                     await result
             except Exception as exc:
-                self._report(
-                    HandlerFailure(
-                        extension=extension, event_type=event_type, event=event, exception=exc
-                    )
-                )
+                self._handler_raised(extension, event, exc)
+
+    def _handler_raised(self, extension: str, event: WorkflowEvent, exc: Exception) -> None:
+        self._report(
+            HandlerFailure(extension=extension, event_type=event.type, event=event, exception=exc)
+        )
 
     def _report(self, failure: HandlerFailure) -> None:
         self._hub._handler_failed()

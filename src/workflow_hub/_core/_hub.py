@@ -14,14 +14,13 @@ import uuid
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
-from types import TracebackType
-from typing import Any, Self, final
+from types import CoroutineType, TracebackType
+from typing import TYPE_CHECKING, Any, Self, final
 
 import attrs
 import trio
 
 from .._contract import (
-    ActivityChangedEvent,
     Availability,
     ChangedFrame,
     ContractError,
@@ -29,18 +28,24 @@ from .._contract import (
     Diagnostic,
     DiagnosticKind,
     Frame,
-    LifecycleEvent,
     LifecycleInput,
-    RemovedFrame,
     RootActivity,
     SnapshotFrame,
-    StageCompletedEvent,
     StageStatus,
     StageTarget,
     WorkflowEvent,
     epoch_text_problem,
-    unchecked,
 )
+from ._build import (
+    activity_changed_event,
+    changed_frame,
+    diagnostic,
+    lifecycle_event,
+    removed_frame,
+    snapshot_frame,
+    stage_completed_event,
+)
+from ._build import cursor as new_cursor
 from ._history import FrameHistory
 from ._instruments import HubInstruments, Instrumentation
 from ._observers import (
@@ -53,6 +58,9 @@ from ._observers import (
 )
 from ._publisher import WorkflowActivityPublisher
 
+if TYPE_CHECKING:
+    from ._hooks import HookRunner
+
 __all__ = ["Dispatch", "HubStatistics", "WorkflowActivityHub", "open_hub"]
 
 logger = logging.getLogger("workflow_hub")
@@ -63,6 +71,8 @@ Dispatch = Callable[[WorkflowEvent, Callable[[], bool]], Awaitable[object]]
 ``is_current()`` tells, at any moment, whether the publisher that produced ``event`` is still
 current; a dispatcher checks it before each handler (K4).
 """
+
+_HookItem = tuple[WorkflowEvent | ChangedFrame, WorkflowActivityPublisher]
 
 DEFAULT_QUEUE_LIMIT = 256
 DEFAULT_DIAGNOSTICS_LIMIT = 256
@@ -180,11 +190,20 @@ class WorkflowActivityHub:
         self._availability = Availability.UNAVAILABLE
         self._roots: dict[str, RootActivity] = {}
         self._snapshot: SnapshotFrame | None = None
+        # The one publisher that is current (P2), or None: fencing is one identity test.
+        self._current_publisher: WorkflowActivityPublisher | None = None
+        # Records a changed or removed frame in the history: the deque's own append (R1).
+        self._record_change = self._history.record_change
         # Insertion-ordered set of live observer queues.
         self._observers: dict[ObserverQueue, None] = {}
-        self._hook_events: deque[tuple[WorkflowEvent, WorkflowActivityPublisher]] = deque()
+        # Hook events in publication order, each with its publisher. A changed frame stands for
+        # its ActivityChangedEvent (the same cursor and root), built only if it is dispatched.
+        self._hook_events: deque[_HookItem] = deque()
         self._hook_events_dropped = 0
         self._dispatcher: Dispatch | None = None
+        # The HookRunner whose _dispatch is the dispatcher, if it is one: the hook task then runs
+        # its chains itself, without a coroutine of _dispatch's per event.
+        self._runner: HookRunner | None = None
         self._hook_waiter: trio.lowlevel.Task | None = None
         self._nursery: trio.Nursery | None = None
         self._exit_stack: AsyncExitStack | None = None
@@ -240,9 +259,11 @@ class WorkflowActivityHub:
         if self._disposed:
             return
         self._disposed = True
+        self._current_publisher = None
         for queue in list(self._observers):
             self._dispose_observer(queue)
         self._dispatcher = None
+        self._runner = None
         self._hook_events.clear()
         self._wake_hooks()
 
@@ -261,11 +282,8 @@ class WorkflowActivityHub:
         snapshot = self._snapshot
         if snapshot is None:
             ready = self._availability is Availability.READY
-            snapshot = self._snapshot = unchecked(
-                SnapshotFrame,
-                cursor=self._cursor,
-                availability=self._availability,
-                roots=tuple(self._roots.values()) if ready else None,
+            snapshot = self._snapshot = snapshot_frame(
+                self._cursor, self._availability, tuple(self._roots.values()) if ready else None
             )
             if self._metrics is not None:
                 # Attach and overflow snapshots are published when built: lag counts from here.
@@ -317,7 +335,8 @@ class WorkflowActivityHub:
         self._broadcast(self.snapshot_frame())
         # R1: a new epoch starts an empty history (revision 0 is never resumed *from* before).
         self._history.clear()
-        return WorkflowActivityPublisher._create(self, epoch)
+        publisher = self._current_publisher = WorkflowActivityPublisher._create(self, epoch)
+        return publisher
 
     def _new_epoch(self) -> str:
         epoch = self._epoch_factory()
@@ -335,8 +354,8 @@ class WorkflowActivityHub:
         return epoch
 
     def _advance(self) -> Cursor:
-        self._revision += 1
-        cursor = self._cursor = unchecked(Cursor, epoch=self._epoch, revision=self._revision)
+        revision = self._revision = self._revision + 1
+        cursor = self._cursor = new_cursor(self._epoch, revision)
         self._snapshot = None
         return cursor
 
@@ -354,27 +373,55 @@ class WorkflowActivityHub:
         return cursor
 
     def _apply_changed(self, root: RootActivity, publisher: WorkflowActivityPublisher) -> Cursor:
-        cursor = self._advance()
+        # The hottest path there is, so _advance, _broadcast and _emit_hook are written out.
+        revision = self._revision = self._revision + 1
+        cursor = self._cursor = new_cursor(self._epoch, revision)
+        self._snapshot = None
         self._roots[root.root_run_id] = root
-        self._broadcast(unchecked(ChangedFrame, cursor=cursor, root=root))
-        self._emit_hook(unchecked(ActivityChangedEvent, cursor=cursor, root=root), publisher)
+        frame = changed_frame(cursor, root)
+        self._record_change(frame)
+        if self._metrics is None:
+            for queue in self._observers:
+                # ObserverQueue.push when there is room, written out: one call less per delivery.
+                pending = queue._frames
+                if len(pending) < queue._limit:
+                    pending.append(frame)
+                    if queue._waiter is not None:
+                        queue._wake()
+                else:
+                    queue.push(frame)
+        else:
+            self._deliver_measured(frame)
+        events = self._hook_events
+        if len(events) >= self._hook_buffer_limit:
+            self._drop_oldest_hook_event()
+        events.append((frame, publisher))  # its ActivityChangedEvent, when dispatched
+        if self._hook_waiter is not None:
+            self._wake_hooks()
         return cursor
 
     def _apply_removed(self, root_run_id: str) -> Cursor:
         cursor = self._advance()
         self._roots.pop(root_run_id, None)
-        self._broadcast(unchecked(RemovedFrame, cursor=cursor, root_run_id=root_run_id))
+        frame = removed_frame(cursor, root_run_id)
+        self._record_change(frame)
+        if self._metrics is None:
+            for queue in self._observers:
+                queue.push(frame)
+        else:
+            self._deliver_measured(frame)
         return cursor
 
     def _apply_lifecycle(
         self, event: LifecycleInput, publisher: WorkflowActivityPublisher
     ) -> Cursor:
         cursor = self._advance()
-        fields = attrs.asdict(event, recurse=False)
-        self._emit_hook(LifecycleEvent(cursor=cursor, **fields), publisher)
+        # The input was validated when it was built, and the cursor is the hub's own.
+        self._emit_hook(lifecycle_event(event, cursor), publisher)
         target = event.target
-        if isinstance(target, StageTarget) and target.status is StageStatus.COMPLETED:
-            self._emit_hook(StageCompletedEvent(cursor=cursor, **fields), publisher)
+        if type(target) is StageTarget and target.status is StageStatus.COMPLETED:
+            # The one condition StageCompletedEvent's own check tests.
+            self._emit_hook(stage_completed_event(event, cursor), publisher)
         return cursor
 
     def _apply_publisher_disposed(self) -> None:
@@ -386,20 +433,32 @@ class WorkflowActivityHub:
 
     def _broadcast(self, frame: Frame) -> None:
         self._history.append(frame)  # R1: every broadcast frame, for observers that resume
-        metrics = self._metrics
-        if metrics is None:
+        if self._metrics is None:
             for queue in self._observers:
                 queue.push(frame)
-            return
+        else:
+            self._deliver_measured(frame)
+
+    def _deliver_measured(self, frame: Frame) -> None:
+        """Queue ``frame`` for every observer, telling the metrics (which are on)."""
+        metrics = self._metrics
+        assert metrics is not None
         metrics.frame_built(frame)
         for queue in self._observers:
-            queue.push(frame)
+            # ObserverQueue.push when there is room, written out as in _apply_changed.
+            pending = queue._frames
+            if len(pending) < queue._limit:
+                pending.append(frame)
+                if queue._waiter is not None:
+                    queue._wake()
+            else:
+                queue.push(frame)
         # Counted once the queues hold it: a scrape from another thread then never counts a
         # frame as queued that no queue holds yet (frames_delivered_total is derived).
         metrics.frame_published(frame, len(self._observers))
 
     def _record(self, kind: DiagnosticKind) -> None:
-        self._diagnostics.append(unchecked(Diagnostic, kind=kind, cursor=self._cursor))
+        self._diagnostics.append(diagnostic(kind, self._cursor))
         if self._metrics is not None:
             self._metrics.record_diagnostic(kind)
 
@@ -424,12 +483,24 @@ class WorkflowActivityHub:
         return lease
 
     @asynccontextmanager
-    async def subscribe(self, *, since: Cursor | None = None) -> AsyncIterator[FrameStream]:
+    async def subscribe(
+        self, *, since: Cursor | None = None, conflate: bool = False
+    ) -> AsyncIterator[FrameStream]:
         """``async with hub.subscribe() as stream: async for frame in stream:`` (O9).
 
         ``since`` resumes as for :meth:`observe` (R2); ``stream.lease.resumed`` says whether it did.
+
+        ``conflate=True`` is for consumers that may fall behind and only need to catch up (a
+        transport to a slow client): :meth:`FrameStream.receive_all` then returns, of a backlog,
+        only each root's latest changed or removed frame (after the latest snapshot in it), and a
+        full queue conflates its backlog instead of overflowing into a snapshot, as long as that
+        frees at least half of it. Folding what such a stream yields gives the same roots, at
+        the same cursor, as folding every frame would.
         """
+        if type(conflate) is not bool:
+            raise ContractError("conflate", f"expected a bool, got {type(conflate).__name__}")
         queue, lease = self._attach(_check_since(since))
+        queue.conflate = conflate
         try:
             yield FrameStream._create(lease, queue)
         finally:
@@ -485,17 +556,28 @@ class WorkflowActivityHub:
         if not callable(dispatch):
             raise ContractError("dispatch", f"expected a callable, got {type(dispatch).__name__}")
         self._dispatcher = dispatch
+        self._runner = None
         self._wake_hooks()
+
+    def _bind_runner(self, runner: HookRunner) -> None:
+        """``bind_dispatcher(runner._dispatch)``, run inline by the hook task (same behaviour)."""
+        self.bind_dispatcher(runner._dispatch)
+        if not self._disposed:
+            self._runner = runner
 
     def _emit_hook(self, event: WorkflowEvent, publisher: WorkflowActivityPublisher) -> None:
         events = self._hook_events
         if len(events) >= self._hook_buffer_limit:
-            events.popleft()
-            self._hook_events_dropped += 1
-            if self._metrics is not None:
-                self._metrics.hook_events_dropped(1)
+            self._drop_oldest_hook_event()
         events.append((event, publisher))
-        self._wake_hooks()
+        if self._hook_waiter is not None:
+            self._wake_hooks()
+
+    def _drop_oldest_hook_event(self) -> None:
+        self._hook_events.popleft()
+        self._hook_events_dropped += 1
+        if self._metrics is not None:
+            self._metrics.hook_events_dropped(1)
 
     def _wake_hooks(self) -> None:
         waiter = self._hook_waiter
@@ -503,7 +585,7 @@ class WorkflowActivityHub:
             self._hook_waiter = None
             trio.lowlevel.reschedule(waiter)
 
-    async def _next_hook_event(self) -> tuple[WorkflowEvent, WorkflowActivityPublisher] | None:
+    async def _next_hook_event(self) -> _HookItem | None:
         while self._dispatcher is None or not self._hook_events:
             if self._disposed:
                 return None
@@ -528,26 +610,55 @@ class WorkflowActivityHub:
         that never awaits (a sync handler, or one that publishes into this hub and so keeps the
         queue full) must not keep every other task, and cancellation, waiting.
         """
+        events = self._hook_events
         until_checkpoint = YIELD_EVERY
         while True:
             if not until_checkpoint:
                 until_checkpoint = YIELD_EVERY
                 await trio.lowlevel.checkpoint()
-            item = await self._next_hook_event()
-            if item is None:
-                return
+            if events and self._dispatcher is not None:
+                # A backlog: the next event without a coroutine of _next_hook_event's.
+                queued, publisher = events.popleft()
+            else:
+                item = await self._next_hook_event()
+                if item is None:
+                    return
+                queued, publisher = item
             until_checkpoint -= 1
-            event, publisher = item
-            if not publisher.current:
+            if self._current_publisher is not publisher:
                 continue  # K2: retirement fences buffered and queued events.
+            event = (
+                activity_changed_event(queued.cursor, queued.root)
+                if isinstance(queued, ChangedFrame)
+                else queued
+            )
             dispatch = self._dispatcher
             assert dispatch is not None
             if self._metrics is not None:
                 self._metrics.hook_dispatched(event.type)
+            runner = self._runner
             try:
-                result: Any = dispatch(event, publisher._is_current)
-                if inspect.isawaitable(result):
-                    await result
+                if runner is None:
+                    result: Any = dispatch(event, publisher._is_current)
+                    if result is not None and (
+                        type(result) is CoroutineType or inspect.isawaitable(result)
+                    ):
+                        await result
+                    continue
+                # HookRunner._dispatch, written out here (K4, K5): the same checks, in the same
+                # order, without a coroutine of its own per event.
+                chain = runner._chains.get(event.type) or runner._chain(event.type)
+                for extension, handler in chain:
+                    if runner._retired or self._current_publisher is not publisher:
+                        break
+                    try:
+                        result = handler(event)
+                        if result is not None and (
+                            type(result) is CoroutineType or inspect.isawaitable(result)
+                        ):
+                            await result
+                    except Exception as exc:
+                        runner._handler_raised(extension, event, exc)
             except Exception:
                 logger.warning("workflow hook dispatcher failed", exc_info=True)
                 self._record(DiagnosticKind.OBSERVER_DELIVERY_FAILED)

@@ -16,12 +16,14 @@ import inspect
 import logging
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from types import CoroutineType
 from typing import TYPE_CHECKING, Any, final
 
 import trio
 
 from .._contract import DiagnosticKind, Frame
 from .._public import NoPublicConstructor
+from ._conflate import conflate
 from ._instruments import LAG_SAMPLE_EVERY
 
 if TYPE_CHECKING:
@@ -50,6 +52,7 @@ class ObserverQueue:
         "_metrics",
         "_until_sample",
         "_waiter",
+        "conflate",
         "disposed",
         "resumed",
     )
@@ -71,6 +74,8 @@ class ObserverQueue:
         self._until_sample = 1
         self.disposed = False
         self.resumed = False
+        # Opt-in (subscribe(conflate=True)): a backlog keeps only each root's latest frame.
+        self.conflate = False
 
     @property
     def pending(self) -> int:
@@ -79,6 +84,8 @@ class ObserverQueue:
     def push(self, frame: Frame) -> None:
         frames = self._frames
         if len(frames) >= self._limit:
+            if self.conflate and self._compact(frame):
+                return
             if self._metrics is not None:
                 self._metrics.frames_dropped(len(frames))
             frames.clear()
@@ -89,6 +96,21 @@ class ObserverQueue:
             frames.append(frame)
         if self._waiter is not None:
             self._wake()
+
+    def _compact(self, frame: Frame) -> bool:
+        """A full conflating queue takes ``frame`` by conflating its backlog, if that frees at
+        least half of it (so a backlog of many distinct roots costs O(1) per push, amortised,
+        and overflows as usual); False, changing nothing, if it would not."""
+        kept = conflate([*self._frames, frame])
+        if len(kept) > self._limit // 2:
+            return False
+        if self._metrics is not None:
+            self._metrics.frames_dropped(len(self._frames) + 1 - len(kept))
+        self._frames.clear()
+        self._frames.extend(kept)
+        if self._waiter is not None:
+            self._wake()
+        return True
 
     def dispose(self) -> bool:
         """Drop what is pending and stop; True the first time only."""
@@ -127,9 +149,11 @@ class ObserverQueue:
         For consumers that handle a backlog as one unit (a transport writing it in one go).
         With metrics, the same frames have their lag sampled as if they were taken one by one.
         """
-        frames = list(self._frames)
-        self._frames.clear()
+        frames = conflate(self._frames) if self.conflate else list(self._frames)
         metrics = self._metrics
+        if metrics is not None and len(frames) < len(self._frames):
+            metrics.frames_dropped(len(self._frames) - len(frames))  # conflated away
+        self._frames.clear()
         if metrics is not None:
             count = len(frames)
             index = self._until_sample - 1
@@ -197,31 +221,102 @@ class ObserverLease(metaclass=NoPublicConstructor):
         self._hub._dispose_observer(self._queue)
 
 
+def returns_coroutines(callback: Callable[..., object]) -> bool:
+    """Whether calling ``callback`` always returns a coroutine: an ``async def`` function (or a
+    method or partial of one), or an object whose class's ``__call__`` is one."""
+    if inspect.iscoroutinefunction(callback):
+        return True
+    call = getattr(type(callback), "__call__", None)  # noqa: B004 (the class's, not callable())
+    return not isinstance(callback, type) and inspect.iscoroutinefunction(call)
+
+
 async def deliver_to_callback(
     hub: WorkflowActivityHub, queue: ObserverQueue, callback: FrameCallback
 ) -> None:
-    """The task behind one callback observer: one callback at a time, in queue order (O2, O5)."""
+    """The task behind one callback observer: one callback at a time, in queue order (O2, O5).
+
+    It drains what is pending, at most ``YIELD_EVERY`` frames between two checkpoints: a backlog
+    that never empties (a callback that publishes into this hub keeps it full) must not starve
+    everyone else. Whether the callback is async is decided once, not per frame.
+    """
+    if queue._metrics is not None:
+        await _deliver_sampled(hub, queue, callback, queue._metrics)
+        return
     frames = queue._frames
-    streak = 0
+    # Without metrics, taking a frame is the deque's popleft itself (start_delivery does no more).
+    take = frames.popleft
+    coroutines = returns_coroutines(callback)
     while True:
-        if not frames:
-            streak = 0
-            if not await queue.wait():
-                return
-        elif streak >= YIELD_EVERY:
-            # A backlog that never empties (a callback that publishes into this hub keeps it
-            # full) must not starve everyone else: let the scheduler run, then go on.
-            streak = 0
+        if not frames and not await queue.wait():
+            return
+        budget = YIELD_EVERY
+        if coroutines:
+            while frames and budget:
+                budget -= 1
+                try:
+                    await callback(take())  # type: ignore[misc]
+                except Exception:
+                    _delivery_failed(hub)
+        else:
+            while frames and budget:
+                budget -= 1
+                try:
+                    result: Any = callback(take())
+                    # A sync callback returns None: no need for the general (and much slower)
+                    # inspect.isawaitable then.
+                    if result is not None and (
+                        type(result) is CoroutineType or inspect.isawaitable(result)
+                    ):
+                        await result
+                except Exception:
+                    _delivery_failed(hub)
+        if frames:
             await trio.lowlevel.checkpoint()
-            continue
-        streak += 1
-        try:
-            result: Any = callback(queue.start_delivery())
-            if inspect.isawaitable(result):
-                await result
-        except Exception:
-            logger.warning("workflow activity observer failed", exc_info=True)
-            hub._record(DiagnosticKind.OBSERVER_DELIVERY_FAILED)
+
+
+async def _deliver_sampled(
+    hub: WorkflowActivityHub,
+    queue: ObserverQueue,
+    callback: FrameCallback,
+    metrics: HubInstruments,
+) -> None:
+    """:func:`deliver_to_callback` with metrics on: start_delivery's lag sampling, written out.
+
+    The countdown lives here: only this task takes frames from a callback observer's queue.
+    """
+    frames = queue._frames
+    popleft = frames.popleft
+    until_sample = queue._until_sample
+    coroutines = returns_coroutines(callback)
+    while True:
+        if not frames and not await queue.wait():
+            return
+        budget = YIELD_EVERY
+        while frames and budget:
+            budget -= 1
+            frame = popleft()
+            until_sample -= 1
+            if not until_sample:
+                until_sample = LAG_SAMPLE_EVERY
+                metrics.sample_lag(frame)
+            try:
+                if coroutines:
+                    await callback(frame)  # type: ignore[misc]
+                    continue
+                result: Any = callback(frame)
+                if result is not None and (
+                    type(result) is CoroutineType or inspect.isawaitable(result)
+                ):
+                    await result
+            except Exception:
+                _delivery_failed(hub)
+        if frames:
+            await trio.lowlevel.checkpoint()
+
+
+def _delivery_failed(hub: WorkflowActivityHub) -> None:
+    logger.warning("workflow activity observer failed", exc_info=True)
+    hub._record(DiagnosticKind.OBSERVER_DELIVERY_FAILED)
 
 
 @final
@@ -254,7 +349,15 @@ class FrameStream(metaclass=NoPublicConstructor):
         if queue._frames:
             self._streak += 1
             if self._streak < YIELD_EVERY:
-                return queue.start_delivery()
+                # start_delivery, written out: the hottest line of a stream.
+                frame = queue._frames.popleft()
+                metrics = queue._metrics
+                if metrics is not None:
+                    queue._until_sample -= 1
+                    if not queue._until_sample:
+                        queue._until_sample = LAG_SAMPLE_EVERY
+                        metrics.sample_lag(frame)
+                return frame
             self._streak = 0
             await trio.lowlevel.checkpoint()
         else:

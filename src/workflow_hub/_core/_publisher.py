@@ -1,7 +1,9 @@
 """The publisher handle a scheduler holds: validates arguments, checks fencing, asks the hub to act.
 
 A publisher is *current* while it is not disposed, its hub is not disposed and the hub's epoch is
-still the one it started (P2). Every call on a publisher that is not current records
+still the one it started (P2): exactly when it is the hub's ``_current_publisher``, which the hub
+sets on ``register_publisher()`` and clears on disposal, so the check on every call is one
+identity test. Every call on a publisher that is not current records
 ``PublisherFenced`` and changes nothing, so a scheduler that lost its slot (a reload, a second
 instance) can never overwrite its successor's picture.
 
@@ -56,16 +58,15 @@ class WorkflowActivityPublisher(metaclass=NoPublicConstructor):
     @property
     def current(self) -> bool:
         """True while this publisher may publish: not disposed, not replaced, hub not disposed."""
-        hub = self._hub
-        return not self._dispose_called and not hub._disposed and hub._epoch == self._epoch
+        return self._hub._current_publisher is self
 
     def _is_current(self) -> bool:
         # The zero-argument callable a hook dispatcher receives as ``is_current``.
-        return self.current
+        return self._hub._current_publisher is self
 
     def _record_if_fenced(self) -> bool:
         """True when this publisher is no longer current, having recorded ``PublisherFenced``."""
-        if self.current:
+        if self._hub._current_publisher is self:
             return False
         self._hub._record(DiagnosticKind.PUBLISHER_FENCED)
         return True
@@ -85,10 +86,14 @@ class WorkflowActivityPublisher(metaclass=NoPublicConstructor):
 
     def publish_changed(self, root: RootActivity) -> Cursor | None:
         """Store or replace one whole root and tell observers and hooks (P4)."""
-        checked = _check_root(root, "root")
-        if self._record_if_fenced():
+        # The hottest call there is: the checks of _check_root and _record_if_fenced, inline.
+        if type(root) is not RootActivity:
+            _check_root(root, "root")  # raises unless it is an instance of a subclass
+        hub = self._hub
+        if hub._current_publisher is not self:
+            hub._record(DiagnosticKind.PUBLISHER_FENCED)
             return None
-        return self._hub._apply_changed(checked, self)
+        return hub._apply_changed(root, self)
 
     def publish_removed(self, root_run_id: str) -> Cursor | None:
         """Delete one root; an id the hub does not know is allowed (P5)."""
@@ -122,6 +127,7 @@ class WorkflowActivityPublisher(metaclass=NoPublicConstructor):
         was_current = self.current
         self._dispose_called = True
         if was_current:
+            self._hub._current_publisher = None
             self._hub._apply_publisher_disposed()
         else:
             self._hub._record(DiagnosticKind.PUBLISHER_FENCED)

@@ -145,9 +145,11 @@ class RemoteStream:
         since: Cursor | None,
         backoff: Backoff,
         rng: random.Random,
+        conflate: bool = False,
     ) -> None:
         self._client = client
         self._url = url
+        self._params = {"conflate": "1"} if conflate else {}
         self._backoff = backoff
         self._rng = rng
         self._lease = RemoteLease(self)
@@ -220,6 +222,7 @@ class RemoteStream:
                     self._client.stream(
                         "GET",
                         f"{self._url}/v1/activity",
+                        params=self._params,
                         headers={**headers, "Accept": "text/event-stream"},
                     )
                 )
@@ -300,13 +303,27 @@ class RemoteHub:
         return httpx.AsyncClient(headers=headers, timeout=timeout)
 
     @asynccontextmanager
-    async def subscribe(self, *, since: Cursor | None = None) -> AsyncIterator[RemoteStream]:
-        """``async with remote.subscribe() as stream: async for frame in stream:``."""
+    async def subscribe(
+        self, *, since: Cursor | None = None, conflate: bool = False
+    ) -> AsyncIterator[RemoteStream]:
+        """``async with remote.subscribe() as stream: async for frame in stream:``.
+
+        ``conflate=True`` asks the server to conflate (``?conflate=1``): when this client lags,
+        it receives each root's latest frame instead of every intermediate one, folding to the
+        same state (see ``hub.subscribe(conflate=True)``).
+        """
         if since is not None and not isinstance(since, Cursor):
             raise ContractError("since", f"expected a Cursor or None, got {type(since).__name__}")
+        if type(conflate) is not bool:
+            raise ContractError("conflate", f"expected a bool, got {type(conflate).__name__}")
         async with self._client() as client:
             stream = RemoteStream(
-                client, self.url, since=since, backoff=self._backoff, rng=self._rng
+                client,
+                self.url,
+                since=since,
+                backoff=self._backoff,
+                rng=self._rng,
+                conflate=conflate,
             )
             try:
                 yield stream

@@ -130,16 +130,17 @@ def _hosted(
 class _ActivityStream(Response):
     """``/v1/activity``: one SSE event per frame, everything pending in one write."""
 
-    def __init__(self, app: HubApp, since: Cursor | None) -> None:
+    def __init__(self, app: HubApp, since: Cursor | None, conflate: bool = False) -> None:
         self._hub_app = app
         self._since = since
+        self._conflate = conflate
         self.status_code = 200
         self.background = None
         self.raw_headers = list(SSE_HEADERS)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         app = self._hub_app
-        async with app.subscribe(self._since) as stream:
+        async with app.subscribe(self._since, conflate=self._conflate) as stream:
             # Whether the stream goes on from the client's cursor (no snapshot first): for
             # clients and people debugging; the frames themselves say it too.
             resumed = b"true" if stream.lease.resumed else b"false"
@@ -306,9 +307,17 @@ class HubApp(StreamTracker):
     # --- streaming helpers -----------------------------------------------------------------
 
     @asynccontextmanager
-    async def subscribe(self, since: Cursor | None) -> AsyncIterator[_Frames]:
-        # The hub's own subscription under trio; the asyncio host's under asyncio.
-        async with self._source.subscribe(since=since) as stream:
+    async def subscribe(
+        self, since: Cursor | None, *, conflate: bool = False
+    ) -> AsyncIterator[_Frames]:
+        # The hub's own subscription under trio; the asyncio host's under asyncio. Conflation
+        # (issue 29) is the trio hub's: a hosted hub refuses it before a stream starts.
+        stream_of = (
+            self.hub.subscribe(since=since, conflate=True)
+            if conflate
+            else self._source.subscribe(since=since)
+        )
+        async with stream_of as stream:
             yield stream
 
     # --- endpoints -------------------------------------------------------------------------
@@ -368,9 +377,17 @@ class HubApp(StreamTracker):
             since = resume_position(request.query_params, request.headers)
         except ContractError as error:
             return contract_problem(error)
+        # ?conflate=1: a client that lags gets each root's latest frame (issue 29).
+        conflate = request.query_params.get("conflate", "0")
+        if conflate not in ("0", "1"):
+            return error_response(400, f"expected 0 or 1, got {conflate!r}", "conflate")
+        if conflate == "1" and self._source is not self.hub:
+            return error_response(
+                400, "conflation needs a hub served on trio, not a hosted one", "conflate"
+            )
         if request.method == "HEAD":
             return StreamHead()
-        return _ActivityStream(self, since)
+        return _ActivityStream(self, since, conflate == "1")
 
     async def _events(self, request: Request) -> Response:
         if self._fanout is None:

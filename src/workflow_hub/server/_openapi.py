@@ -106,6 +106,15 @@ _SINCE: Final[Schema] = {
     "Wins over Last-Event-ID. Anything that is not a cursor is a 400 naming the field.",
     "schema": {"type": "string"},
 }
+_CONFLATE: Final[Schema] = {
+    "name": "conflate",
+    "in": "query",
+    "required": False,
+    "description": "1: when the client lags, send only each root's latest pending frame instead "
+    "of every one (the folded state is the same). 0 or absent: the full stream. Anything else is "
+    "a 400 naming the field; a hub hosted by workflow_hub.asyncio refuses 1.",
+    "schema": {"type": "string", "enum": ["0", "1"]},
+}
 _LAST_EVENT_ID: Final[Schema] = {
     "name": "Last-Event-ID",
     "in": "header",
@@ -286,7 +295,7 @@ def openapi_document(
                     "400": _bad_position(),
                     **guarded,
                 },
-                parameters=[_SINCE, _LAST_EVENT_ID],
+                parameters=[_SINCE, _CONFLATE, _LAST_EVENT_ID],
                 tags=("activity",),
             ),
             "activity",

@@ -57,6 +57,7 @@ from .._contract import (
     instance_check,
     optional,
     tuple_check,
+    unchecked,
 )
 from .._core import WorkflowActivityPublisher
 from ._heartbeat import HeartbeatSchedule, check_interval
@@ -107,11 +108,14 @@ def _node_target(
     status: StageStatus | ToolNodeStatus,
     previous: StageStatus | ToolNodeStatus | None,
 ) -> StageTarget | ToolTarget:
+    # Every field was checked when it was reported (ids and names) or is the tracker's own enum
+    # member: the target is built without validating again (issue 29).
     node_id = nested_id(run.run_id, node.node_id)
     if isinstance(node, StageRecord):
         assert isinstance(status, StageStatus)
         assert previous is None or isinstance(previous, StageStatus)
-        return StageTarget(
+        return unchecked(
+            StageTarget,
             run_id=run.run_id,
             stage_id=node_id,
             stage_name=node.name,
@@ -120,7 +124,8 @@ def _node_target(
         )
     assert isinstance(status, ToolNodeStatus)
     assert previous is None or isinstance(previous, ToolNodeStatus)
-    return ToolTarget(
+    return unchecked(
+        ToolTarget,
         run_id=run.run_id,
         tool_node_id=node_id,
         tool_name=node.name,
@@ -923,8 +928,11 @@ class RunTracker:
         # Lifecycle events describe what a live executor does; recovery and history are silent.
         if not run.live or not self._publishing:
             return None
-        return LifecycleInput(
-            event_id=self._event_id_factory(),
+        # Only the id is new; the other fields were checked when they were reported (the time by
+        # _now, the target when it was built), so the envelope is built as is (issue 29).
+        return unchecked(
+            LifecycleInput,
+            event_id=check_str(self._event_id_factory(), "event_id"),
             run_id=run.run_id,
             root_run_id=run.root_run_id,
             owner_session_id=self._owner_session_id,
