@@ -84,3 +84,21 @@ def test_the_quickstart_says_why_it_prints_unknown_twice() -> None:
     assert "no publisher yet" in shown[0]
     assert "register_publisher()" in shown[1]
     assert "register_publisher()" in page.split("What to notice")[1]
+
+
+def test_the_quickstart_shows_the_status_lines_it_prints() -> None:
+    """The page's sample output is the program's, line for line (hook lines may land anywhere)."""
+    (program,) = python_blocks(ROOT / "docs/quickstart.md")
+    result = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, timeout=30, check=True
+    )
+    printed = [line for line in result.stdout.splitlines() if "hook:" not in line]
+    page = (ROOT / "docs/quickstart.md").read_text(encoding="utf-8")
+    sample = re.search(r"It prints.*?```\n(.*?)```", page, flags=re.S)
+    assert sample is not None
+    shown = [
+        re.sub(r"\s+\(.*\)$", "", line)
+        for line in sample.group(1).splitlines()
+        if "hook:" not in line
+    ]
+    assert shown == printed

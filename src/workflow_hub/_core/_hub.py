@@ -217,6 +217,11 @@ class WorkflowActivityHub:
     # --- lifetime --------------------------------------------------------------------------
 
     async def __aenter__(self) -> Self:
+        if not trio.lowlevel.in_trio_run():
+            raise RuntimeError(
+                "a WorkflowActivityHub runs in trio (H1): from asyncio code use "
+                "workflow_hub.asyncio.open_hub(), from plain threads workflow_hub.sync.open_hub()"
+            )
         if self._entered:
             raise RuntimeError("a WorkflowActivityHub can be run only once")
         self._entered = True
