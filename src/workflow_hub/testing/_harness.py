@@ -521,8 +521,11 @@ def conformance_plan(
     if profiles is None:
         chosen = declared
     else:
-        chosen = check_profiles(profiles)
-        undeclared = [profile for profile in chosen if profile not in declared]
+        asked = list(profiles) if not isinstance(profiles, str | bytes) else [profiles]
+        # What the adapter does not declare is the first thing to say (a user who asked for
+        # `resume` alone learns that as well as that `source` is required).
+        undeclared = [p for p in PROFILES if p in asked and p not in declared]
+        chosen = check_profiles(profiles) if not undeclared else ()
         if undeclared:
             raise ValueError(
                 f"profiles: the adapter does not declare {', '.join(undeclared)} "
@@ -533,7 +536,10 @@ def conformance_plan(
     if "stream" not in chosen:
         chosen_styles = tuple(style for style in chosen_styles if style != "stream")
     if not chosen_styles:
-        raise ValueError("styles: no observer style is left to check")
+        raise ValueError(
+            "styles: no observer style is left to check"
+            + ("" if "stream" in chosen else " (stream observers need the stream profile)")
+        )
     if "resume" not in chosen:
         limits = (0,)
     checked = tuple(
