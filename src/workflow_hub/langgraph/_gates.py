@@ -48,12 +48,17 @@ class Gate(Protocol):
 
 
 def _apply(calls: list[Callable[[], None]], batch: Batch) -> None:
-    with batch():
-        for call in calls:
-            try:
-                call()
-            except Exception:  # one bad fact must not lose the ones after it
-                logger.exception("reporting a LangGraph event to the tracker failed")
+    try:
+        with batch():
+            for call in calls:
+                try:
+                    call()
+                except Exception:  # one bad fact must not lose the ones after it
+                    logger.exception("reporting a LangGraph event to the tracker failed")
+    except Exception:
+        # A tracker that queues its facts (workflow_hub.sync's) raises a failed fact's error
+        # at the end of the batch, once every fact of it was applied: nothing else is lost.
+        logger.exception("reporting a LangGraph event to the tracker failed")
 
 
 @final
