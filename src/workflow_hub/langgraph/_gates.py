@@ -4,9 +4,9 @@ A callback only queues its call; the gate applies the queue in order, a whole ba
 ``tracker.batch()`` (one published change for it), away from the code LangGraph is running:
 
 * a :class:`ThreadGate` (sync invocations) drains in a reporter thread of its own, at most a
-  few milliseconds after a call was queued, so a node's thread never waits for the hub, even
-  when the tracker hands every fact to the hub's thread and waits for it (``workflow_hub.sync``'s
-  does);
+  few milliseconds after a call was queued, so a node's thread never waits for the hub
+  (``workflow_hub.sync``'s tracker queues the facts for the hub's thread in turn, and the end of
+  the drain's batch waits for them and raises a failed one's error, which is logged);
 * a :class:`LoopGate` (async invocations) drains on the event loop's thread, soon after the call
   was queued (sync nodes and tools run in executor threads and queue from there), so the tracker
   is only ever called on the loop's thread, as ``workflow_hub.asyncio``'s must be.
