@@ -495,7 +495,11 @@ class WorkflowActivityHub:
             if self._metrics is not None:
                 self._metrics.hook_events_dropped(1)
         events.append((event, publisher))
-        self._wake_hooks()
+        # Without a dispatcher the event only waits in the buffer: binding one wakes the task.
+        # (Waking it for nothing costs a task switch in trio, and a trip through the guest's
+        # I/O thread when the hub is a guest of asyncio: once per lifecycle event.)
+        if self._dispatcher is not None:
+            self._wake_hooks()
 
     def _wake_hooks(self) -> None:
         waiter = self._hook_waiter
