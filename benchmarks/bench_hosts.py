@@ -10,6 +10,14 @@
   publishing thread sees it, against ``ThreadPublisher.publish_changed`` into a trio hub running
   in another thread, the plumbing users wrote before. Goal <= 1.0.
 
+- *tracker facts from asyncio*: CPU time of the whole process per ``set_stage_status`` on the
+  asyncio host's tracker, one fact per loop turn (``await asyncio.sleep(0)``), one observer,
+  against the same on a ``RunTracker`` in a trio-hosted hub (a checkpoint). Informational: it is
+  the same tracker in the same thread; the difference is trio's guest-mode wake-up per turn.
+- *tracker facts from a thread*: CPU time of the whole process per fact on ``workflow_hub.sync``'s
+  tracker (bursts of 64 facts, then ``flush()``), against the same facts on a ``RunTracker``
+  called in a trio-hosted hub. Goal <= 1.5: the hand-over must cost little next to the fact.
+
 Publish costs are the publishing thread's CPU time (:func:`cpu_ns`): what the call costs the
 scheduler, not the moments it waits for the GIL while the guest's I/O thread or the hub's
 thread runs (other processes on a shared machine would add to wall time too). Throughput is
@@ -21,10 +29,12 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Callable
 from functools import partial
 
 import trio
+import trio.lowlevel
 import trio.testing
 
 from _harness import (
@@ -45,6 +55,7 @@ from _harness import (
 from workflow_hub import (
     DiagnosticKind,
     Frame,
+    RunTracker,
     ThreadPublisher,
     WorkflowActivityHub,
     WorkflowActivityPublisher,
@@ -269,6 +280,80 @@ def _thread_publish_portal(frames: int) -> float:
     return total / frames
 
 
+# --- tracker facts: asyncio host and thread host vs a RunTracker in trio -----------------------
+
+TRACKER_FACTS = {"full": 4_000, "quick": 2_000, "smoke": 200}
+
+
+def _tracker_setup(tracker: object) -> None:
+    tracker.start()  # type: ignore[attr-defined]
+    tracker.add_run("run-1", status="running")  # type: ignore[attr-defined]
+    tracker.add_stage("run-1", "work", "work")  # type: ignore[attr-defined]
+
+
+def _stage_status(i: int) -> str:
+    return "running" if i % 2 == 0 else "pending"
+
+
+async def _trio_tracker(facts: int, per_turn: int) -> float:
+    async with open_hub() as hub:
+        tracker = RunTracker(hub.register_publisher(), owner_session_id="bench")
+        _tracker_setup(tracker)
+        hub.observe(_Count())
+        await trio.testing.wait_all_tasks_blocked()
+        with gc_paused():
+            began = process_ns()
+            for start in range(0, facts, per_turn):
+                for i in range(start, start + per_turn):
+                    tracker.set_stage_status("run-1", "work", _stage_status(i))
+                await trio.lowlevel.checkpoint()
+            await trio.testing.wait_all_tasks_blocked()
+            spent = process_ns() - began
+    return spent / facts
+
+
+async def _asyncio_tracker(facts: int) -> float:
+    async with hub_asyncio.open_hub() as hub:
+        tracker = hub.tracker(owner_session_id="bench")
+        _tracker_setup(tracker)
+        count = _Count()
+        hub.observe(count)
+        await _caught_up([count], 1)
+        with gc_paused():
+            began = process_ns()
+            for i in range(facts):
+                tracker.set_stage_status("run-1", "work", _stage_status(i))
+                await asyncio.sleep(0)
+            # Not _caught_up's spin: under load the guest's I/O thread needs the CPU to deliver.
+            deadline = time.monotonic() + 30
+            while hub.statistics().pending_frames:
+                if time.monotonic() > deadline:
+                    raise BenchmarkError("the asyncio observer stopped short")
+                await asyncio.sleep(0.001)
+            spent = process_ns() - began
+    return spent / facts
+
+
+def _sync_tracker(facts: int) -> float:
+    with hub_sync.open_hub() as hub:
+        tracker = hub.tracker(owner_session_id="bench")
+        _tracker_setup(tracker)
+        tracker.flush()
+        with gc_paused():
+            began = process_ns()
+            for start in range(0, facts, BURST):
+                for i in range(start, start + BURST):
+                    tracker.set_stage_status("run-1", "work", _stage_status(i))
+                tracker.flush()
+            spent = process_ns() - began
+    return spent / facts
+
+
+def process_ns() -> int:
+    """CPU time of the whole process (every thread: the guest's I/O thread, the hub's)."""
+    return time.process_time_ns()
+
+
 def run(
     scale: Scale, *, hub_factory: HubFactory = WorkflowActivityHub, label: str = "hub"
 ) -> list[Row]:
@@ -276,6 +361,7 @@ def run(
         return []  # the hosts host the plain hub; the variants are measured elsewhere
     frames = FRAMES.get(scale.name, FRAMES["full"])
     thread_frames = THREAD_FRAMES.get(scale.name, THREAD_FRAMES["full"])
+    tracker_facts = TRACKER_FACTS.get(scale.name, TRACKER_FACTS["full"])
     candidates: dict[str, Callable[[], float]] = {
         "trio publish": partial(run_trio, _trio_publish, frames),
         # asyncio.run takes a coroutine, which runs once: a fresh one per repeat.
@@ -284,6 +370,10 @@ def run(
         "asyncio subscribers": lambda: asyncio.run(_asyncio_subscribers(frames)),
         "ThreadPublisher": partial(_thread_publish_portal, thread_frames),
         "sync publisher": partial(_thread_publish_sync, thread_frames),
+        "trio tracker, a fact a turn": partial(run_trio, _trio_tracker, tracker_facts, 1),
+        "asyncio tracker": lambda: asyncio.run(_asyncio_tracker(tracker_facts)),
+        "trio tracker, bursts": partial(run_trio, _trio_tracker, tracker_facts, BURST),
+        "sync tracker": partial(_sync_tracker, tracker_facts),
     }
     # Every candidate returns a cost (ns per call or per delivery): best_of keeps the smallest.
     best = best_of(scale, candidates)
@@ -317,6 +407,28 @@ def run(
             reference="ThreadPublisher",
             reference_value=best["ThreadPublisher"],
             goal=Goal(op="<=", threshold=1.0),
+        ),
+        Row(
+            benchmark="hosts",
+            case="tracker fact from asyncio, one per loop turn",
+            variant=label,
+            value=best["asyncio tracker"],
+            unit="ns",
+            reference="RunTracker in trio",
+            reference_value=best["trio tracker, a fact a turn"],
+            # Informational: the difference is trio's guest-mode wake-up (docs/performance.md).
+            note="process CPU",
+        ),
+        Row(
+            benchmark="hosts",
+            case="tracker fact from a thread (workflow_hub.sync)",
+            variant=label,
+            value=best["sync tracker"],
+            unit="ns",
+            reference="RunTracker in trio",
+            reference_value=best["trio tracker, bursts"],
+            goal=Goal(op="<=", threshold=1.5),
+            note="process CPU",
         ),
     ]
 

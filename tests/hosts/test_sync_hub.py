@@ -134,7 +134,8 @@ def test_a_batch_from_a_thread_publishes_each_root_once() -> None:
 
 
 def test_facts_raise_in_the_calling_thread_and_change_nothing() -> None:
-    """C1: a bad fact raises there (ContractError naming the field, KeyError for an unknown id)."""
+    """C1: a bad argument raises in the calling thread (ContractError naming the field) and
+    queues nothing; an unknown id raises (KeyError) at the thread's next wait."""
     with open_hub() as hub:
         tracker = hub.tracker(owner_session_id="session-1")
         tracker.start()
@@ -142,8 +143,13 @@ def test_facts_raise_in_the_calling_thread_and_change_nothing() -> None:
         with pytest.raises(ContractError) as bad:
             tracker.set_run_status("run-1", "sideways")
         assert bad.value.path == "status"
+        with pytest.raises(ContractError) as stage:
+            tracker.set_stage_status("run-1", 7, "running")  # type: ignore[arg-type]
+        assert stage.value.path == "stage_id"
+        # Only the tracker knows its runs: that error waits for the thread's next wait.
+        tracker.set_run_status("no-such-run", "running")
         with pytest.raises(KeyError):
-            tracker.set_run_status("no-such-run", "running")
+            tracker.flush()
         assert tracker.run_status("run-1") == "pending"
         publisher = hub.register_publisher()
         with pytest.raises(ContractError) as roots:

@@ -401,7 +401,7 @@ class WorkflowActivityHub:
         if len(events) >= self._hook_buffer_limit:
             self._drop_oldest_hook_event()
         events.append((frame, publisher))  # its ActivityChangedEvent, when dispatched
-        if self._hook_waiter is not None:
+        if self._hook_waiter is not None and self._dispatcher is not None:
             self._wake_hooks()
         return cursor
 
@@ -575,7 +575,10 @@ class WorkflowActivityHub:
         if len(events) >= self._hook_buffer_limit:
             self._drop_oldest_hook_event()
         events.append((event, publisher))
-        if self._hook_waiter is not None:
+        # Without a dispatcher the event only waits in the buffer: binding one wakes the task.
+        # (Waking it for nothing costs a task switch in trio, and a trip through the guest's
+        # I/O thread when the hub is a guest of asyncio: once per lifecycle event.)
+        if self._hook_waiter is not None and self._dispatcher is not None:
             self._wake_hooks()
 
     def _drop_oldest_hook_event(self) -> None:

@@ -4,9 +4,9 @@ A callback only queues its call; the gate applies the queue in order, a whole ba
 ``tracker.batch()`` (one published change for it), away from the code LangGraph is running:
 
 * a :class:`ThreadGate` (sync invocations) drains in a reporter thread of its own, at most a
-  few milliseconds after a call was queued, so a node's thread never waits for the hub, even
-  when the tracker hands every fact to the hub's thread and waits for it (``workflow_hub.sync``'s
-  does);
+  few milliseconds after a call was queued, so a node's thread never waits for the hub
+  (``workflow_hub.sync``'s tracker queues the facts for the hub's thread in turn, and the end of
+  the drain's batch waits for them and raises a failed one's error, which is logged);
 * a :class:`LoopGate` (async invocations) drains on the event loop's thread, soon after the call
   was queued (sync nodes and tools run in executor threads and queue from there), so the tracker
   is only ever called on the loop's thread, as ``workflow_hub.asyncio``'s must be.
@@ -48,12 +48,17 @@ class Gate(Protocol):
 
 
 def _apply(calls: list[Callable[[], None]], batch: Batch) -> None:
-    with batch():
-        for call in calls:
-            try:
-                call()
-            except Exception:  # one bad fact must not lose the ones after it
-                logger.exception("reporting a LangGraph event to the tracker failed")
+    try:
+        with batch():
+            for call in calls:
+                try:
+                    call()
+                except Exception:  # one bad fact must not lose the ones after it
+                    logger.exception("reporting a LangGraph event to the tracker failed")
+    except Exception:
+        # A tracker that queues its facts (workflow_hub.sync's) raises a failed fact's error
+        # at the end of the batch, once every fact of it was applied: nothing else is lost.
+        logger.exception("reporting a LangGraph event to the tracker failed")
 
 
 @final

@@ -1,21 +1,33 @@
-"""A :class:`~workflow_hub.RunTracker` any thread may drive: each fact runs in the hub's thread.
+"""A :class:`~workflow_hub.RunTracker` any thread may drive: facts queued, applied in order.
 
 The tracker itself lives in the hub's trio thread (it is not thread-safe, and what it publishes
-wakes trio tasks). Each method here hands the call to that thread and waits for it, so a fact
-behaves exactly as on the tracker itself: its checks raise in the calling thread, a fact that
-raises changes nothing (C1), a reading returns its value, and the facts of one thread take
-effect in the order it reported them. A fact costs one hand-over to the hub's thread (tens of
-microseconds), which is what makes its errors the caller's.
+wakes trio tasks). A fact reported here is checked as far as it can be in the calling thread
+(the type of every id, every status and action: a bad one raises
+:class:`~workflow_hub.ContractError` there and nothing is queued), then queued for the hub's
+thread, and the call returns at once: facts cost a ``deque.append``, not a trip to the hub's
+thread and back. The facts of one thread are applied in the order it reported them (facts of
+several threads interleave in the order they were queued).
+
+What only the tracker can check (an unknown run, a run that is already tracked, a tracker not
+started) is checked when the fact is applied: a fact that fails there changes nothing (C1), the
+facts after it are applied on their own, and the error is raised **in the thread that reported
+the fact, by that thread's next call on this tracker that waits for the hub's thread**: the end
+of a ``batch()`` or ``hydrating()`` block, :meth:`Tracker.flush`, or a reading (``activity()``,
+``run_status()``, ``in``, ...). The first such error is raised; a count of later ones is added
+to its notes. A thread that never waits never sees them: call ``flush()`` where it matters.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from functools import wraps
-from typing import Concatenate, ParamSpec, TypeVar, final
+from typing import Any, Concatenate, Final, ParamSpec, TypeVar, final
 
+from .. import ContractError
 from .._public import NoPublicConstructor
+from ..contract import ControlAction, RunStatus, StageStatus, ToolNodeStatus
 from ..tracker import RunTracker
 from ._portal import Portal
 
@@ -25,34 +37,138 @@ _P = ParamSpec("_P")
 _T = TypeVar("_T")
 
 
-def _in_hub_thread(
-    method: Callable[Concatenate[RunTracker, _P], _T],
-) -> Callable[Concatenate[Tracker, _P], _T]:
-    """A method of :class:`Tracker` that runs the same-named ``RunTracker`` method in the hub's
-    thread and waits for it: same signature, same docstring."""
+def _enum_values(enum: type[Any]) -> frozenset[str]:
+    return frozenset(member.value for member in enum)
+
+
+# What the calling thread checks, by parameter: positional ones by position, keywords by name.
+# Each value is None (an id: a str) or the allowed values of an enum.
+_Checks = dict[str, frozenset[str] | None]
+_IDS: Final = None
+_RUN: Final = _enum_values(RunStatus)
+_STAGE: Final = _enum_values(StageStatus)
+_TOOL: Final = _enum_values(ToolNodeStatus)
+_ACTION: Final = _enum_values(ControlAction)
+
+_POSITIONAL: Final[dict[str, tuple[tuple[str, frozenset[str] | None], ...]]] = {
+    "add_run": (("run_id", _IDS),),
+    "set_run_status": (("run_id", _IDS), ("status", _RUN)),
+    "take_ownership": (("run_id", _IDS),),
+    "release_ownership": (("run_id", _IDS),),
+    "request_control": (("run_id", _IDS), ("action", _ACTION)),
+    "remove_run": (("run_id", _IDS),),
+    "add_stage": (("run_id", _IDS), ("stage_id", _IDS), ("name", _IDS)),
+    "add_tool": (("run_id", _IDS), ("tool_id", _IDS), ("name", _IDS)),
+    "set_stage_status": (("run_id", _IDS), ("stage_id", _IDS), ("status", _STAGE)),
+    "set_tool_status": (("run_id", _IDS), ("tool_id", _IDS), ("status", _TOOL)),
+    "open_prompt": (("run_id", _IDS), ("prompt_id", _IDS)),
+    "answer_prompt": (("run_id", _IDS), ("prompt_id", _IDS)),
+    "cancel_prompt": (("run_id", _IDS), ("prompt_id", _IDS)),
+    "require_intervention": (("run_id", _IDS),),
+    "clear_intervention": (("run_id", _IDS),),
+    "acknowledge_failure": (("run_id", _IDS),),
+}
+_KEYWORDS: Final[dict[str, _Checks]] = {
+    "add_run": {"status": _RUN, "parent_run_id": _IDS, "host_stage_id": _IDS},
+    "add_stage": {"status": _STAGE},
+    "add_tool": {"status": _TOOL},
+}
+
+
+def _check_value(value: object, allowed: frozenset[str] | None, path: str) -> None:
+    if allowed is None:
+        if not isinstance(value, str):
+            raise ContractError(path, f"expected a string, got {type(value).__name__}")
+        return
+    if isinstance(value, str):
+        if value not in allowed:
+            raise ContractError(
+                path, f"unknown value {value!r}; expected one of {', '.join(sorted(allowed))}"
+            )
+        return
+    raise ContractError(
+        path, f"expected one of {', '.join(sorted(allowed))}, got {type(value).__name__}"
+    )
+
+
+def _checker(name: str) -> Callable[[tuple[object, ...], dict[str, object]], None]:
+    positional = _POSITIONAL.get(name, ())
+    keywords = _KEYWORDS.get(name, {})
+
+    def check(args: tuple[object, ...], kwargs: dict[str, object]) -> None:
+        for value, (path, allowed) in zip(args, positional, strict=False):
+            _check_value(value, allowed, path)
+        for path, allowed in keywords.items():
+            value = kwargs.get(path)
+            if value is not None:
+                _check_value(value, allowed, path)
+
+    return check
+
+
+@final
+class _Errors:
+    """The errors of one thread's queued facts that the thread has not been told yet."""
+
+    __slots__ = ("first", "more")
+
+    def __init__(self) -> None:
+        self.first: Exception | None = None
+        self.more = 0
+
+    def record(self, error: Exception) -> None:
+        # Runs in the hub's thread; read (and reset) by the owning thread after a round trip.
+        if self.first is None:
+            self.first = error
+        else:
+            self.more += 1
+
+    def raise_pending(self) -> None:
+        error, more = self.first, self.more
+        if error is None:
+            return
+        self.first, self.more = None, 0
+        if more:
+            error.add_note(f"{more} later queued fact(s) of this thread failed too")
+        raise error
+
+
+def _queued(
+    method: Callable[Concatenate[RunTracker, _P], None],
+) -> Callable[Concatenate[Tracker, _P], None]:
+    """A fact of :class:`Tracker`: checked here, queued for the hub's thread, no waiting."""
+    check = _checker(method.__name__)
 
     @wraps(method)
-    def call(self: Tracker, /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
-        return self._portal.call(method, self._tracker, *args, **kwargs)
+    def fact(self: Tracker, /, *args: _P.args, **kwargs: _P.kwargs) -> None:
+        check(args, kwargs)
+        errors = self._errors()
+        tracker = self._tracker
 
-    return call
+        def apply() -> None:
+            try:
+                method(tracker, *args, **kwargs)
+            except Exception as error:
+                errors.record(error)
+
+        self._portal.submit(apply)
+
+    return fact
 
 
-@contextmanager
-def _block_in_hub_thread(
-    portal: Portal, enter: Callable[[], AbstractContextManager[None]]
-) -> Iterator[None]:
-    """A tracker's context manager (``batch()``, ``hydrating()``) entered and left in the hub's
-    thread, with the block itself in the calling thread."""
-    manager = portal.call(enter)
-    portal.call(manager.__enter__)
-    try:
-        yield
-    except BaseException as error:
-        if not portal.call(manager.__exit__, type(error), error, error.__traceback__):
-            raise
-    else:
-        portal.call(manager.__exit__, None, None, None)
+def _reading(
+    method: Callable[Concatenate[RunTracker, _P], _T],
+) -> Callable[Concatenate[Tracker, _P], _T]:
+    """A reading of :class:`Tracker`: run in the hub's thread after this thread's queued
+    facts; their pending error is raised first."""
+
+    @wraps(method)
+    def read(self: Tracker, /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
+        value = self._portal.call(method, self._tracker, *args, **kwargs)
+        self._errors().raise_pending()
+        return value
+
+    return read
 
 
 @final
@@ -60,16 +176,26 @@ class Tracker(metaclass=NoPublicConstructor):
     """A thread-safe :class:`~workflow_hub.RunTracker`; get it from ``hub.tracker(...)``.
 
     Every fact and reading of ``RunTracker`` is here with the same signature, callable from any
+    thread. Facts are queued (see the module's notes for when an error of a fact is raised);
+    readings, :meth:`flush` and the end of ``batch()`` and ``hydrating()`` wait for the hub's
     thread. ``with tracker.batch():`` and ``with tracker.hydrating():`` work from a thread too:
     the block is the tracker's, so facts reported inside it by *any* thread are published
     together when it ends. Heartbeats run in the host.
     """
 
-    __slots__ = ("_portal", "_tracker")
+    __slots__ = ("_local", "_portal", "_tracker")
 
     def __init__(self, tracker: RunTracker, portal: Portal) -> None:
         self._tracker = tracker
         self._portal = portal
+        self._local = threading.local()
+
+    def _errors(self) -> _Errors:
+        try:
+            errors: _Errors = self._local.errors
+        except AttributeError:
+            errors = self._local.errors = _Errors()
+        return errors
 
     @property
     def owner_session_id(self) -> str:
@@ -77,43 +203,82 @@ class Tracker(metaclass=NoPublicConstructor):
 
     @property
     def started(self) -> bool:
-        return self._portal.call(lambda: self._tracker.started)
+        value = self._portal.call(lambda: self._tracker.started)
+        self._errors().raise_pending()
+        return value
 
     @property
     def is_hydrating(self) -> bool:
-        return self._portal.call(lambda: self._tracker.is_hydrating)
+        value = self._portal.call(lambda: self._tracker.is_hydrating)
+        self._errors().raise_pending()
+        return value
 
     def __contains__(self, run_id: object) -> bool:
-        return self._portal.call(self._tracker.__contains__, run_id)
+        value = self._portal.call(self._tracker.__contains__, run_id)
+        self._errors().raise_pending()
+        return value
+
+    def flush(self) -> None:
+        """Wait until the facts this thread queued have been applied; raise the first error of
+        one that failed (see the module's notes). Returns at once when there is nothing to say."""
+        self._portal.call(_nothing)
+        self._errors().raise_pending()
 
     def batch(self) -> AbstractContextManager[None]:
         """:meth:`RunTracker.batch`, from any thread: changed roots are published once, at the
-        end of the (outermost) block."""
-        return _block_in_hub_thread(self._portal, self._tracker.batch)
+        end of the (outermost) block. Entering queues; the end waits for the hub's thread and
+        raises the first error of a fact this thread queued."""
+        return self._block(self._tracker.batch(), wait_to_enter=False)
 
     def hydrating(self) -> AbstractContextManager[None]:
         """:meth:`RunTracker.hydrating`, from any thread: ``recovering`` now, a full ``ready``
-        snapshot at the end of the block (``unavailable`` if it raises)."""
-        return _block_in_hub_thread(self._portal, self._tracker.hydrating)
+        snapshot at the end of the block (``unavailable`` if it raises). Entering waits (it
+        raises if a hydration is under way); the end waits and raises as ``batch()``'s does."""
+        return self._block(self._tracker.hydrating(), wait_to_enter=True)
 
-    now = _in_hub_thread(RunTracker.now)
-    activity = _in_hub_thread(RunTracker.activity)
-    activities = _in_hub_thread(RunTracker.activities)
-    run_status = _in_hub_thread(RunTracker.run_status)
-    start = _in_hub_thread(RunTracker.start)
-    add_run = _in_hub_thread(RunTracker.add_run)
-    set_run_status = _in_hub_thread(RunTracker.set_run_status)
-    take_ownership = _in_hub_thread(RunTracker.take_ownership)
-    release_ownership = _in_hub_thread(RunTracker.release_ownership)
-    request_control = _in_hub_thread(RunTracker.request_control)
-    remove_run = _in_hub_thread(RunTracker.remove_run)
-    add_stage = _in_hub_thread(RunTracker.add_stage)
-    add_tool = _in_hub_thread(RunTracker.add_tool)
-    set_stage_status = _in_hub_thread(RunTracker.set_stage_status)
-    set_tool_status = _in_hub_thread(RunTracker.set_tool_status)
-    open_prompt = _in_hub_thread(RunTracker.open_prompt)
-    answer_prompt = _in_hub_thread(RunTracker.answer_prompt)
-    cancel_prompt = _in_hub_thread(RunTracker.cancel_prompt)
-    require_intervention = _in_hub_thread(RunTracker.require_intervention)
-    clear_intervention = _in_hub_thread(RunTracker.clear_intervention)
-    acknowledge_failure = _in_hub_thread(RunTracker.acknowledge_failure)
+    @contextmanager
+    def _block(
+        self, manager: AbstractContextManager[None], *, wait_to_enter: bool
+    ) -> Iterator[None]:
+        # The manager is created here (a generator not started yet) and entered and left in the
+        # hub's thread; the block itself runs in the calling thread.
+        portal = self._portal
+        if wait_to_enter:
+            self._errors().raise_pending()
+            portal.call(manager.__enter__)
+        else:
+            portal.submit(manager.__enter__)
+        try:
+            yield
+        except BaseException as error:
+            if not portal.call(manager.__exit__, type(error), error, error.__traceback__):
+                raise
+        else:
+            portal.call(manager.__exit__, None, None, None)
+        self._errors().raise_pending()
+
+    now = _reading(RunTracker.now)
+    activity = _reading(RunTracker.activity)
+    activities = _reading(RunTracker.activities)
+    run_status = _reading(RunTracker.run_status)
+    start = _queued(RunTracker.start)
+    add_run = _queued(RunTracker.add_run)
+    set_run_status = _queued(RunTracker.set_run_status)
+    take_ownership = _queued(RunTracker.take_ownership)
+    release_ownership = _queued(RunTracker.release_ownership)
+    request_control = _queued(RunTracker.request_control)
+    remove_run = _queued(RunTracker.remove_run)
+    add_stage = _queued(RunTracker.add_stage)
+    add_tool = _queued(RunTracker.add_tool)
+    set_stage_status = _queued(RunTracker.set_stage_status)
+    set_tool_status = _queued(RunTracker.set_tool_status)
+    open_prompt = _queued(RunTracker.open_prompt)
+    answer_prompt = _queued(RunTracker.answer_prompt)
+    cancel_prompt = _queued(RunTracker.cancel_prompt)
+    require_intervention = _queued(RunTracker.require_intervention)
+    clear_intervention = _queued(RunTracker.clear_intervention)
+    acknowledge_failure = _queued(RunTracker.acknowledge_failure)
+
+
+def _nothing() -> None:
+    return None
