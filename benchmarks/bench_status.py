@@ -31,6 +31,9 @@ if TYPE_CHECKING:
     from _harness import HubFactory, Row, Scale
 
 PYTHON = sys.executable
+# The console script, as tmux or a prompt runs it (``python -m`` would add runpy's import).
+_SCRIPT = os.path.join(os.path.dirname(PYTHON), "workflow-hub")
+COMMAND = [_SCRIPT] if os.access(_SCRIPT, os.X_OK) else [PYTHON, "-m", "workflow_hub._cli"]
 OLD_WAY = (
     "import sys, trio\n"
     "from workflow_hub.remote import RemoteHub\n"
@@ -83,7 +86,7 @@ def cases(url: str) -> dict[str, list[str]]:
         "python -c pass": [PYTHON, "-c", "pass"],
         "import workflow_hub": [PYTHON, "-c", "import workflow_hub"],
         "old way (RemoteHub + aggregate)": [PYTHON, "-c", OLD_WAY, url],
-        "workflow-hub status URL": [PYTHON, "-m", "workflow_hub._cli", "status", url],
+        "workflow-hub status URL": [*COMMAND, "status", url],
     }
 
 
