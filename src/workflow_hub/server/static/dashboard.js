@@ -5,8 +5,8 @@
  * Connection: the page reconnects by itself, with `since=<last event id>` so that the server
  * resumes from its history (no snapshot) whenever it can. After a reconnect the connection reads
  * `live` when the stream resumed, `resynced` when it began again with a snapshot.
- * A hub that stays unreachable for GONE_AFTER_MS (10 s; `?gone_after=SECONDS` in the address or
- * `data-gone-after` on <body> changes it), or whose last snapshot said `unavailable` before its
+ * A hub that stays unreachable for GONE_AFTER_MS (10 s; `?gone_after=SECONDS` in the address
+ * changes it), or whose last snapshot said `unavailable` before its
  * server stopped answering, is `gone`: the page says it went away, keeps its last state and tries
  * again every GONE_RETRY_MS rather than saying `reconnecting` forever.
  * A token (when the server needs one) lives in sessionStorage for this tab only; a `?token=` in
@@ -228,7 +228,6 @@
 
   function goneAfterMs() {
     var given = new URL(window.location.href).searchParams.get("gone_after");
-    if (given === null) given = document.body.dataset.goneAfter || null;
     var seconds = given === null ? NaN : Number(given);
     return isFinite(seconds) && seconds > 0 ? seconds * 1000 : 10000;
   }
