@@ -29,6 +29,7 @@ import bench_publish
 import bench_redis
 import bench_resume
 import bench_snapshot
+import bench_status
 import bench_tracker
 from _harness import (
     HUB_VARIANTS,
@@ -60,6 +61,7 @@ BENCHMARKS: dict[str, Benchmark] = {
     "hosts": bench_hosts.run,
     "celery": bench_celery.run,
     "conflation": bench_conflation.run,
+    "status": bench_status.run,
 }
 
 

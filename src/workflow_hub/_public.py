@@ -17,7 +17,12 @@ from typing import Any, NoReturn, TypeVar
 
 import attrs
 
-__all__ = ["NoPublicConstructor", "fixup_module_metadata"]
+__all__ = [
+    "NoPublicConstructor",
+    "claim_root_names",
+    "declare_root_names",
+    "fixup_module_metadata",
+]
 
 _T = TypeVar("_T")
 
@@ -68,3 +73,32 @@ def fixup_module_metadata(module_name: str, namespace: Mapping[str, object]) -> 
         if isinstance(value, type) and attrs.has(value):
             attrs.resolve_types(value)
         value.__module__ = module_name
+
+
+_root_names: set[str] = set()
+"""What the package root exports (declared by it before any of its lazy modules loads)."""
+
+
+def declare_root_names(names: list[str]) -> None:
+    """The package root's ``__all__``: called once, first thing, by ``workflow_hub/__init__.py``."""
+    _root_names.update(names)
+
+
+def claim_root_names(namespace: Mapping[str, object]) -> None:
+    """Make each class and function of ``namespace`` that the package root exports say
+    ``workflow_hub``.
+
+    The root loads its hub, tracker and thread-publisher names on first access (PEP 562), so a
+    module defining or re-exporting them (``_core``, ``_threads``, ``tracker``) calls this at its
+    end: the names then say ``workflow_hub`` however the module was first imported (through the
+    root, or directly as ``workflow_hub.tracker``, or by another module of the package).
+    """
+    for name in sorted(_root_names.intersection(namespace)):
+        value = namespace[name]
+        if not (inspect.isclass(value) or inspect.isfunction(value)):
+            continue
+        if value.__module__.split(".")[0] != "workflow_hub":
+            continue
+        if isinstance(value, type) and attrs.has(value) and _private(value.__module__):
+            attrs.resolve_types(value)
+        value.__module__ = "workflow_hub"

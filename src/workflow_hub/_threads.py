@@ -33,6 +33,7 @@ from ._contract import (
     snapshot_arguments,
 )
 from ._core import WorkflowActivityPublisher
+from ._public import claim_root_names
 
 __all__ = ["ThreadPublisher"]
 
@@ -216,3 +217,7 @@ class ThreadPublisher:
                 "a *_blocking call from the hub's own trio thread would wait forever; "
                 "call the publisher (or tracker) directly there"
             )
+
+
+# The package root exports ThreadPublisher lazily; it says workflow_hub however it is loaded.
+claim_root_names(globals())

@@ -351,6 +351,63 @@ async def test_a_stopped_server_shows_reconnecting_then_resumes(browser: Browser
                 assert [r["state"] for r in state["roots"]] == ["working", "working"]
 
 
+async def test_a_hub_gone_for_longer_than_gone_after_says_so(browser: Browser) -> None:
+    """Issue 24: a server that stays stopped is not `reconnecting` forever. After `gone_after`
+    seconds (10 by default; 1 here, from the address) the page says the hub went away, keeps
+    its last state, and when a hub answers again it is live again."""
+    with trio.fail_after(60):
+        async with open_hub() as hub:
+            publisher = hub.register_publisher()
+            publisher.publish_snapshot("ready", roots=[root("a"), root("b", "idle", "quiescent")])
+            async with dashboard(browser, hub) as (tab, server):
+                await tab.goto(server.url.rstrip("/") + "/?gone_after=1")
+                cursor = hub.snapshot_frame().cursor
+                await tab.at_cursor(cursor)
+
+                await server.stop()
+                await tab.until("(_, s) => s.connection.state === 'reconnecting'")
+                await tab.until("(_, s) => s.connection.state === 'gone'", within_ms=10_000)
+                state = await tab.state()
+                assert state["connection"]["cursor"] == text(cursor), "its last state is kept"
+                assert [r["id"] for r in state["roots"]] == ["a", "b"]
+                stale = tab.page.locator('[data-testid="stale"]')
+                said = await browser.run(stale.inner_text)
+                assert said.startswith("The hub went away; this is its last state"), said
+                label = tab.page.locator('[data-role="connection-label"]')
+                assert "hub gone" in await browser.run(label.inner_text)
+
+                # It keeps trying (slowly, every 10 s): a hub served again is shown live.
+                publisher.publish_changed(root("b", "working", "executing"))
+                await server.start()
+                state_js = "(_, s) => s.connection.state === 'live'"
+                await tab.until(state_js, within_ms=25_000)
+                state = await tab.at_cursor(hub.snapshot_frame().cursor)
+                assert not await browser.run(stale.is_visible)
+                assert [r["state"] for r in state["roots"]] == ["working", "working"]
+
+
+async def test_a_hub_whose_last_snapshot_was_unavailable_is_gone_once_its_server_is(
+    browser: Browser,
+) -> None:
+    """Issue 24: when the last snapshot said `unavailable` (the scheduler ended) and then the
+    server stops answering, the page says the hub went away at once, without waiting the 10 s of
+    `gone_after` (the default here)."""
+    with trio.fail_after(40):
+        async with open_hub() as hub:
+            publisher = hub.register_publisher()
+            publisher.publish_snapshot("ready", roots=[root("a")])
+            publisher.publish_snapshot("unavailable")
+            async with dashboard(browser, hub) as (tab, server):
+                await tab.goto(server.url)
+                await tab.at_cursor(hub.snapshot_frame().cursor)
+                await server.stop()
+                # Well within the default 10 s: the failed probe is enough.
+                await tab.until("(_, s) => s.connection.state === 'gone'", within_ms=7_000)
+                stale = tab.page.locator('[data-testid="stale"]')
+                said = await browser.run(stale.inner_text)
+                assert said.startswith("The hub went away; this is its last state"), said
+
+
 async def test_a_server_restarted_with_another_hub_resyncs(browser: Browser) -> None:
     """A scheduler restarted in a new process: its hub cannot resume the page's cursor, so the
     page starts again from a snapshot, reads `resynced`, and shows only the new hub's roots."""

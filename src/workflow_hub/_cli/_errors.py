@@ -18,7 +18,6 @@ import argparse
 import errno
 import os
 import sys
-import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from typing import NoReturn
@@ -103,6 +102,8 @@ def run_reported(prog: str, run: Callable[[], int], *, debug: bool) -> int:
         if all(isinstance(leaf, KeyboardInterrupt) for leaf in found):
             return EXIT_INTERRUPTED
         if debug:
+            import traceback  # only here: a one-shot command (status) should not pay for it
+
             traceback.print_exception(failure)
         status, message = _report(found)
         print(f"{prog}: {message}", file=sys.stderr, flush=True)

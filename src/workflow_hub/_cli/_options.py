@@ -1,13 +1,14 @@
-"""Option types shared by the commands: argparse refuses a bad value as a usage mistake (exit 2)."""
+"""Option types shared by the commands: argparse refuses a bad value as a usage mistake (exit 2).
+
+A leaf of the standard library only: every command imports it, ``status`` among them.
+"""
 
 from __future__ import annotations
 
 import argparse
 import math
 
-from ._serving import parse_address
-
-__all__ = ["address", "port", "seconds"]
+__all__ = ["address", "parse_address", "port", "seconds"]
 
 _MAX_PORT = 65535
 
@@ -39,3 +40,14 @@ def address(text: str) -> str:
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
     return text
+
+
+def parse_address(text: str) -> tuple[str, int]:
+    """``PORT``, ``HOST:PORT`` or ``[IPv6]:PORT``."""
+    host, colon, port = text.rpartition(":")
+    if not colon:
+        host, port = "127.0.0.1", text
+    host = host.strip("[]") or "127.0.0.1"
+    if not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError(f"expected [HOST:]PORT with a port 0-65535, got {text!r}")
+    return host, int(port)

@@ -9,23 +9,14 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from ._options import parse_address
+
 if TYPE_CHECKING:
     from .._core import HookRunner, WorkflowActivityHub
     from ..metrics import HubMetrics
     from ._output import Output
 
-__all__ = ["dashboard_url", "parse_address", "start_serving", "watch_command"]
-
-
-def parse_address(text: str) -> tuple[str, int]:
-    """``PORT``, ``HOST:PORT`` or ``[IPv6]:PORT``."""
-    host, colon, port = text.rpartition(":")
-    if not colon:
-        host, port = "127.0.0.1", text
-    host = host.strip("[]") or "127.0.0.1"
-    if not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise ValueError(f"expected [HOST:]PORT with a port 0-65535, got {text!r}")
-    return host, int(port)
+__all__ = ["dashboard_url", "start_serving", "watch_command"]
 
 
 async def start_serving(

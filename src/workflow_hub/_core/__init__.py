@@ -8,6 +8,7 @@ never from a module inside; the public homes of these names are ``workflow_hub``
 ``workflow_hub.metrics``.
 """
 
+from .._public import claim_root_names
 from ._hooks import HOOK_EVENT_TYPES as HOOK_EVENT_TYPES
 from ._hooks import ExtensionHooks as ExtensionHooks
 from ._hooks import HandlerFailure as HandlerFailure
@@ -22,3 +23,7 @@ from ._observers import FrameCallback as FrameCallback
 from ._observers import FrameStream as FrameStream
 from ._observers import ObserverLease as ObserverLease
 from ._publisher import WorkflowActivityPublisher as WorkflowActivityPublisher
+
+# The package root exports these names lazily; they say workflow_hub however they are loaded.
+claim_root_names(globals())
+del claim_root_names

@@ -3,7 +3,7 @@
 Everything here is also exported by ``workflow_hub``; see docs/scheduler-guide.md.
 """
 
-from .._public import fixup_module_metadata
+from .._public import claim_root_names, fixup_module_metadata
 from .._threads import ThreadPublisher as ThreadPublisher
 from ._tracker import RunTracker as RunTracker
 from ._tracker import run_heartbeats as run_heartbeats
@@ -11,4 +11,6 @@ from ._tracker import run_heartbeats as run_heartbeats
 __all__ = ["RunTracker", "ThreadPublisher", "run_heartbeats"]
 
 fixup_module_metadata(__name__, globals())
-del fixup_module_metadata
+# ...but what the package root also exports (lazily) says workflow_hub, as if the root loaded it.
+claim_root_names(globals())
+del fixup_module_metadata, claim_root_names

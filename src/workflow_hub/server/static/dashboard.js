@@ -5,6 +5,10 @@
  * Connection: the page reconnects by itself, with `since=<last event id>` so that the server
  * resumes from its history (no snapshot) whenever it can. After a reconnect the connection reads
  * `live` when the stream resumed, `resynced` when it began again with a snapshot.
+ * A hub that stays unreachable for GONE_AFTER_MS (10 s; `?gone_after=SECONDS` in the address
+ * changes it), or whose last snapshot said `unavailable` before its
+ * server stopped answering, is `gone`: the page says it went away, keeps its last state and tries
+ * again every GONE_RETRY_MS rather than saying `reconnecting` forever.
  * A token (when the server needs one) lives in sessionStorage for this tab only; a `?token=` in
  * the address is moved there and removed from the address bar at once.
  */
@@ -18,6 +22,8 @@
   var FEED_LIMIT = 50;
   var MIN_RETRY_MS = 250;
   var MAX_RETRY_MS = 4000;
+  var GONE_AFTER_MS = goneAfterMs();
+  var GONE_RETRY_MS = 10000;
   var FRAME_KINDS = ["snapshot", "changed", "removed"];
   var EVENT_TYPES = [
     "workflow_lifecycle",
@@ -29,7 +35,7 @@
   // Text symbols beside every label: colour is never the only signal.
   var SYMBOLS = {
     working: "▶", blocked: "■", idle: "○", unknown: "?",
-    attention: "⚠", live: "●", reconnecting: "↻", resynced: "⟳", connecting: "○", "needs-token": "!",
+    attention: "⚠", live: "●", reconnecting: "↻", gone: "✕", resynced: "⟳", connecting: "○", "needs-token": "!",
     running: "▶", completed: "✓", cached: "✓", failed: "✗", cancelled: "✗", killed: "✗",
     pending: "·", awaiting_input: "?", paused: "‖", blocked_node: "■", skipped: "↷",
   };
@@ -73,6 +79,8 @@
   var retryTimer = null;
   var eventsTimer = null;
   var retryDelay = MIN_RETRY_MS;
+  var downSince = null; // Date.now() when the hub stopped answering (null while it answers)
+  var goneTimer = null;
   var openRoots = new Set(); // ids of the roots whose stages are expanded (pruned on removal)
   var drawn = new Map(); // id -> <li> of the roots drawn now (at most `limit`)
   var limit = PAGE;
@@ -203,15 +211,49 @@
         }
       },
       function () {
-        scheduleRetry(); // the server is not there (yet)
+        unanswered(true); // the server is not there (yet, or any more)
+        scheduleRetry();
       }
     );
   }
 
   function scheduleRetry() {
     window.clearTimeout(retryTimer);
-    retryTimer = window.setTimeout(probeThenConnect, retryDelay);
+    var delay = connection === "gone" ? GONE_RETRY_MS : retryDelay;
+    retryTimer = window.setTimeout(probeThenConnect, delay);
     retryDelay = Math.min(retryDelay * 2, MAX_RETRY_MS);
+  }
+
+  // --- a hub that went away ----------------------------------------------------------------
+
+  function goneAfterMs() {
+    var given = new URL(window.location.href).searchParams.get("gone_after");
+    var seconds = given === null ? NaN : Number(given);
+    return isFinite(seconds) && seconds > 0 ? seconds * 1000 : 10000;
+  }
+
+  // The hub did not answer (a stream dropped, a probe found nothing listening): from the first
+  // failure on, the page becomes `gone` after GONE_AFTER_MS, or at once when the server is not
+  // there and the last picture said the activity was unavailable (its publisher had ended).
+  function unanswered(serverGone) {
+    if (downSince === null) {
+      downSince = Date.now();
+      window.clearTimeout(goneTimer);
+      goneTimer = window.setTimeout(checkGone, GONE_AFTER_MS);
+    }
+    if (serverGone && model.view.availability === "unavailable") setConnection("gone");
+    else checkGone();
+  }
+
+  function checkGone() {
+    if (downSince !== null && Date.now() - downSince >= GONE_AFTER_MS && connection !== "gone") {
+      setConnection("gone");
+    }
+  }
+
+  function answered() {
+    downSince = null;
+    window.clearTimeout(goneTimer);
   }
 
   function connect() {
@@ -225,6 +267,7 @@
       if (activity !== source) return;
       opened = true;
       retryDelay = MIN_RETRY_MS;
+      answered();
       setConnection("live");
     };
     FRAME_KINDS.forEach(function (kind) {
@@ -245,7 +288,8 @@
       if (refused) model.lastEventId = null;
       model.afterReconnect = true;
       model.reconnects += 1;
-      setConnection("reconnecting");
+      if (connection !== "gone") setConnection("reconnecting");
+      unanswered(false);
       scheduleRetry();
     };
   }
@@ -397,16 +441,27 @@
     data.reconnects = String(model.reconnects);
     var symbol = element("span", "symbol", SYMBOLS[connection] || "•");
     symbol.setAttribute("aria-hidden", "true");
-    ui.connectionLabel.replaceChildren(symbol, document.createTextNode(" " + words(connection)));
+    var label = connection === "gone" ? "hub gone" : words(connection);
+    ui.connectionLabel.replaceChildren(symbol, document.createTextNode(" " + label));
     ui.connectionLabel.className = "badge connection-" + connection;
     ui.epoch.textContent = cursor ? cursor.epoch : "–";
     ui.revision.textContent = cursor ? String(cursor.revision) : "–";
     // While disconnected the picture is the last one received: say so beside the status.
     var stale = connection === "reconnecting" && cursor !== null;
-    ui.stale.hidden = !stale;
-    ui.stale.textContent = stale
-      ? "Reconnecting: this is the state as of revision " + cursor.revision + "; it may have changed."
-      : "";
+    var gone = connection === "gone";
+    var every = Math.round(GONE_RETRY_MS / 1000) + " s";
+    ui.stale.hidden = !(stale || gone);
+    ui.stale.dataset.state = gone ? "gone" : stale ? "stale" : "";
+    if (gone) {
+      ui.stale.textContent = cursor
+        ? "The hub went away; this is its last state (revision " + cursor.revision + "). " +
+          "Trying again every " + every + "."
+        : "No hub answers at this address. Trying again every " + every + ".";
+    } else {
+      ui.stale.textContent = stale
+        ? "Reconnecting: this is the state as of revision " + cursor.revision + "; it may have changed."
+        : "";
+    }
     document.body.dataset.connection = connection;
   }
 
