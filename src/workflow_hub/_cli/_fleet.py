@@ -25,6 +25,7 @@ __all__ = [
     "add_serve_arguments",
     "add_watch_arguments",
     "is_redis_url",
+    "open_client",
     "run_serve",
     "run_watch",
 ]
@@ -32,10 +33,17 @@ __all__ = [
 _MISSING = "the redis commands need the 'redis' extra: pip install 'workflow-hub[redis]' (coredis)"
 
 
-def _open_client(url: str) -> Any:
+# A request that gets no answer fails after this long instead of waiting forever (docs/fleet.md:
+# above the followers' blocking read of one second). The mirror and the followers also bound
+# every round trip themselves and replace a connection that stopped answering.
+STREAM_TIMEOUT = 5.0
+
+
+def open_client(url: str) -> Any:
+    """The coredis client every command uses, with the ``stream_timeout`` docs/fleet.md asks."""
     import coredis
 
-    return coredis.Redis.from_url(url)
+    return coredis.Redis.from_url(url, stream_timeout=STREAM_TIMEOUT)
 
 
 def _coredis_available(command: str) -> bool:
@@ -97,7 +105,7 @@ async def _watch(args: argparse.Namespace, show: Callable[[FleetView], None]) ->
     fleet_view = FleetView()
     with trio.move_on_after(args.duration if args.duration is not None else float("inf")):
         async with (
-            _open_client(args.url) as redis,
+            open_client(args.url) as redis,
             follow_fleet(redis, prefix=args.prefix, stale_after=args.stale_after) as fleet,
         ):
             async for source, frame in fleet:
@@ -181,7 +189,7 @@ async def _serve(args: argparse.Namespace) -> None:
     with trio.move_on_after(args.duration if args.duration is not None else float("inf")):
         async with (
             open_hub() as hub,
-            _open_client(args.redis) as redis,
+            open_client(args.redis) as redis,
             trio.open_nursery() as nursery,
         ):
             mirror = await nursery.start(

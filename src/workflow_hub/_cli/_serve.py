@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from ._fleet import add_serve_arguments, run_serve
+from ._fleet import add_serve_arguments, open_client, run_serve
 from ._serving import dashboard_url
 
 if TYPE_CHECKING:
@@ -118,15 +118,13 @@ def run_fleet(args: argparse.Namespace) -> int:
 
 
 async def _serve_fleet(args: argparse.Namespace) -> None:
-    import coredis
-
     from ..server import serve_fleet
 
     # --duration is the demo's (default one hour); a fleet is served until Ctrl-C unless it is given.
     given = args.duration is not None and args.duration != _DEFAULT_DURATION
     duration = args.duration if given else float("inf")
     with trio.move_on_after(duration):
-        async with coredis.Redis.from_url(args.fleet) as redis, trio.open_nursery() as nursery:
+        async with open_client(args.fleet) as redis, trio.open_nursery() as nursery:
             url: str = await nursery.start(
                 partial(
                     serve_fleet,

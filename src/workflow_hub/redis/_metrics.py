@@ -39,6 +39,7 @@ class MirrorMetrics(Collector):
         ("checkpoints", "Checkpoints written"),
         ("reclaims", "Claims again after the owner key was lost (a Redis restart)"),
         ("connection_errors", "Round trips that failed on the connection and were retried"),
+        ("server_errors", "Round trips Redis refused (a key of the wrong type ...), retried later"),
     )
 
     def __init__(self, registry: CollectorRegistry | None = REGISTRY) -> None:

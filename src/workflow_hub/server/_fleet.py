@@ -33,7 +33,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from .._contract import ContractError, Frame, dumps
+from .._contract import Availability, ContractError, Frame, SnapshotFrame, dumps
 from ..redis import DEFAULT_PREFIX, DEFAULT_STALE_AFTER, follow_fleet
 from ..reporting import ActivityView
 from ._app import DEFAULT_KEEPALIVE, STATIC_DIR
@@ -240,6 +240,19 @@ class FleetApp(StreamTracker):
                 task_status.started()
                 async for source, frame in fleet:
                     relay = self.relays.get(source)
+                    if frame is None:
+                        # Retired: clients still streaming it are told it is unknown.
+                        if relay is not None:
+                            del self.relays[source]
+                            cursor = relay.view.cursor
+                            if cursor is not None:
+                                relay.push(
+                                    SnapshotFrame(
+                                        cursor=cursor, availability=Availability.UNAVAILABLE
+                                    )
+                                )
+                            logger.info("fleet source %r retired", source)
+                        continue
                     if relay is None:
                         relay = self.relays[source] = _Relay(source, self.history)
                         logger.info("serving fleet source %r", source)
