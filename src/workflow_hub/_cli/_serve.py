@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from ._fleet import add_serve_arguments, open_client, run_serve
+from ..redis import DEFAULT_PREFIX
+from ._fleet import add_serve_arguments, open_client, refuse_serve_flags, run_serve
 from ._serving import dashboard_url
 
 if TYPE_CHECKING:
@@ -56,6 +57,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    refused = refuse_serve_flags(args, default_port=_DEFAULT_PORT)
+    if refused is not None:
+        print(f"workflow-hub serve: {refused}", file=sys.stderr)
+        return 2
     if args.fleet is not None:
         return run_fleet(args)
     if args.redis is not None:
@@ -129,7 +134,7 @@ async def _serve_fleet(args: argparse.Namespace) -> None:
                 partial(
                     serve_fleet,
                     redis,
-                    prefix=args.prefix,
+                    prefix=args.prefix or DEFAULT_PREFIX,
                     host=args.host,
                     port=args.port,
                     token=args.token,
@@ -137,7 +142,7 @@ async def _serve_fleet(args: argparse.Namespace) -> None:
             )
             print(url, flush=True)
             print(
-                f"workflow-hub: serving the fleet {args.prefix!r} from {args.fleet} at {url} "
+                f"workflow-hub: serving the fleet {args.prefix or DEFAULT_PREFIX!r} from {args.fleet} at {url} "
                 f"(dashboard: {dashboard_url(url)})",
                 file=sys.stderr,
                 flush=True,

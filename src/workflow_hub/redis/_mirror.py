@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, final
 
 import trio
 
-from .._contract import ContractError, Frame, SnapshotFrame, dumps
+from .._contract import ContractError, Cursor, Frame, SnapshotFrame, dumps
 from .._public import NoPublicConstructor
 from ..reporting import ActivityView
 from ._connection import bounded, describe, server_errors, text, transient_errors
@@ -101,6 +101,7 @@ class Mirror(metaclass=NoPublicConstructor):
         # state, whose frames may still be queued for the mirror).
         self._view = ActivityView()
         self._claimed_event = trio.Event()
+        self._appended: Cursor | None = None
         self._frames = 0
         self._batches = 0
         self._checkpoints = 0
@@ -120,6 +121,12 @@ class Mirror(metaclass=NoPublicConstructor):
     @property
     def fenced(self) -> bool:
         return self._fenced
+
+    @property
+    def appended_cursor(self) -> Cursor | None:
+        """The cursor of the last frame appended to the stream (``None`` before the first): once
+        it equals the hub's cursor, everything published so far is in Redis."""
+        return self._appended
 
     async def wait_claimed(self) -> None:
         """Return once this mirror has claimed its source (or has been fenced)."""
@@ -295,6 +302,8 @@ class Mirror(metaclass=NoPublicConstructor):
             self._owned = False
             return False
         last_id, stale, _duplicate = rest
+        if batch:
+            self._appended = batch[-1][0].cursor
         self._seq += count
         self._last_id = last_id
         self._frames += count
