@@ -11,11 +11,15 @@ from __future__ import annotations
 import functools
 import gc
 import logging
+import subprocess
+import sys
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 import coredis
+import httpx
 import pytest
 import trio
 
@@ -32,6 +36,7 @@ from workflow_hub.redis import (
     mirror_hub,
 )
 from workflow_hub.reporting import ActivityView, AggregateState
+from workflow_hub.server import serve_fleet
 
 READ_TIMEOUT = 1.0
 
@@ -62,6 +67,12 @@ async def eventually(predicate: Callable[[], bool]) -> None:
     """Poll ``predicate`` under the caller's ``fail_after`` (the other side is redis-server)."""
     while not predicate():  # noqa: ASYNC110
         await trio.sleep(0.01)
+
+
+async def until(predicate: Callable[[], Awaitable[bool]]) -> None:
+    """Poll an HTTP endpoint under the caller's ``fail_after``."""
+    while not await predicate():  # noqa: ASYNC110
+        await trio.sleep(0.05)
 
 
 def folded(view: ActivityView | None, hub: WorkflowActivityHub) -> bool:
@@ -193,22 +204,26 @@ async def test_a_follower_whose_connection_hangs_shows_unknown_then_recovers(
 # streams for the garbage collector, which warns. Nothing of ours is left open.
 @pytest.mark.filterwarnings("ignore:Unclosed <MemoryObject:ResourceWarning")
 async def test_every_source_is_unknown_while_redis_is_stopped_and_known_again_after(
-    own_redis_server: RedisServer, prefix: str, caplog: pytest.LogCaptureFixture
+    own_redis_server: RedisServer, prefix: str, caplog: pytest.LogCaptureFixture, tmp_path: Path
 ) -> None:
-    """N4: redis-server stops under a live ``follow_fleet``. Within ``read_timeout`` every
-    source is unknown in the FleetView and the fleet is unknown (never idle), and the fleet
-    says it is not readable; when the server is back (empty: no persistence), the mirrors
-    claim again and every view equals its hub again."""
+    """N4: redis-server stops under a live ``follow_fleet``, a fleet server and a ``watch``.
+    Within the read timeout every source is unknown in the FleetView (the fleet unknown, never
+    idle), in the server's ``/v1/sources`` (with ``/readyz`` failing) and in ``watch``'s lines;
+    when the server is back (empty: no persistence), the mirrors claim again and every view
+    equals its hub again, ``/readyz`` passes and ``watch`` shows the sources known again."""
     # (coredis logs each refused attempt with its traceback, which would keep those streams alive
     # in the captured records until after the test.)
     caplog.set_level(logging.CRITICAL, logger="coredis")
     server = own_redis_server
     fleet_view = FleetView()
-    with trio.fail_after(40):
+    watch_log = tmp_path / "watch.txt"
+    with trio.fail_after(50):
         async with (
             trio.open_nursery() as nursery,
             client(server.url) as redis,
             client(server.url) as reader,
+            client(server.url) as served,
+            httpx.AsyncClient(timeout=5) as http,
         ):
             hubs: dict[str, WorkflowActivityHub] = {}
             publishers = {}
@@ -237,30 +252,88 @@ async def test_every_source_is_unknown_while_redis_is_stopped_and_known_again_af
                         fleet_view.apply(source, frame)
 
             fleet: FleetStream = await nursery.start(fold)
-            with trio.fail_after(10):
-                await eventually(
-                    lambda: all(folded(fleet_view.views.get(s), h) for s, h in hubs.items())
+            url: str = await nursery.start(
+                functools.partial(
+                    serve_fleet, served, prefix=prefix, port=0, read_timeout=READ_TIMEOUT
                 )
-            assert fleet.readable
-            server.stop()
-            stopped_at = trio.current_time()
-            for publisher in publishers.values():
-                publisher.publish_changed(root("new"))  # the schedulers go on working
-            with trio.fail_after(READ_TIMEOUT + 2):
-                await eventually(
-                    lambda: all(
-                        status.state is AggregateState.UNKNOWN
-                        for status in fleet_view.statuses().values()
+            )
+            with watch_log.open("w") as output:
+                watch = await trio.lowlevel.open_process(
+                    [
+                        *(sys.executable, "-m", "workflow_hub._cli", "watch", server.url),
+                        *("--prefix", prefix, "--read-timeout", "1", "--duration", "40"),
+                    ],
+                    stdout=output,
+                    stderr=subprocess.DEVNULL,
+                )
+            try:
+
+                def watched() -> dict[str, str]:
+                    lines = watch_log.read_text().splitlines()
+                    return {
+                        line.split(": ", 1)[0]: line.split(": ", 1)[1]
+                        for line in lines
+                        if ": " in line
+                    }
+
+                async def served_states() -> dict[str, str]:
+                    listed = (await http.get(f"{url}/v1/sources")).json()["sources"]
+                    return {entry["source"]: entry["state"] for entry in listed}
+
+                async def served_known() -> bool:
+                    states = await served_states()
+                    return len(states) == 3 and "unknown" not in states.values()
+
+                async def served_unknown() -> bool:
+                    return set((await served_states()).values()) == {"unknown"}
+
+                async def ready() -> bool:
+                    return (await http.get(f"{url}/readyz")).status_code == 200
+
+                with trio.fail_after(15):
+                    await eventually(
+                        lambda: all(folded(fleet_view.views.get(s), h) for s, h in hubs.items())
                     )
-                )
-            assert trio.current_time() - stopped_at <= READ_TIMEOUT + 1
-            assert fleet_view.aggregate().state is AggregateState.UNKNOWN
-            assert not fleet.readable
-            server.start()
-            with trio.fail_after(15):
-                await eventually(
-                    lambda: all(folded(fleet_view.views.get(s), h) for s, h in hubs.items())
-                )
-            await eventually(lambda: fleet.readable)
+                    await until(served_known)
+                    await eventually(
+                        lambda: all("unknown" not in watched().get(s, "unknown") for s in hubs)
+                    )
+                assert fleet.readable
+                assert (await http.get(f"{url}/readyz")).status_code == 200
+
+                server.stop()
+                stopped_at = trio.current_time()
+                for publisher in publishers.values():
+                    publisher.publish_changed(root("new"))  # the schedulers go on working
+                with trio.fail_after(READ_TIMEOUT + 2):
+                    await eventually(
+                        lambda: all(
+                            status.state is AggregateState.UNKNOWN
+                            for status in fleet_view.statuses().values()
+                        )
+                    )
+                assert trio.current_time() - stopped_at <= READ_TIMEOUT + 1
+                assert fleet_view.aggregate().state is AggregateState.UNKNOWN
+                assert not fleet.readable
+                with trio.fail_after(READ_TIMEOUT + 2):
+                    await until(served_unknown)
+                assert (await http.get(f"{url}/readyz")).status_code == 503
+                with trio.fail_after(READ_TIMEOUT + 3):
+                    await eventually(lambda: all("unknown" in watched().get(s, "") for s in hubs))
+
+                server.start()
+                with trio.fail_after(15):
+                    await eventually(
+                        lambda: all(folded(fleet_view.views.get(s), h) for s, h in hubs.items())
+                    )
+                    await eventually(lambda: fleet.readable)
+                    await until(served_known)
+                    await until(ready)
+                    await eventually(
+                        lambda: all("unknown" not in watched().get(s, "unknown") for s in hubs)
+                    )
+            finally:
+                watch.kill()
+                await watch.wait()
             nursery.cancel_scope.cancel()
     gc.collect()  # those streams, collected while the warning filter applies

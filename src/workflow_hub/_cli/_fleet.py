@@ -23,6 +23,7 @@ import trio
 
 from .._contract import Availability
 from ..redis import (
+    DEFAULT_BLOCK,
     DEFAULT_PREFIX,
     DEFAULT_READ_TIMEOUT,
     DEFAULT_STALE_AFTER,
@@ -156,6 +157,7 @@ def run_watch(args: argparse.Namespace) -> int:
 
 async def _watch(args: argparse.Namespace, show: Callable[[FleetView, FleetStream], None]) -> None:
     fleet_view = FleetView()
+    read_timeout = args.read_timeout or DEFAULT_READ_TIMEOUT
     with trio.move_on_after(args.duration if args.duration is not None else float("inf")):
         async with (
             open_client(args.url) as redis,
@@ -163,7 +165,8 @@ async def _watch(args: argparse.Namespace, show: Callable[[FleetView, FleetStrea
                 redis,
                 prefix=args.prefix or DEFAULT_PREFIX,
                 stale_after=args.stale_after or DEFAULT_STALE_AFTER,
-                read_timeout=args.read_timeout or DEFAULT_READ_TIMEOUT,
+                read_timeout=read_timeout,
+                block=min(DEFAULT_BLOCK, read_timeout / 2),
             ) as fleet,
         ):
             async for source, frame in fleet:

@@ -18,6 +18,7 @@ from ._fleet import FleetStream as FleetStream
 from ._fleet import FleetView as FleetView
 from ._fleet import SourceLiveness as SourceLiveness
 from ._fleet import follow_fleet as follow_fleet
+from ._follow import DEFAULT_BLOCK as DEFAULT_BLOCK
 from ._follow import DEFAULT_READ_TIMEOUT as DEFAULT_READ_TIMEOUT
 from ._follow import FollowerStatistics as FollowerStatistics
 from ._follow import RedisSource as RedisSource
@@ -31,6 +32,7 @@ from ._mirror import mirror_hub as mirror_hub
 from ._statistics import MirrorStatistics as MirrorStatistics
 
 __all__ = [
+    "DEFAULT_BLOCK",
     "DEFAULT_PREFIX",
     "DEFAULT_READ_TIMEOUT",
     "DEFAULT_RETIRE_AFTER",
