@@ -36,9 +36,9 @@ def transient_errors() -> tuple[type[Exception], ...]:
 def server_errors() -> tuple[type[Exception], ...]:
     """What the server answers to a command it refuses (a key of the wrong type, out of memory,
     a read-only replica ...): logged and retried later, never fatal to the scheduler."""
-    from coredis.exceptions import RedisError, ResponseError
+    from coredis.exceptions import ResponseError
 
-    return (ResponseError, RedisError)
+    return (ResponseError,)
 
 
 def text(value: object) -> str:

@@ -9,7 +9,8 @@ or was partitioned away is shown as unknown, never as its last state.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Mapping
+import math
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, final, overload
 
@@ -21,9 +22,12 @@ from .._public import NoPublicConstructor
 from ..reporting import ActivityView, AggregateStatus, ViewChange, aggregate, combine
 from ._connection import bounded, describe, server_errors, text, transient_errors
 from ._follow import (
+    _BACKOFF_FIRST,
+    _BACKOFF_MAX,
     DEFAULT_BLOCK,
     DEFAULT_READ_COUNT,
     DEFAULT_READ_TIMEOUT,
+    BadData,
     SourceStream,
     check_block,
 )
@@ -36,7 +40,7 @@ from ._keys import (
     source_keys,
     sources_key,
 )
-from ._mirror import check_seconds
+from ._mirror import BadKey, check_seconds
 
 if TYPE_CHECKING:
     import coredis
@@ -225,7 +229,6 @@ async def follow_fleet(
     state = _FleetState(read_timeout=float(read_timeout), last_discovery=trio.current_time())
     send, receive = trio.open_memory_channel[tuple[str, Frame | None]](1024)
     skipped: set[bytes] = set()
-    scopes: dict[str, trio.CancelScope] = {}
 
     def new_stream(source: str) -> SourceStream:
         return SourceStream._create(
@@ -237,29 +240,8 @@ async def follow_fleet(
             read_timeout=float(read_timeout),
         )
 
-    async def follow(source: str) -> None:
-        # One source's follower never takes the fleet down: whatever escapes it is logged, the
-        # source shown unknown (a fresh follower starts from the checkpoint a moment later).
-        with scopes.setdefault(source, trio.CancelScope()):
-            while True:
-                stream = streams[source]
-                try:
-                    async for frame in stream:
-                        await send.send((source, frame))
-                    return
-                except Exception:
-                    logger.exception("follower of %r failed; starting over", source)
-                    unknown = _unknown(stream)
-                    if unknown is not None:
-                        await send.send((source, unknown))
-                    streams[source] = new_stream(source)
-                    await trio.sleep(_RESTART_AFTER)
-
     def retire(source: str) -> None:
         logger.info("fleet: source %r retired (no refresh for %gs)", source, retire_s)
-        scope = scopes.pop(source, None)
-        if scope is not None:
-            scope.cancel()
         stream = streams.pop(source, None)
         if stream is not None:
             stream.close()
@@ -326,7 +308,6 @@ async def follow_fleet(
             for source, seen in listed.items():
                 if source not in streams:
                     streams[source] = new_stream(source)
-                    nursery.start_soon(follow, source)
                 stream = streams[source]
                 stale = now - seen > stale_ms
                 liveness[source] = SourceLiveness(source=source, last_seen=seen / 1000, stale=stale)
@@ -340,9 +321,190 @@ async def follow_fleet(
             retirements.clear()
             await trio.sleep(poll)
 
+    reader = _FleetReader(
+        redis,
+        streams,
+        send,
+        block=block,
+        count=count,
+        read_timeout=float(read_timeout),
+        quiet_every=poll,
+    )
+
     async with trio.open_nursery() as nursery:
         nursery.start_soon(run_discovery, nursery)
+        nursery.start_soon(reader.run)
         try:
             yield FleetStream._create(receive, streams, liveness, state)
         finally:
             nursery.cancel_scope.cancel()
+
+
+@final
+class _FleetReader:
+    """Every source of a fleet read over one blocking ``XREAD`` (one connection, whatever the
+    number of sources); checkpoints and quiet checks run concurrently on the client's shared,
+    multiplexed connection. Each source keeps its own :class:`SourceStream` state (sequence
+    check, resyncs, liveness); this task only does their reading for them.
+    """
+
+    def __init__(
+        self,
+        redis: coredis.Redis[Any],
+        streams: dict[str, SourceStream],
+        send: trio.MemorySendChannel[tuple[str, Frame | None]],
+        *,
+        block: float,
+        count: int,
+        read_timeout: float,
+        quiet_every: float,
+    ) -> None:
+        self._redis = redis
+        self._streams = streams
+        self._send = send
+        self._block_ms = max(1, int(block * 1000))
+        self._block = block
+        self._count = count
+        self._read_timeout = read_timeout
+        self._quiet_every = quiet_every
+        self._last_quiet = -math.inf
+        self._backoff = _BACKOFF_FIRST
+        self._refused = ""
+
+    async def run(self) -> None:
+        while True:
+            streams = dict(self._streams)
+            if not streams:
+                await trio.sleep(self._block)  # nothing discovered yet
+                continue
+            try:
+                with bounded(self._redis, self._read_timeout):
+                    await self._round(streams)
+            except transient_errors() as error:
+                if str(error) != self._refused:
+                    self._refused = str(error)
+                    logger.warning(
+                        "fleet follower: Redis unreachable (%s); retrying", describe(error)
+                    )
+                for stream in streams.values():
+                    stream._unreachable(error, log=False)
+                await self._deliver(streams)
+                await trio.sleep(self._backoff)
+                self._backoff = min(self._backoff * 2, _BACKOFF_MAX)
+                continue
+            self._backoff = _BACKOFF_FIRST
+            self._refused = ""
+            await self._deliver(streams)
+
+    async def _round(self, streams: dict[str, SourceStream]) -> None:
+        now = trio.current_time()
+        for stream in streams.values():
+            stream._prepare()
+        resyncing = [
+            stream
+            for stream in streams.values()
+            if stream._last_id is None and stream._retry_at <= now
+        ]
+        if resyncing:
+            await self._each(resyncing, _resync)
+        reading = {
+            stream._keys.frames: stream
+            for stream in streams.values()
+            if stream._last_id is not None and stream._retry_at <= now
+        }
+        got: set[str] = set()
+        if reading:
+            try:
+                reply = await self._redis.xread(
+                    {key: stream._last_id for key, stream in reading.items()},  # type: ignore[misc]
+                    count=self._count,
+                    block=self._block_ms,
+                )
+            except server_errors() as error:
+                # One key of the wrong type fails the whole read: find it, leave it out.
+                if not await self._set_aside_bad_keys(reading, error):
+                    raise
+                return
+            for key, entries in (reply or {}).items():
+                found = reading.get(text(key))
+                if found is None:
+                    continue
+                got.add(found.source)
+                try:
+                    found._feed(entries)
+                except Exception as error:  # one source never takes the fleet down
+                    logger.exception(
+                        "fleet follower: source %r failed; starting over", found.source
+                    )
+                    found._lose_continuity()
+                    found._refused_read(error)
+        else:
+            await trio.sleep(self._block)
+        due = trio.current_time() - self._last_quiet >= self._quiet_every
+        if due:
+            self._last_quiet = trio.current_time()
+        quiet = [
+            stream
+            for stream in reading.values()
+            if stream.source not in got
+            and stream._last_id is not None
+            and (due or stream._unreadable)
+        ]
+        if quiet:
+            await self._each(quiet, _quiet_check)
+        for stream in streams.values():
+            if stream._retry_at <= now:
+                stream._read_ok()
+
+    async def _each(
+        self, streams: list[SourceStream], action: Callable[[SourceStream], Awaitable[None]]
+    ) -> None:
+        """Run ``action`` for every stream at once (their commands share one connection);
+        a source whose data cannot be read is refused alone."""
+
+        async def one(stream: SourceStream) -> None:
+            try:
+                await action(stream)
+            except (BadKey, BadData, *server_errors()) as error:  # type: ignore[misc]
+                stream._refused_read(error)
+
+        async with trio.open_nursery() as nursery:
+            for stream in streams:
+                nursery.start_soon(one, stream)
+
+    async def _set_aside_bad_keys(
+        self, reading: Mapping[str, SourceStream], error: Exception
+    ) -> bool:
+        """After a refused ``XREAD``: the sources whose frames key is not a stream are refused
+        (unknown, read again later); True when there was one."""
+        kinds: dict[str, str] = {}
+
+        async def kind_of(key: str) -> None:
+            kinds[key] = text(await self._redis.type(key))
+
+        # Concurrent commands share the client's multiplexed connection: one round trip.
+        async with trio.open_nursery() as nursery:
+            for key in reading:
+                nursery.start_soon(kind_of, key)
+        found = False
+        for key, kind in kinds.items():
+            if kind not in ("stream", "none"):
+                found = True
+                reading[key]._refused_read(BadKey(f"{key} is a {kind}, not a stream"))
+        return found
+
+    async def _deliver(self, streams: dict[str, SourceStream]) -> None:
+        for source, stream in streams.items():
+            for frame in stream._take_ready():
+                if stream._closed:
+                    break  # retired meanwhile: its ``None`` is (or will be) its last word
+                await self._send.send((source, frame))
+
+
+async def _resync(stream: SourceStream) -> None:
+    await stream._resync()
+    stream._unreadable = False
+
+
+async def _quiet_check(stream: SourceStream) -> None:
+    stream._after_quiet(await stream._check_quiet_source())

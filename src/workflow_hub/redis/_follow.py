@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections import deque
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TYPE_CHECKING, Any, final
 
@@ -182,23 +182,42 @@ class SourceStream(metaclass=NoPublicConstructor):
                 with bounded(self._redis, self._read_timeout):
                     await self._fill()
             except transient_errors() as error:
-                self._connection_errors += 1
-                self._failed(error, "Redis unreachable", logging.WARNING)
+                self._unreachable(error)
             except (BadKey, BadData, *server_errors()) as error:  # type: ignore[misc]
-                self._errors += 1
-                # Nothing a retry soon would change: unknown now, and a read now and then.
-                self._failed(error, "cannot read the source", logging.ERROR, unknown=True)
-                self._backoff = _BACKOFF_MAX
+                self._refused_read(error)
             else:
-                self._last_read = trio.current_time()
-                self._backoff = _BACKOFF_FIRST
-                self._retry_at = 0.0
-                self._refused = ""
+                self._read_ok()
         frame = self._ready.popleft()
         self._frames += 1
         return frame
 
-    def _failed(self, error: Exception, what: str, level: int, *, unknown: bool = False) -> None:
+    # --- what a reader (this stream's own, or a fleet's shared one) reports -------------------
+
+    def _unreachable(self, error: Exception, *, log: bool = True) -> None:
+        self._connection_errors += 1
+        self._failed(error, "Redis unreachable", logging.WARNING, log=log)
+
+    def _refused_read(self, error: Exception) -> None:
+        self._errors += 1
+        # Nothing a retry soon would change: unknown now, and a read now and then.
+        self._failed(error, "cannot read the source", logging.ERROR, unknown=True)
+        self._backoff = _BACKOFF_MAX
+
+    def _read_ok(self) -> None:
+        self._last_read = trio.current_time()
+        self._backoff = _BACKOFF_FIRST
+        self._retry_at = 0.0
+        self._refused = ""
+
+    def _take_ready(self) -> list[Frame]:
+        frames = list(self._ready)
+        self._ready.clear()
+        self._frames += len(frames)
+        return frames
+
+    def _failed(
+        self, error: Exception, what: str, level: int, *, unknown: bool = False, log: bool = True
+    ) -> None:
         now = trio.current_time()
         unknown = unknown or now - self._last_read >= self._read_timeout
         if unknown and not self._unreadable:
@@ -210,7 +229,7 @@ class SourceStream(metaclass=NoPublicConstructor):
             delay = min(delay, max(0.0, self._last_read + self._read_timeout - now))
         self._retry_at = now + delay
         self._backoff = min(self._backoff * 2, _BACKOFF_MAX)
-        if str(error) != self._refused:
+        if log and str(error) != self._refused:
             self._refused = str(error)
             logger.log(
                 level,
@@ -281,13 +300,24 @@ class SourceStream(metaclass=NoPublicConstructor):
             {self._keys.frames: self._last_id}, count=self._count, block=self._block_ms
         )
         if not reply:
-            lost = await self._check_quiet_source()
-            if self._unreadable:
-                self._unreadable = False
-                if not lost and not self._stale:
-                    self._restore()
+            self._after_quiet(await self._check_quiet_source())
             return
-        entries = next(iter(reply.values()))
+        self._feed(next(iter(reply.values())))
+
+    def _prepare(self) -> None:
+        """Before a read: a stale source says so first."""
+        if self._stale:
+            self._say_unavailable()
+
+    def _after_quiet(self, lost: bool) -> None:
+        """After a quiet check (nothing new was read): back from an unreadable spell."""
+        if self._unreadable:
+            self._unreadable = False
+            if not lost and not self._stale:
+                self._restore()
+
+    def _feed(self, entries: Sequence[Any]) -> None:
+        """Entries read after the last one delivered, in order."""
         # A stale source appended again: it is alive after all. Unless it starts over with a
         # snapshot anyway, its state as of the last entry holds again (after an unreadable
         # spell too: nothing was lost while the entries continue the sequence).
