@@ -380,8 +380,12 @@ class SourceStream(metaclass=NoPublicConstructor):
         reaches the last entry delivered, or it is ahead of every entry the stream still holds.
         True when continuity was lost.
         """
-        assert self._last_id is not None
         reply = await _QUIET(self._redis, keys=[self._keys.owner, self._keys.frames], args=[])
+        return self._judge_quiet(reply)
+
+    def _judge_quiet(self, reply: object) -> bool:
+        """The quiet check's verdict on ``QUIET_SCRIPT``'s reply for this source."""
+        assert self._last_id is not None
         status, *rest = _reply_text(reply)
         if status == "wrongtype":
             raise BadKey(f"a key of source {self._source!r} is a {rest[0]}")

@@ -35,6 +35,7 @@ __all__ = [
     "DEFAULT_PREFIX",
     "DEFAULT_RETIRE_AFTER",
     "DISCOVER_SCRIPT",
+    "QUIET_MANY_SCRIPT",
     "QUIET_SCRIPT",
     "ServerScript",
     "SourceKeys",
@@ -225,6 +226,26 @@ if kind then return {'wrongtype', kind} end
 local seq = redis.call('HGET', KEYS[1], 'seq')
 local newest = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)[1]
 return {'ok', seq or '', newest and newest[1] or ''}
+"""
+)
+
+QUIET_MANY_SCRIPT = (
+    _LUA_HELPERS
+    + """
+-- KEYS: owner and frames of each source, in pairs. The quiet check of many sources in one round
+-- trip: for each pair, what QUIET_SCRIPT returns for one.
+local out = {}
+for i = 1, #KEYS, 2 do
+  local kind = wrong_type(KEYS[i], 'hash') or wrong_type(KEYS[i + 1], 'stream')
+  if kind then
+    out[#out + 1] = {'wrongtype', kind}
+  else
+    local seq = redis.call('HGET', KEYS[i], 'seq')
+    local newest = redis.call('XREVRANGE', KEYS[i + 1], '+', '-', 'COUNT', 1)[1]
+    out[#out + 1] = {'ok', seq or '', newest and newest[1] or ''}
+  end
+end
+return out
 """
 )
 
