@@ -121,3 +121,69 @@ async def test_the_fleet_page_shows_every_sources_roots(
     assert errors == [], "the page raised"
     outside = [link for link in requests if not link.startswith(url.rstrip("/") + "/")]
     assert outside == []
+
+
+# Counts the EventSource connections the page and its frames open, on the top window (wrapped
+# in every frame before any script of it runs).
+COUNT_EVENT_SOURCES = """(() => {
+  const Original = window.EventSource;
+  const top = window.top;
+  top.__eventSources = top.__eventSources || 0;
+  window.EventSource = function (...args) { top.__eventSources += 1; return new Original(...args); };
+  window.EventSource.prototype = Original.prototype;
+})()"""
+
+
+async def test_two_hundred_sources_fit_a_phone_and_open_no_stream_until_one_is_opened(
+    browser: Browser, redis_server: RedisServer
+) -> None:
+    """Item 4: 200 sources on a 375 px wide page: a row each (sorted), no horizontal scroll of
+    the page, and not one event stream until a source is opened (then exactly one)."""
+    prefix = "fleet-page-200"
+    with trio.fail_after(60):
+        async with (
+            coredis.Redis.from_url(redis_server.url) as redis,
+            trio.open_nursery() as nursery,
+        ):
+            url: str = await nursery.start(
+                functools.partial(serve_fleet, redis, prefix=prefix, port=0)
+            )
+            names = [f"sched-{index:03d}" for index in range(200)]
+            for name in reversed(names):
+                hub = await mirrored(nursery, redis, prefix, name)
+                hub.register_publisher().publish_snapshot("ready", [root(f"{name}-run")])
+            page, errors, _ = await browser.new_page(viewport={"width": 375, "height": 740})
+            try:
+                await browser.run(page.add_init_script, COUNT_EVENT_SOURCES)
+                await browser.run(page.goto, url)
+                await browser.run(
+                    functools.partial(
+                        page.wait_for_function,
+                        "() => [...document.querySelectorAll('tr[data-source]')]"
+                        ".filter((r) => r.dataset.state === 'working').length === 200",
+                        timeout=BROWSER_TIMEOUT_MS,
+                    )
+                )
+                shown = await browser.run(
+                    page.evaluate,
+                    "() => [...document.querySelectorAll('tr[data-source]')]"
+                    ".map((r) => r.dataset.source)",
+                )
+                assert shown == names
+                width = await browser.run(
+                    page.evaluate, "() => document.documentElement.scrollWidth"
+                )
+                assert width <= 375
+                assert await browser.run(page.evaluate, "() => window.__eventSources") == 0
+                await browser.run(page.click, 'tr[data-source="sched-007"] button.open')
+                await browser.run(
+                    functools.partial(
+                        page.wait_for_function,
+                        "() => window.__eventSources === 1",
+                        timeout=BROWSER_TIMEOUT_MS,
+                    )
+                )
+            finally:
+                await browser.run(page.context.close)
+                nursery.cancel_scope.cancel()
+    assert errors == [], "the page raised"

@@ -61,14 +61,14 @@
   function newRow(info) {
     var row = document.createElement("tr");
     row.dataset.source = info.source;
-    var name = cell(row, "name");
+    var name = cell(row, "c-name");
     var button = document.createElement("button");
     button.type = "button";
     button.className = "open";
     button.textContent = info.source;
     button.setAttribute("aria-expanded", "false");
     name.appendChild(button);
-    ["state", "num roots", "num working", "num blocked", "wide seen", "note"].forEach(function (c) {
+    ["c-state", "num c-roots", "num c-working", "num c-blocked", "wide c-seen", "c-note"].forEach(function (c) {
       cell(row, c);
     });
     var entry = { row: row, details: null, path: info.path };
@@ -145,12 +145,12 @@
       row.dataset.state = info.state;
       row.dataset.availability = info.availability || "unknown";
       row.dataset.stale = info.stale ? "true" : "false";
-      row.querySelector(".state").textContent = info.state;
-      row.querySelector(".roots").textContent = info.roots;
-      row.querySelector(".working").textContent = info.working;
-      row.querySelector(".blocked").textContent = info.blocked;
-      row.querySelector(".seen").textContent = ago(info.last_seen);
-      row.querySelector(".note").textContent = note(info);
+      row.querySelector(".c-state").textContent = info.state;
+      row.querySelector(".c-roots").textContent = info.roots;
+      row.querySelector(".c-working").textContent = info.working;
+      row.querySelector(".c-blocked").textContent = info.blocked;
+      row.querySelector(".c-seen").textContent = ago(info.last_seen);
+      row.querySelector(".c-note").textContent = note(info);
     });
     rows.forEach(function (entry, name) {
       if (!seen.has(name)) {
@@ -178,7 +178,7 @@
     var needle = filter.value.trim().toLowerCase();
     rows.forEach(function (entry, name) {
       var text = (name + " " + entry.row.dataset.state + " " +
-        entry.row.querySelector(".note").textContent).toLowerCase();
+        entry.row.querySelector(".c-note").textContent).toLowerCase();
       var hidden = needle !== "" && text.indexOf(needle) < 0;
       entry.row.hidden = hidden;
       if (entry.details) entry.details.hidden = hidden;
