@@ -42,6 +42,7 @@ __all__ = [
     "open_client",
     "run_serve",
     "run_watch",
+    "until_ctrl_c",
 ]
 
 _MISSING = "the redis commands need the 'redis' extra: pip install 'workflow-hub[redis]' (coredis)"
@@ -58,6 +59,20 @@ def open_client(url: str) -> Any:
     import coredis
 
     return coredis.Redis.from_url(url, stream_timeout=STREAM_TIMEOUT)
+
+
+@contextlib.contextmanager
+def until_ctrl_c() -> Iterator[None]:
+    """Ctrl-C is how these commands stop: no traceback, even when trio raises it from inside
+    the nurseries (wrapped in an exception group)."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        pass
+    except BaseExceptionGroup as group:
+        _, rest = group.split(KeyboardInterrupt)
+        if rest is not None:
+            raise rest from None
 
 
 def _coredis_available(command: str) -> bool:
@@ -145,12 +160,12 @@ def run_watch(args: argparse.Namespace) -> int:
                 show = lambda view, fleet: live.update(  # noqa: E731
                     _fleet_table(view, fleet.liveness, tail)
                 )
-                with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how it stops
+                with until_ctrl_c():
                     trio.run(_watch, args, show)
             return 0
     else:
         show = _PlainFleet(sys.stdout).show
-    with contextlib.suppress(KeyboardInterrupt):
+    with until_ctrl_c():
         trio.run(_watch, args, show)
     return 0
 
@@ -364,12 +379,17 @@ def run_serve(args: argparse.Namespace) -> int:
     if not _coredis_available("serve"):
         return 2
     args.prefix = args.prefix or DEFAULT_PREFIX
+    fenced = False
     try:
-        fenced = trio.run(_serve, args)
-    except KeyboardInterrupt:  # Ctrl-C is how it stops
-        return 0
-    except OSError as error:
-        print(f"workflow-hub serve: cannot serve: {error}", file=sys.stderr)
+        with until_ctrl_c():
+            fenced = trio.run(_serve, args)
+    except (OSError, BaseExceptionGroup) as failure:
+        _, rest = (
+            failure.split(OSError) if isinstance(failure, BaseExceptionGroup) else (failure, None)
+        )
+        if rest is not None:
+            raise
+        print(f"workflow-hub serve: cannot serve: {failure}", file=sys.stderr)
         return 1
     if fenced:
         print(

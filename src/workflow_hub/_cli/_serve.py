@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from ..redis import DEFAULT_PREFIX
-from ._fleet import add_serve_arguments, open_client, refuse_serve_flags, run_serve
+from ._fleet import add_serve_arguments, open_client, refuse_serve_flags, run_serve, until_ctrl_c
 from ._serving import dashboard_url
 
 if TYPE_CHECKING:
@@ -109,9 +109,8 @@ def run_fleet(args: argparse.Namespace) -> int:
         )
         return 2
     try:
-        trio.run(_serve_fleet, args)
-    except KeyboardInterrupt:
-        return 0
+        with until_ctrl_c():
+            trio.run(_serve_fleet, args)
     except (ContractError, OSError, BaseExceptionGroup) as failure:
         errors = _leaves(failure)
         if not all(isinstance(error, ContractError | OSError) for error in errors):

@@ -384,7 +384,7 @@ class _FleetReader:
             next_round = trio.current_time() + min(_ROUND_PER_SOURCE * len(self._streams), 0.05)
             streams = dict(self._streams)
             if not streams:
-                await trio.sleep(self._block)  # nothing discovered yet
+                await trio.sleep(min(self._block, 0.05))  # nothing discovered yet
                 continue
             try:
                 with bounded(self._redis, self._read_timeout):
@@ -416,6 +416,7 @@ class _FleetReader:
         ]
         if resyncing:
             await self._each(resyncing, _resync)
+            await self._deliver(streams)  # a first snapshot need not wait for the XREAD
         reading = {
             stream._keys.frames: stream
             for stream in streams.values()
