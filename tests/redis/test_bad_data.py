@@ -18,6 +18,7 @@ from contextlib import asynccontextmanager
 import coredis
 import pytest
 import trio
+from prometheus_client import CollectorRegistry
 
 from tests.support.builders import root
 from tests.support.redis_server import RedisServer
@@ -25,6 +26,7 @@ from workflow_hub import Availability, WorkflowActivityHub, open_hub
 from workflow_hub.redis import (
     FleetStream,
     FleetView,
+    FollowerMetrics,
     Mirror,
     SourceStream,
     follow_fleet,
@@ -246,7 +248,9 @@ async def test_a_key_of_the_wrong_type_makes_only_that_source_unknown(
                 publishers[source].publish_snapshot(Availability.READY, [root("a")])
                 mirrors[source] = await start_mirror(nursery, hub, redis, source, prefix)
             stream: SourceStream = await nursery.start(fold_source, redis, "bad", prefix, view)
-            await nursery.start(fold_fleet, redis, prefix, fleet_view)
+            fleet: FleetStream = await nursery.start(fold_fleet, redis, prefix, fleet_view)
+            registry = CollectorRegistry()
+            FollowerMetrics(registry).bind(fleet)
             await eventually(lambda: folded(view, hubs["bad"]))
             await redis.delete([f"{prefix}:bad:frames"])
             await redis.set(f"{prefix}:bad:frames", "not a stream")
@@ -264,6 +268,15 @@ async def test_a_key_of_the_wrong_type_makes_only_that_source_unknown(
             await eventually(lambda: folded(fleet_view.views["good"], hubs["good"]))
             assert stream.statistics().errors > 0
             assert fleet_view.aggregate().state is not AggregateState.IDLE
+            errors = registry.get_sample_value(
+                "workflow_hub_follower_errors_total", {"source": "bad"}
+            )
+            assert errors is not None
+            assert errors > 0
+            assert (
+                registry.get_sample_value("workflow_hub_follower_errors_total", {"source": "good"})
+                == 0
+            )
             messages = [record.getMessage() for record in caplog.records]
             assert any("refused the append" in message for message in messages)
             assert any("cannot read the source" in message for message in messages)

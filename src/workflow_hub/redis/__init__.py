@@ -26,6 +26,7 @@ from ._follow import SourceStream as SourceStream
 from ._follow import follow_source as follow_source
 from ._keys import DEFAULT_PREFIX as DEFAULT_PREFIX
 from ._keys import DEFAULT_RETIRE_AFTER as DEFAULT_RETIRE_AFTER
+from ._metrics import FollowerMetrics as FollowerMetrics
 from ._metrics import MirrorMetrics as MirrorMetrics
 from ._mirror import Mirror as Mirror
 from ._mirror import mirror_hub as mirror_hub
@@ -39,6 +40,7 @@ __all__ = [
     "DEFAULT_STALE_AFTER",
     "FleetStream",
     "FleetView",
+    "FollowerMetrics",
     "FollowerStatistics",
     "Mirror",
     "MirrorMetrics",
