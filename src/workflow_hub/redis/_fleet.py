@@ -389,7 +389,9 @@ class _FleetReader:
             try:
                 with bounded(self._redis, self._read_timeout):
                     await self._round(streams)
-            except transient_errors() as error:
+            except (*transient_errors(), *server_errors()) as error:
+                # (A refusal no single source explains, e.g. a key repaired between the refused
+                # XREAD and the look at the types: the whole round is retried.)
                 if str(error) != self._refused:
                     self._refused = str(error)
                     logger.warning(
