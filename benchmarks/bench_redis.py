@@ -12,6 +12,14 @@ Two figures, each next to a baseline measured in the same run against the same r
   client), p50 and p99, at a steady 1 000 frames per second; the baseline is a bare
   ``XADD`` → blocking ``XREAD`` round trip of one entry at the same rate.
 
+- **fleet lag** (issue 25): publish → ``follow_fleet`` frame, p50 and p99, with 1 000 sources
+  publishing one frame per second each (200 at ``--quick``), against the same fleet follower
+  with one source publishing 20 frames per second (enough samples for a p99). Goal: p99 at most
+  3 times the one-source p99.
+- **fleet folding**: frames per second delivered by one ``follow_fleet`` over 100 sources
+  against one ``follow_source`` over one source, the same number of frames published as fast as
+  the mirrors append them (so both include the mirrors' work).
+
 Usage: ``python benchmarks/bench_redis.py [--quick | --smoke]`` (needs ``redis-server``).
 """
 
@@ -30,6 +38,7 @@ from typing import Any
 
 import coredis
 import trio
+import trio.lowlevel
 
 from _harness import (
     BenchmarkError,
@@ -42,7 +51,7 @@ from _harness import (
     run_trio,
 )
 from workflow_hub import Availability, ChangedFrame, WorkflowActivityHub, wire
-from workflow_hub.redis import Mirror, follow_source, mirror_hub
+from workflow_hub.redis import Mirror, follow_fleet, follow_source, mirror_hub
 
 # Per scale: frames for the throughput run, seconds of steady publishing for the lag run.
 _SIZES = {"full": (50_000, 5.0), "quick": (20_000, 2.0), "smoke": (600, 0.3)}
@@ -262,6 +271,127 @@ async def _bare_lag(url: str, seconds: float) -> list[float]:
     return lags
 
 
+async def _hubs(
+    nursery: trio.Nursery, redis: Any, hub_factory: HubFactory, count: int, prefix: str
+) -> list[tuple[str, WorkflowActivityHub, Any]]:
+    """``count`` hubs, each with a publisher and a mirror on the shared client ``redis``."""
+
+    async def one(name: str, *, task_status: trio.TaskStatus[tuple[str, Any, Any]]) -> None:
+        async with hub_factory() as hub, trio.open_nursery() as inner:
+            publisher = hub.register_publisher()
+            publisher.publish_snapshot(Availability.READY, [])
+            mirror = await inner.start(
+                functools.partial(
+                    mirror_hub, hub, redis, source=name, prefix=prefix, maxlen=_MAXLEN
+                )
+            )
+            await mirror.wait_claimed()
+            task_status.started((name, hub, publisher))
+            await trio.sleep_forever()
+
+    return [await nursery.start(one, f"s{index:04d}") for index in range(count)]
+
+
+async def _fleet_lag(
+    url: str, hub_factory: HubFactory, sources: int, rate: float, seconds: float
+) -> list[float]:
+    """Nanoseconds from ``publish_changed`` to the fleet follower's frame, ``sources`` sources
+    publishing ``rate`` frames per second each, round robin."""
+    roots = make_roots(20)
+    published: dict[tuple[str, int], int] = {}
+    lags: list[float] = []
+    count = max(1, int(seconds * rate * sources))
+    prefix = f"lag{sources}"
+    async with _open(url) as redis, _open(url) as reader:
+        await redis.flushdb()
+        async with trio.open_nursery() as nursery:
+            fleet = await _hubs(nursery, redis, hub_factory, sources, prefix)
+            done = trio.Event()
+            known: set[str] = set()
+            ready = trio.Event()
+
+            async def follow() -> None:
+                async with follow_fleet(reader, prefix=prefix, poll_interval=0.2) as stream:
+                    async for source, frame in stream:
+                        if frame is None:
+                            continue
+                        known.add(source)
+                        if len(known) == sources:
+                            ready.set()
+                        sent = published.pop((source, frame.cursor.revision), None)
+                        if sent is not None and isinstance(frame, ChangedFrame):
+                            lags.append(time.perf_counter_ns() - sent)
+                            if len(lags) >= count:
+                                done.set()
+
+            nursery.start_soon(follow)
+            with trio.fail_after(60):
+                await ready.wait()
+            start = trio.current_time()
+            interval = 1 / (rate * sources)
+            for index in range(count):
+                await trio.sleep_until(start + index * interval)
+                name, hub, publisher = fleet[index % sources]
+                published[(name, hub.cursor.revision + 1)] = time.perf_counter_ns()
+                publisher.publish_changed(roots[index % len(roots)])
+            with trio.move_on_after(10):
+                await done.wait()
+            nursery.cancel_scope.cancel()
+    if len(lags) < count * 0.9:
+        raise BenchmarkError(f"the fleet follower saw {len(lags)} of {count} frames")
+    return lags
+
+
+async def _fold_rate(url: str, hub_factory: HubFactory, sources: int, frames: int) -> float:
+    """Frames per second a follower folds while ``frames`` are published as fast as the
+    mirrors take them, spread over ``sources`` sources (``follow_source`` for one): the time
+    from the first publish until the follower's last cursor of every source is its hub's."""
+    roots = make_roots(20)
+    prefix = f"fold{sources}"
+    async with _open(url) as redis, _open(url) as reader:
+        await redis.flushdb()
+        async with trio.open_nursery() as nursery:
+            fleet = await _hubs(nursery, redis, hub_factory, sources, prefix)
+            hubs = {name: hub for name, hub, _ in fleet}
+            cursors: dict[str, Any] = {}
+
+            async def follow() -> None:
+                if sources == 1:
+                    name = fleet[0][0]
+                    async with follow_source(reader, source=name, prefix=prefix) as one:
+                        async for frame in one:
+                            cursors[name] = frame.cursor
+                else:
+                    async with follow_fleet(reader, prefix=prefix, poll_interval=0.2) as many:
+                        async for source, frame in many:
+                            if frame is not None:
+                                cursors[source] = frame.cursor
+
+            def caught_up() -> bool:
+                return all(cursors.get(name) == hub.cursor for name, hub in hubs.items())
+
+            nursery.start_soon(follow)
+            with trio.fail_after(60):
+                while not caught_up():  # noqa: ASYNC110
+                    await trio.sleep(0.01)
+            begin = time.perf_counter()
+            for index in range(frames):
+                _, _, publisher = fleet[index % sources]
+                publisher.publish_changed(roots[index % len(roots)])
+                if index % 64 == 63:
+                    await trio.lowlevel.checkpoint()
+            with trio.fail_after(120):
+                while not caught_up():  # noqa: ASYNC110
+                    await trio.sleep(0.001)
+            elapsed = time.perf_counter() - begin
+            nursery.cancel_scope.cancel()
+    return frames / elapsed
+
+
+# Per scale: fleet sources for the lag run, seconds of it; frames for the folding run.
+_FLEET = {"full": (1_000, 5.0, 20_000), "quick": (200, 3.0, 10_000), "smoke": (10, 1.0, 500)}
+
+
 # --- rows --------------------------------------------------------------------------------------
 
 
@@ -279,6 +409,12 @@ def run(
             baseline = max(baseline, run_trio(_pipelined, url, payloads))
         lags = run_trio(_mirrored_lag, url, hub_factory, seconds)
         bare = run_trio(_bare_lag, url, seconds)
+        sources, fleet_seconds, fold_frames = _FLEET.get(scale.name, _FLEET["quick"])
+        fleet_lags = run_trio(_fleet_lag, url, hub_factory, sources, 1.0, fleet_seconds)
+        one_lags = run_trio(_fleet_lag, url, hub_factory, 1, 20.0, fleet_seconds)
+        fold_sources = min(sources, 100)
+        fold_fleet = run_trio(_fold_rate, url, hub_factory, fold_sources, fold_frames)
+        fold_one = run_trio(_fold_rate, url, hub_factory, 1, fold_frames)
     rows = [
         Row(
             benchmark="redis",
@@ -303,6 +439,30 @@ def run(
                 reference_value=_percentile(bare, fraction),
             )
         )
+    for name, fraction in (("p50", 0.5), ("p99", 0.99)):
+        rows.append(
+            Row(
+                benchmark="redis",
+                case=f"fleet lag {name}, {sources} sources x 1/s",
+                variant=label,
+                value=_percentile(fleet_lags, fraction),
+                unit="ns",
+                reference="1 source x 20/s",
+                reference_value=_percentile(one_lags, fraction),
+                goal=Goal(op="<=", threshold=3.0) if name == "p99" else None,
+            )
+        )
+    rows.append(
+        Row(
+            benchmark="redis",
+            case=f"fleet follower folds {fold_frames} frames of {fold_sources} sources",
+            variant=label,
+            value=fold_fleet,
+            unit="/s",
+            reference="follow_source, 1 source",
+            reference_value=fold_one,
+        )
+    )
     return rows
 
 

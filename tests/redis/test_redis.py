@@ -650,16 +650,16 @@ async def test_bad_arguments_are_contract_errors_naming_the_field(
 def test_serve_mirrors_the_demo_and_watch_shows_the_fleet(
     redis_server: RedisServer, prefix: str
 ) -> None:
-    """``workflow-hub serve --redis`` mirrors the demo scheduler; ``workflow-hub watch redis://``
-    shows it (plain lines when stdout is not a terminal)."""
+    """``workflow-hub serve --redis --no-http`` mirrors the demo scheduler; ``workflow-hub watch
+    redis://`` shows it (plain lines when stdout is not a terminal)."""
     command = [sys.executable, "-m", "workflow_hub._cli"]
     serve = subprocess.Popen(
         [
             *command,
-            *("serve", "--redis", redis_server.url, "--source", "cli-demo"),
+            *("serve", "--redis", redis_server.url, "--source", "cli-demo", "--no-http"),
             *("--prefix", prefix, "--duration", "4", "--seed", "1"),
         ],
-        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
     )
     try:
@@ -671,12 +671,12 @@ def test_serve_mirrors_the_demo_and_watch_shows_the_fleet(
             check=False,
         )
     finally:
-        serve_out, _ = serve.communicate(timeout=30)
-    assert serve.returncode == 0
-    assert "cli-demo" in serve_out
+        _, serve_err = serve.communicate(timeout=30)
+    assert serve.returncode == 0, serve_err
+    assert "cli-demo" in serve_err
     assert watch.returncode == 0, watch.stderr
     assert "cli-demo: " in watch.stdout
-    assert "fleet: 1 source" in watch.stdout
+    assert "fleet working: 1 source" in watch.stdout
     assert "working" in watch.stdout
 
 

@@ -218,7 +218,7 @@ async def test_the_token_guards_the_data_but_not_the_pages(redis_server: RedisSe
             data = await client.get(f"{url}/sources/a/v1/snapshot")
     assert refused.status_code == 401
     assert allowed.status_code == 200
-    assert allowed.json() == {"prefix": "fleet-serve-3", "sources": []}
+    assert allowed.json() == {"prefix": "fleet-serve-3", "readable": True, "sources": []}
     assert page.status_code == 200
     assert "fleet.js" in page.text
     assert source_page.status_code == 200

@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from ..redis import DEFAULT_PREFIX
 from ._errors import os_errors_as
-from ._fleet import add_serve_arguments, run_serve
+from ._fleet import add_serve_arguments, open_client, refuse_serve_flags, run_serve, until_ctrl_c
 from ._http import check_redis_url
 from ._options import port, seconds
 from ._serving import dashboard_url
@@ -116,6 +117,10 @@ def run(args: argparse.Namespace) -> int:
     for option in ("fleet", "redis"):
         if getattr(args, option) is not None:
             check_redis_url(getattr(args, option), option=f"--{option}")
+    refused = refuse_serve_flags(args, default_port=_DEFAULT_PORT)
+    if refused is not None:
+        print(f"workflow-hub serve: {refused}", file=sys.stderr)
+        return 2
     if args.fleet is not None:
         return run_fleet(args)
     if args.redis is not None:
@@ -156,9 +161,8 @@ def run_fleet(args: argparse.Namespace) -> int:
         )
         return 2
     try:
-        trio.run(_serve_fleet, args)
-    except KeyboardInterrupt:
-        return 0
+        with until_ctrl_c():
+            trio.run(_serve_fleet, args)
     except (ContractError, OSError, BaseExceptionGroup) as failure:
         errors = _leaves(failure)
         if not all(isinstance(error, ContractError | OSError) for error in errors):
@@ -170,20 +174,18 @@ def run_fleet(args: argparse.Namespace) -> int:
 
 
 async def _serve_fleet(args: argparse.Namespace) -> None:
-    import coredis
-
     from ..server import serve_fleet
 
     # --duration is the demo's (default one hour); a fleet is served until Ctrl-C unless it is given.
     given = args.duration is not None and args.duration != _DEFAULT_DURATION
     duration = args.duration if given else float("inf")
     with trio.move_on_after(duration):
-        async with coredis.Redis.from_url(args.fleet) as redis, trio.open_nursery() as nursery:
+        async with open_client(args.fleet) as redis, trio.open_nursery() as nursery:
             url: str = await nursery.start(
                 partial(
                     serve_fleet,
                     redis,
-                    prefix=args.prefix,
+                    prefix=args.prefix or DEFAULT_PREFIX,
                     host=args.host,
                     port=args.port,
                     token=args.token,
@@ -194,7 +196,7 @@ async def _serve_fleet(args: argparse.Namespace) -> None:
             )
             print(url, flush=True)
             print(
-                f"workflow-hub: serving the fleet {args.prefix!r} from {args.fleet} at {url} "
+                f"workflow-hub: serving the fleet {args.prefix or DEFAULT_PREFIX!r} from {args.fleet} at {url} "
                 f"(dashboard: {dashboard_url(url)})",
                 file=sys.stderr,
                 flush=True,

@@ -16,27 +16,37 @@ from .._public import fixup_module_metadata
 from ._fleet import DEFAULT_STALE_AFTER as DEFAULT_STALE_AFTER
 from ._fleet import FleetStream as FleetStream
 from ._fleet import FleetView as FleetView
+from ._fleet import SourceLiveness as SourceLiveness
 from ._fleet import follow_fleet as follow_fleet
+from ._follow import DEFAULT_BLOCK as DEFAULT_BLOCK
+from ._follow import DEFAULT_READ_TIMEOUT as DEFAULT_READ_TIMEOUT
 from ._follow import FollowerStatistics as FollowerStatistics
 from ._follow import RedisSource as RedisSource
 from ._follow import SourceStream as SourceStream
 from ._follow import follow_source as follow_source
 from ._keys import DEFAULT_PREFIX as DEFAULT_PREFIX
+from ._keys import DEFAULT_RETIRE_AFTER as DEFAULT_RETIRE_AFTER
+from ._metrics import FollowerMetrics as FollowerMetrics
 from ._metrics import MirrorMetrics as MirrorMetrics
 from ._mirror import Mirror as Mirror
 from ._mirror import mirror_hub as mirror_hub
 from ._statistics import MirrorStatistics as MirrorStatistics
 
 __all__ = [
+    "DEFAULT_BLOCK",
     "DEFAULT_PREFIX",
+    "DEFAULT_READ_TIMEOUT",
+    "DEFAULT_RETIRE_AFTER",
     "DEFAULT_STALE_AFTER",
     "FleetStream",
     "FleetView",
+    "FollowerMetrics",
     "FollowerStatistics",
     "Mirror",
     "MirrorMetrics",
     "MirrorStatistics",
     "RedisSource",
+    "SourceLiveness",
     "SourceStream",
     "follow_fleet",
     "follow_source",

@@ -9,9 +9,10 @@ a snapshot, exactly as a local observer starts over after an overflow (SPEC N2, 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TYPE_CHECKING, Any, final
 
@@ -30,20 +31,38 @@ from .._contract import (
 )
 from .._public import NoPublicConstructor
 from ..reporting import ActivityView
-from ._keys import DEFAULT_PREFIX, SourceKeys, check_name, source_keys
-from ._mirror import text, transient_errors
+from ._connection import bounded, describe, server_errors, text, transient_errors
+from ._keys import (
+    DEFAULT_PREFIX,
+    QUIET_SCRIPT,
+    ServerScript,
+    SourceKeys,
+    check_name,
+    id_at_most,
+    source_keys,
+)
+from ._mirror import BadKey, check_seconds
 
 if TYPE_CHECKING:
     import coredis
 
-__all__ = ["FollowerStatistics", "RedisSource", "SourceStream", "follow_source"]
+__all__ = [
+    "DEFAULT_READ_TIMEOUT",
+    "FollowerStatistics",
+    "RedisSource",
+    "SourceStream",
+    "follow_source",
+]
 
 logger = logging.getLogger("workflow_hub.redis")
 
 DEFAULT_BLOCK = 1.0
 DEFAULT_READ_COUNT = 1_000
+DEFAULT_READ_TIMEOUT = 5.0
+"""Seconds without a completed read after which a follower presents its source as unknown."""
 _BACKOFF_FIRST = 0.05
 _BACKOFF_MAX = 2.0
+_QUIET = ServerScript(QUIET_SCRIPT)
 
 _FRAME_TYPE = SnapshotFrame | ChangedFrame | RemovedFrame
 
@@ -60,9 +79,20 @@ class FollowerStatistics:
     resyncs: int
     """Times continuity was lost (trimmed or lost entries) and a checkpoint restarted it."""
     connection_errors: int
-    """Reads that failed on the connection and were retried."""
+    """Reads that failed on the connection (or timed out) and were retried."""
     last_seq: int
     """The sequence number of the last entry delivered (-1 before any)."""
+    foreign_entries: int = 0
+    """Stream entries without a sequence number of ours (another writer's), skipped."""
+    errors: int = 0
+    """Reads Redis refused or whose data could not be read (a key of the wrong type ...)."""
+    unreadable: bool = False
+    """True while no read completed within the follower's ``read_timeout``: the source is
+    presented as unknown until one does."""
+
+
+class BadData(Exception):
+    """What a source's keys hold cannot be read (undecodable, not ours)."""
 
 
 @final
@@ -71,8 +101,9 @@ class SourceStream(metaclass=NoPublicConstructor):
 
     A snapshot first (the checkpoint), then every entry after it in order; whenever entries were
     lost, a fresh snapshot. While no checkpoint can be had (Redis restarted and the mirror has not
-    written one yet, or the source stopped refreshing in a fleet), an ``unavailable`` snapshot at
-    the last cursor says so: unknown is never shown as the last state. Made by
+    written one yet, or the source stopped refreshing in a fleet), or while no read completed
+    within ``read_timeout`` (Redis unreachable, a dead connection), an ``unavailable`` snapshot
+    at the last cursor says so: unknown is never shown as the last state. Made by
     :func:`follow_source`.
     """
 
@@ -84,6 +115,7 @@ class SourceStream(metaclass=NoPublicConstructor):
         keys: SourceKeys,
         block: float,
         count: int,
+        read_timeout: float = DEFAULT_READ_TIMEOUT,
     ) -> None:
         self._redis = redis
         self._source = source
@@ -91,6 +123,7 @@ class SourceStream(metaclass=NoPublicConstructor):
         self._block_ms = max(1, int(block * 1000))
         self._poll = block
         self._count = count
+        self._read_timeout = read_timeout
         self._ready: deque[Frame] = deque()
         self._last_id: str | None = None  # None: start over from the checkpoint
         self._last_seq = -1
@@ -102,14 +135,26 @@ class SourceStream(metaclass=NoPublicConstructor):
         # with (the entries are still continuous, so it is exact).
         self._view = ActivityView()
         self._stale = False
+        self._unreadable = False
+        self._last_read = trio.current_time()
+        self._backoff = _BACKOFF_FIRST
+        self._retry_at = 0.0
+        self._refused = ""  # the last error logged (logged once until reads work again)
         self._closed = False
         self._frames = 0
         self._resyncs = 0
         self._connection_errors = 0
+        self._foreign = 0
+        self._errors = 0
 
     @property
     def source(self) -> str:
         return self._source
+
+    @property
+    def last_cursor(self) -> Cursor | None:
+        """The cursor of the last frame delivered (``None`` before the first)."""
+        return self._cursor
 
     def statistics(self) -> FollowerStatistics:
         return FollowerStatistics(
@@ -118,32 +163,82 @@ class SourceStream(metaclass=NoPublicConstructor):
             resyncs=self._resyncs,
             connection_errors=self._connection_errors,
             last_seq=self._last_seq,
+            foreign_entries=self._foreign,
+            errors=self._errors,
+            unreadable=self._unreadable,
         )
 
     def __aiter__(self) -> AsyncIterator[Frame]:
         return self
 
     async def __anext__(self) -> Frame:
-        backoff = _BACKOFF_FIRST
         while not self._ready:
             if self._closed:
                 raise StopAsyncIteration
+            wait = self._retry_at - trio.current_time()
+            if wait > 0:
+                await trio.sleep(wait)
             try:
-                await self._fill()
-                backoff = _BACKOFF_FIRST
+                with bounded(self._redis, self._read_timeout):
+                    await self._fill()
             except transient_errors() as error:
-                self._connection_errors += 1
-                logger.warning(
-                    "follower of %r: Redis unreachable (%s); retrying in %.2fs",
-                    self._source,
-                    error,
-                    backoff,
-                )
-                await trio.sleep(backoff)
-                backoff = min(backoff * 2, _BACKOFF_MAX)
+                self._unreachable(error)
+            except (BadKey, BadData, *server_errors()) as error:  # type: ignore[misc]
+                self._refused_read(error)
+            else:
+                self._read_ok()
         frame = self._ready.popleft()
         self._frames += 1
         return frame
+
+    # --- what a reader (this stream's own, or a fleet's shared one) reports -------------------
+
+    def _unreachable(self, error: Exception, *, log: bool = True) -> None:
+        self._connection_errors += 1
+        self._failed(error, "Redis unreachable", logging.WARNING, log=log)
+
+    def _refused_read(self, error: Exception) -> None:
+        self._errors += 1
+        # Nothing a retry soon would change: unknown now, and a read now and then.
+        self._failed(error, "cannot read the source", logging.ERROR, unknown=True)
+        self._backoff = _BACKOFF_MAX
+
+    def _read_ok(self) -> None:
+        self._last_read = trio.current_time()
+        self._backoff = _BACKOFF_FIRST
+        self._retry_at = 0.0
+        self._refused = ""
+
+    def _take_ready(self) -> list[Frame]:
+        frames = list(self._ready)
+        self._ready.clear()
+        self._frames += len(frames)
+        return frames
+
+    def _failed(
+        self, error: Exception, what: str, level: int, *, unknown: bool = False, log: bool = True
+    ) -> None:
+        now = trio.current_time()
+        unknown = unknown or now - self._last_read >= self._read_timeout
+        if unknown and not self._unreadable:
+            self._unreadable = True
+            self._say_unavailable()
+        # Retry after the backoff, but no later than the moment the source becomes unknown.
+        delay = self._backoff
+        if not self._unreadable:
+            delay = min(delay, max(0.0, self._last_read + self._read_timeout - now))
+        self._retry_at = now + delay
+        self._backoff = min(self._backoff * 2, _BACKOFF_MAX)
+        if log and str(error) != self._refused:
+            self._refused = str(error)
+            logger.log(
+                level,
+                "follower of %r: %s (%s); retrying%s",
+                self._source,
+                what,
+                describe(error),
+                " (shown as unknown meanwhile)" if self._unreadable else "",
+            )
 
     async def receive(self) -> Frame:
         """The next frame; raises ``trio.EndOfChannel`` once the stream is closed."""
@@ -167,7 +262,8 @@ class SourceStream(metaclass=NoPublicConstructor):
         """The source refreshes again: its last known state holds (continuity was kept)."""
         if self._stale:
             self._stale = False
-            self._restore()
+            if not self._unreadable:
+                self._restore()
 
     # --- reading -----------------------------------------------------------------------------
 
@@ -198,28 +294,59 @@ class SourceStream(metaclass=NoPublicConstructor):
                 return
         if self._last_id is None:
             await self._resync()
+            self._unreadable = False
             return
         reply = await self._redis.xread(
             {self._keys.frames: self._last_id}, count=self._count, block=self._block_ms
         )
         if not reply:
-            await self._check_quiet_source()
+            self._after_quiet(await self._check_quiet_source())
             return
-        entries = next(iter(reply.values()))
+        self._feed(next(iter(reply.values())))
+
+    def _prepare(self) -> None:
+        """Before a read: a stale source says so first."""
+        if self._stale:
+            self._say_unavailable()
+
+    def _after_quiet(self, lost: bool) -> None:
+        """After a quiet check (nothing new was read): back from an unreadable spell."""
+        if self._unreadable:
+            self._unreadable = False
+            if not lost and not self._stale:
+                self._restore()
+
+    def _feed(self, entries: Sequence[Any]) -> None:
+        """Entries read after the last one delivered, in order."""
         # A stale source appended again: it is alive after all. Unless it starts over with a
-        # snapshot anyway, its state as of the last entry holds again.
-        restore = bool(entries) and self._stale
-        self._stale = self._stale and not restore
+        # snapshot anyway, its state as of the last entry holds again (after an unreadable
+        # spell too: nothing was lost while the entries continue the sequence).
+        restore = self._stale or self._unreadable
+        self._unreadable = False
         for entry in entries:
-            fields = {text(key): value for key, value in entry.field_values.items()}
+            identifier = text(entry.identifier)
+            fields = _fields(entry.field_values)
+            seq = _seq(fields)
+            if seq is None:
+                # Not one of ours (another writer, or undecodable): it carries no sequence
+                # number, so skipping it loses nothing the sequence check would not see.
+                self._foreign += 1
+                if self._foreign == 1:
+                    logger.warning(
+                        "follower of %r: skipping entry %s, not written by a mirror",
+                        self._source,
+                        identifier,
+                    )
+                self._last_id = identifier
+                continue
+            assert fields is not None
             try:
-                seq = int(text(fields["seq"]))
                 frame: Frame = loads(_FRAME_TYPE, fields["frame"])
             except (KeyError, ValueError, ContractError):
                 logger.error(
                     "follower of %r: malformed entry %s; starting over from the checkpoint",
                     self._source,
-                    text(entry.identifier),
+                    identifier,
                 )
                 self._lose_continuity()
                 return
@@ -234,24 +361,55 @@ class SourceStream(metaclass=NoPublicConstructor):
                 return
             if restore:
                 restore = False
+                self._stale = False
                 if not isinstance(frame, SnapshotFrame):
                     self._restore()
             self._resynced_from = self._failed_checkpoint = None
             self._last_seq = seq
-            self._last_id = text(entry.identifier)
+            self._last_id = identifier
             self._deliver(frame)
+        if restore and not self._stale:
+            self._restore()
 
-    async def _check_quiet_source(self) -> None:
-        """Nothing new for a whole blocking read: make sure the stream was not lost meanwhile.
+    async def _check_quiet_source(self) -> bool:
+        """Nothing new for a whole blocking read: make sure no entry was lost meanwhile.
 
-        A Redis restart without persistence loses the stream silently; if no mirror appends
-        afterwards, no entry would ever reveal it. The owner's sequence number would: it is gone,
-        or it no longer reaches the last entry delivered.
+        A Redis restart without persistence loses the stream silently, and so does an ``XTRIM
+        MAXLEN 0`` or a ``DEL`` of an idle source; if no mirror appends afterwards, no entry
+        would ever reveal it. The owner's sequence number does: it is gone, it no longer
+        reaches the last entry delivered, or it is ahead of every entry the stream still holds.
+        True when continuity was lost.
         """
-        seq = await self._redis.hget(self._keys.owner, "seq")
-        if seq is None or int(text(seq)) < self._last_seq:
+        reply = await _QUIET(self._redis, keys=[self._keys.owner, self._keys.frames], args=[])
+        return self._judge_quiet(reply)
+
+    def _judge_quiet(self, reply: object) -> bool:
+        """The quiet check's verdict on ``QUIET_SCRIPT``'s reply for this source."""
+        assert self._last_id is not None
+        status, *rest = _reply_text(reply)
+        if status == "wrongtype":
+            raise BadKey(f"a key of source {self._source!r} is a {rest[0]}")
+        owner, newest = rest
+        try:
+            seq = int(owner) if owner else None
+            behind = seq is not None and seq > self._last_seq
+            unreadable = behind and (not newest or id_at_most(newest, self._last_id))
+        except ValueError:
+            raise BadData(f"unreadable owner or stream of {self._source!r}") from None
+        if seq is None or seq < self._last_seq:
             logger.info("follower of %r: the stream was lost (Redis restarted?)", self._source)
-            self._lose_continuity()
+        elif unreadable:
+            logger.info(
+                "follower of %r: the owner is at entry %d, the stream holds nothing after %d "
+                "(emptied or deleted)",
+                self._source,
+                seq,
+                self._last_seq,
+            )
+        else:
+            return False
+        self._lose_continuity()
+        return True
 
     def _lose_continuity(self) -> None:
         self._resyncs += 1
@@ -261,12 +419,11 @@ class SourceStream(metaclass=NoPublicConstructor):
         self._failed_checkpoint = self._resynced_from
 
     async def _resync(self) -> None:
-        checkpoint = {
-            text(key): value
-            for key, value in (await self._redis.hgetall(self._keys.checkpoint)).items()
-        }
-        identity = text(checkpoint["id"]) if "id" in checkpoint else None
+        checkpoint = _fields(await self._redis.hgetall(self._keys.checkpoint)) or {}
+        identity = None
         snapshot = None
+        with contextlib.suppress(ValueError):
+            identity = text(checkpoint["id"]) if "id" in checkpoint else None
         if identity is not None and identity != self._failed_checkpoint:
             try:
                 snapshot = loads(SnapshotFrame, checkpoint["frame"])
@@ -281,7 +438,7 @@ class SourceStream(metaclass=NoPublicConstructor):
             # a checkpoint whose following entries were trimmed): unknown until it has.
             self._say_unavailable()
             if not self._ready:
-                await trio.sleep(self._poll)
+                self._retry_at = trio.current_time() + self._poll
             return
         assert identity is not None
         self._last_seq = int(text(checkpoint["seq"]))
@@ -300,6 +457,32 @@ class SourceStream(metaclass=NoPublicConstructor):
         )
 
 
+def _fields(values: Mapping[Any, Any]) -> dict[str, Any] | None:
+    """A hash's or an entry's fields by name; ``None`` when a name is not UTF-8 (not ours)."""
+    try:
+        return {text(key): value for key, value in values.items()}
+    except UnicodeDecodeError:
+        return None
+
+
+def _seq(fields: Mapping[str, Any] | None) -> int | None:
+    if fields is None or "seq" not in fields:
+        return None
+    try:
+        return int(text(fields["seq"]))
+    except ValueError:
+        return None
+
+
+def _reply_text(reply: object) -> list[str]:
+    if not isinstance(reply, list | tuple) or not reply:
+        raise BadData(f"unexpected reply from the server: {reply!r}")
+    try:
+        return [text(value) for value in reply]
+    except UnicodeDecodeError:
+        raise BadData("undecodable reply from the server") from None
+
+
 @asynccontextmanager
 async def follow_source(
     redis: coredis.Redis[Any],
@@ -308,27 +491,47 @@ async def follow_source(
     prefix: str = DEFAULT_PREFIX,
     block: float = DEFAULT_BLOCK,
     count: int = DEFAULT_READ_COUNT,
+    read_timeout: float = DEFAULT_READ_TIMEOUT,
 ) -> AsyncIterator[SourceStream]:
     """``async with follow_source(redis, source="sched-1") as stream: async for frame in stream``.
 
     The same guarantees as ``hub.subscribe()``: a snapshot first, then FIFO, and a fresh snapshot
     whenever continuity is lost (entries trimmed or lost in a Redis restart, detected by their
     sequence numbers). ``block`` is the longest single blocking read in seconds; ``count`` the
-    most entries read per round trip.
+    most entries read per round trip. When no read completed for ``read_timeout`` seconds (Redis
+    unreachable, a connection that stopped passing bytes), the stream delivers an
+    ``unavailable`` snapshot: the source is unknown until a read completes again, and then its
+    state comes back (the follower's own fold, when the entries continue the sequence, else a
+    checkpoint). A round trip that takes longer than ``read_timeout`` drops the client's
+    connections, so the retry runs on a fresh one.
     """
     check_name(source, "source")
     check_name(prefix, "prefix")
     if type(count) is not int or count < 1:
         raise ContractError("count", f"expected an int >= 1, got {count!r}")
-    if not isinstance(block, int | float) or isinstance(block, bool) or not 0 < block < 3600:
-        raise ContractError("block", f"expected seconds in (0, 3600), got {block!r}")
+    check_block(block, read_timeout)
     stream = SourceStream._create(
-        redis, source=source, keys=source_keys(prefix, source), block=block, count=count
+        redis,
+        source=source,
+        keys=source_keys(prefix, source),
+        block=block,
+        count=count,
+        read_timeout=float(read_timeout),
     )
     try:
         yield stream
     finally:
         stream.close()
+
+
+def check_block(block: object, read_timeout: object) -> None:
+    if not isinstance(block, int | float) or isinstance(block, bool) or not 0 < block < 3600:
+        raise ContractError("block", f"expected seconds in (0, 3600), got {block!r}")
+    timeout = check_seconds(read_timeout, "read_timeout")
+    if timeout <= block:
+        raise ContractError(
+            "read_timeout", f"must be longer than block ({block:g}s), got {timeout:g}"
+        )
 
 
 @final

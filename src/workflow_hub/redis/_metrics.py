@@ -6,8 +6,8 @@ prometheus_client unless metrics are asked for.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Protocol, final
+from collections.abc import Iterator, Mapping
+from typing import Any, Protocol, final
 
 from prometheus_client import REGISTRY, CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -22,7 +22,26 @@ class _Reporting(Protocol):
     def statistics(self) -> MirrorStatistics: ...
 
 
-__all__ = ["MirrorMetrics"]
+class _Follower(Protocol):
+    # (A FollowerStatistics; named by duck type: the follower imports the mirror, which imports
+    # these metrics.)
+    def statistics(self) -> Any: ...
+
+
+class _Fleet(Protocol):
+    """What the metrics need of a fleet follower (a ``FleetStream``)."""
+
+    @property
+    def streams(self) -> Mapping[str, _Follower]: ...
+
+    @property
+    def bad_members(self) -> int: ...
+
+    @property
+    def readable(self) -> bool: ...
+
+
+__all__ = ["FollowerMetrics", "MirrorMetrics"]
 
 
 @final
@@ -39,6 +58,7 @@ class MirrorMetrics(Collector):
         ("checkpoints", "Checkpoints written"),
         ("reclaims", "Claims again after the owner key was lost (a Redis restart)"),
         ("connection_errors", "Round trips that failed on the connection and were retried"),
+        ("server_errors", "Round trips Redis refused (a key of the wrong type ...), retried later"),
     )
 
     def __init__(self, registry: CollectorRegistry | None = REGISTRY) -> None:
@@ -71,3 +91,64 @@ class MirrorMetrics(Collector):
             owned.add_metric([stats.source], int(stats.claimed))
         yield fenced
         yield owned
+
+
+@final
+class FollowerMetrics(Collector):
+    """Prometheus metrics of fleet followers: ``FollowerMetrics(registry).bind(fleet)`` with the
+    ``FleetStream`` of ``follow_fleet`` (or ``bind_source(stream)`` for one ``SourceStream``).
+
+    Read at scrape time, labelled by source: what each follower delivered, resynced, skipped
+    (foreign entries) and could not read (errors), and whether it is unreadable right now; for a
+    fleet also the registry members that are not source names and whether it is readable.
+    """
+
+    _COUNTERS = (
+        ("frames", "Frames delivered"),
+        ("resyncs", "Times continuity was lost and a checkpoint restarted it"),
+        ("connection_errors", "Reads that failed on the connection or timed out"),
+        ("foreign_entries", "Stream entries not written by a mirror, skipped"),
+        ("errors", "Reads Redis refused or whose data could not be read"),
+    )
+
+    def __init__(self, registry: CollectorRegistry | None = REGISTRY) -> None:
+        self._fleets: list[_Fleet] = []
+        self._sources: list[_Follower] = []
+        if registry is not None:
+            registry.register(self)
+
+    def bind(self, fleet: _Fleet) -> None:
+        self._fleets.append(fleet)
+
+    def bind_source(self, stream: _Follower) -> None:
+        self._sources.append(stream)
+
+    def collect(self) -> Iterator[Metric]:
+        followers = [stream for fleet in self._fleets for stream in fleet.streams.values()]
+        statistics = [follower.statistics() for follower in [*followers, *self._sources]]
+        for name, documentation in self._COUNTERS:
+            family = CounterMetricFamily(
+                f"workflow_hub_follower_{name}", documentation, labels=["source"]
+            )
+            for stats in statistics:
+                family.add_metric([stats.source], getattr(stats, name))
+            yield family
+        unreadable = GaugeMetricFamily(
+            "workflow_hub_follower_unreadable",
+            "1 while no read completed within read_timeout (the source is shown unknown)",
+            labels=["source"],
+        )
+        for stats in statistics:
+            unreadable.add_metric([stats.source], int(stats.unreadable))
+        yield unreadable
+        bad = CounterMetricFamily(
+            "workflow_hub_fleet_bad_members",
+            "Members of the sources registry that are not source names, skipped",
+        )
+        bad.add_metric([], sum(fleet.bad_members for fleet in self._fleets))
+        yield bad
+        readable = GaugeMetricFamily(
+            "workflow_hub_fleet_readable", "1 while every followed fleet can be read"
+        )
+        readable.add_metric([], int(all(fleet.readable for fleet in self._fleets)))
+        yield readable

@@ -17,13 +17,15 @@ from typing import TYPE_CHECKING, Any, final
 
 import trio
 
-from .._contract import ContractError, Frame, SnapshotFrame, dumps
+from .._contract import ContractError, Cursor, Frame, SnapshotFrame, dumps
 from .._public import NoPublicConstructor
 from ..reporting import ActivityView
+from ._connection import bounded, describe, server_errors, text, transient_errors
 from ._keys import (
     APPEND_SCRIPT,
     CLAIM_SCRIPT,
     DEFAULT_PREFIX,
+    DEFAULT_RETIRE_AFTER,
     ServerScript,
     SourceKeys,
     check_name,
@@ -45,24 +47,15 @@ DEFAULT_MAXLEN = 10_000
 DEFAULT_CHECKPOINT_EVERY = 1_000
 DEFAULT_REFRESH_INTERVAL = 1.0
 DEFAULT_BATCH_LIMIT = 512
+DEFAULT_TIMEOUT = 5.0
 _BACKOFF_FIRST = 0.05
 _BACKOFF_MAX = 2.0
 _APPEND = ServerScript(APPEND_SCRIPT)
 _CLAIM = ServerScript(CLAIM_SCRIPT)
 
 
-def transient_errors() -> tuple[type[BaseException], ...]:
-    """What a lost connection or a restarting server raises: retried, never fatal."""
-    from coredis.exceptions import ConnectionError as RedisConnectionError
-
-    return (RedisConnectionError, TimeoutError, OSError)
-
-
-def text(value: object) -> str:
-    """A reply as text, whether the client decodes responses or not."""
-    if isinstance(value, bytes):
-        return value.decode()
-    return str(value)
+class BadKey(Exception):
+    """A key of the source holds something of another type (written by something else)."""
 
 
 @final
@@ -82,8 +75,12 @@ class Mirror(metaclass=NoPublicConstructor):
         checkpoint_every: int,
         refresh_interval: float,
         batch_limit: int,
+        retire_after: float,
+        timeout: float,
     ) -> None:
         self._redis = redis
+        self._ttl_ms = str(max(1, round(retire_after * 1000)))
+        self._timeout = timeout
         self._source = source
         self._keys = keys
         self._maxlen = maxlen
@@ -104,11 +101,13 @@ class Mirror(metaclass=NoPublicConstructor):
         # state, whose frames may still be queued for the mirror).
         self._view = ActivityView()
         self._claimed_event = trio.Event()
+        self._appended: Cursor | None = None
         self._frames = 0
         self._batches = 0
         self._checkpoints = 0
         self._reclaims = 0
         self._connection_errors = 0
+        self._server_errors = 0
 
     @property
     def source(self) -> str:
@@ -122,6 +121,12 @@ class Mirror(metaclass=NoPublicConstructor):
     @property
     def fenced(self) -> bool:
         return self._fenced
+
+    @property
+    def appended_cursor(self) -> Cursor | None:
+        """The cursor of the last frame appended to the stream (``None`` before the first): once
+        it equals the hub's cursor, everything published so far is in Redis."""
+        return self._appended
 
     async def wait_claimed(self) -> None:
         """Return once this mirror has claimed its source (or has been fenced)."""
@@ -138,6 +143,7 @@ class Mirror(metaclass=NoPublicConstructor):
             checkpoints=self._checkpoints,
             reclaims=self._reclaims,
             connection_errors=self._connection_errors,
+            server_errors=self._server_errors,
             last_seq=self._seq,
         )
 
@@ -148,6 +154,7 @@ class Mirror(metaclass=NoPublicConstructor):
         batch: list[tuple[Frame, str]] = []
         batch_id = ""
         ended = False
+        refused = ""  # the last server error logged (logged once until it changes)
         while not self._fenced:
             try:
                 if not self._owned:
@@ -162,6 +169,7 @@ class Mirror(metaclass=NoPublicConstructor):
                 await self._send(batch, batch_id)
                 batch = []
                 backoff = _BACKOFF_FIRST
+                refused = ""
                 if ended:
                     return
             except transient_errors() as error:
@@ -169,11 +177,26 @@ class Mirror(metaclass=NoPublicConstructor):
                 logger.warning(
                     "mirror of %r: Redis unreachable (%s); retrying in %.2fs",
                     self._source,
-                    error,
+                    describe(error),
                     backoff,
                 )
                 await trio.sleep(backoff)
                 backoff = min(backoff * 2, _BACKOFF_MAX)
+            except (BadKey, *server_errors()) as error:  # type: ignore[misc]
+                # Nothing the mirror can repair (a key of the wrong type, a full or read-only
+                # server): the scheduler keeps running, the source goes stale for followers,
+                # and the mirror tries again at the longest backoff.
+                self._server_errors += 1
+                if str(error) != refused:
+                    refused = str(error)
+                    logger.error(
+                        "mirror of %r: Redis refused the append (%s); retrying every %.0fs",
+                        self._source,
+                        describe(error),
+                        _BACKOFF_MAX,
+                    )
+                await trio.sleep(_BACKOFF_MAX)
+                backoff = _BACKOFF_MAX
 
     async def _take(self, stream: FrameStream, batch: list[tuple[Frame, str]]) -> bool:
         """Wait (at most one refresh interval) for frames; take every one pending. True at end."""
@@ -195,12 +218,15 @@ class Mirror(metaclass=NoPublicConstructor):
     async def _claim(self) -> bool:
         """Claim the source; True when it was a reclaim (a snapshot entry was appended)."""
         reclaim = self._claimed_order != ""
-        reply = await _CLAIM(
-            self._redis,
-            keys=[self._keys.owner],
-            args=[self._epoch, self._claimed_order, str(self._seq), self._last_id],
-        )
-        status, *rest = [text(value) for value in _as_list(reply)]
+        with bounded(self._redis, self._timeout):
+            reply = await _CLAIM(
+                self._redis,
+                keys=[self._keys.owner],
+                args=[self._epoch, self._claimed_order, str(self._seq), self._last_id],
+            )
+        status, *rest = _reply_text(reply)
+        if status == "wrongtype":
+            raise BadKey(f"{rest[0]} is a {rest[1]}, not a hash")
         if status == "fenced":
             self._fence(rest[0])
             return False
@@ -245,21 +271,30 @@ class Mirror(metaclass=NoPublicConstructor):
             else:
                 snapshot = self._view.snapshot_frame()
                 checkpoint = dumps(snapshot) if snapshot is not None else ""
-        reply = await _APPEND(
-            self._redis,
-            keys=[self._keys.owner, self._keys.frames, self._keys.checkpoint, self._keys.sources],
-            args=[
-                self._epoch,
-                self._claimed_order,
-                str(self._seq),
-                str(self._maxlen),
-                self._source,
-                checkpoint,
-                batch_id,
-                *[payload for _, payload in batch],
-            ],
-        )
-        status, *rest = [text(value) for value in _as_list(reply)]
+        with bounded(self._redis, self._timeout):
+            reply = await _APPEND(
+                self._redis,
+                keys=[
+                    self._keys.owner,
+                    self._keys.frames,
+                    self._keys.checkpoint,
+                    self._keys.sources,
+                ],
+                args=[
+                    self._epoch,
+                    self._claimed_order,
+                    str(self._seq),
+                    str(self._maxlen),
+                    self._source,
+                    checkpoint,
+                    batch_id,
+                    self._ttl_ms,
+                    *[payload for _, payload in batch],
+                ],
+            )
+        status, *rest = _reply_text(reply)
+        if status == "wrongtype":
+            raise BadKey(f"{rest[0]} is a {rest[1]}")
         if status == "fenced":
             self._fence(rest[0])
             return False
@@ -267,6 +302,8 @@ class Mirror(metaclass=NoPublicConstructor):
             self._owned = False
             return False
         last_id, stale, _duplicate = rest
+        if batch:
+            self._appended = batch[-1][0].cursor
         self._seq += count
         self._last_id = last_id
         self._frames += count
@@ -292,10 +329,21 @@ class Mirror(metaclass=NoPublicConstructor):
         )
 
 
-def _as_list(reply: object) -> list[object]:
-    if not isinstance(reply, list | tuple):
-        raise TypeError(f"unexpected reply from the mirror script: {reply!r}")
-    return list(reply)
+def _reply_text(reply: object) -> list[str]:
+    if not isinstance(reply, list | tuple) or not reply:
+        raise BadKey(f"unexpected reply from the mirror script: {reply!r}")
+    return [text(value) for value in reply]
+
+
+def check_seconds(value: object, field: str) -> float:
+    if (
+        not isinstance(value, int | float)
+        or isinstance(value, bool)
+        or not math.isfinite(value)
+        or value <= 0
+    ):
+        raise ContractError(field, f"expected seconds > 0, got {value!r}")
+    return float(value)
 
 
 def _check_positive_int(value: object, field: str) -> int:
@@ -314,6 +362,8 @@ async def mirror_hub(
     checkpoint_every: int = DEFAULT_CHECKPOINT_EVERY,
     refresh_interval: float = DEFAULT_REFRESH_INTERVAL,
     batch_limit: int = DEFAULT_BATCH_LIMIT,
+    retire_after: float = DEFAULT_RETIRE_AFTER,
+    round_trip_timeout: float = DEFAULT_TIMEOUT,
     metrics: MirrorMetrics | None = None,
     task_status: trio.TaskStatus[Mirror] = trio.TASK_STATUS_IGNORED,
 ) -> None:
@@ -325,11 +375,17 @@ async def mirror_hub(
     the caller opened. ``maxlen`` is the stream's approximate length (``MAXLEN ~``); a checkpoint
     is written at every snapshot frame and every ``checkpoint_every`` entries (at most half of
     ``maxlen``, so that one is always inside the retained stream); ``refresh_interval`` is how
-    often an idle mirror refreshes its last-seen time in ``{prefix}:sources``. ``metrics`` (a
-    :class:`MirrorMetrics`) exposes its statistics to Prometheus.
+    often an idle mirror refreshes its last-seen time in ``{prefix}:sources``. Each append and
+    refresh gives the source's keys ``retire_after`` seconds more to live (an hour by default):
+    once the mirror is gone for that long they expire and followers retire the source.
+    ``round_trip_timeout`` bounds each round trip: one that misses it drops the client's connections and is
+    retried on a fresh one. ``metrics`` (a :class:`MirrorMetrics`) exposes its statistics to
+    Prometheus.
 
     Redis unreachable: the mirror retries with a backoff while the hub's bounded queue absorbs
-    the frames (an overflow becomes one snapshot). Fenced by a newer instance: it logs an
+    the frames (an overflow becomes one snapshot). Redis refuses the append (a key of the wrong
+    type, out of memory): the mirror logs it, counts it and tries again every two seconds; the
+    scheduler never sees the error. Fenced by a newer instance: it logs an
     error, sets ``mirror.fenced`` and returns; it never claims again by itself.
     """
     check_name(source, "source")
@@ -342,21 +398,24 @@ async def mirror_hub(
             "checkpoint_every",
             f"must be at most maxlen / 2 ({maxlen // 2}), got {checkpoint_every}",
         )
-    if (
-        not isinstance(refresh_interval, int | float)
-        or isinstance(refresh_interval, bool)
-        or not math.isfinite(refresh_interval)
-        or refresh_interval <= 0
-    ):
-        raise ContractError("refresh_interval", f"expected seconds > 0, got {refresh_interval!r}")
+    refresh_interval = check_seconds(refresh_interval, "refresh_interval")
+    retire_after = check_seconds(retire_after, "retire_after")
+    timeout = check_seconds(round_trip_timeout, "round_trip_timeout")
+    if retire_after <= refresh_interval:
+        raise ContractError(
+            "retire_after",
+            f"must be longer than refresh_interval ({refresh_interval:g}s), got {retire_after:g}",
+        )
     mirror = Mirror._create(
         redis,
         source=source,
         keys=source_keys(prefix, source),
         maxlen=maxlen,
         checkpoint_every=checkpoint_every,
-        refresh_interval=float(refresh_interval),
+        refresh_interval=refresh_interval,
         batch_limit=batch_limit,
+        retire_after=retire_after,
+        timeout=timeout,
     )
     if metrics is not None:
         from ._metrics import MirrorMetrics  # prometheus_client only for those who use it

@@ -36,5 +36,7 @@ class MirrorStatistics:
     """Times the owner key was found lost (a Redis restart) and claimed again."""
     connection_errors: int
     """Round trips that failed on the connection and were retried."""
+    server_errors: int
+    """Round trips Redis refused (a key of the wrong type, out of memory ...), retried later."""
     last_seq: int
     """The sequence number of the last entry appended."""

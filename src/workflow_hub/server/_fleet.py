@@ -33,9 +33,18 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from .._contract import ContractError, Frame, dumps
-from ..redis import DEFAULT_PREFIX, DEFAULT_STALE_AFTER, follow_fleet
-from ..reporting import ActivityView
+from .._contract import Availability, ContractError, Frame, SnapshotFrame, dumps
+from ..redis import (
+    DEFAULT_BLOCK,
+    DEFAULT_PREFIX,
+    DEFAULT_READ_TIMEOUT,
+    DEFAULT_RETIRE_AFTER,
+    DEFAULT_STALE_AFTER,
+    FleetStream,
+    SourceLiveness,
+    follow_fleet,
+)
+from ..reporting import ActivityView, aggregate
 from ._app import DEFAULT_KEEPALIVE, STATIC_DIR
 from ._encode import cursor_text, sse_comment, sse_event
 from ._middleware import SSE_HEADERS, Guard, NoStore, is_open_path
@@ -44,6 +53,7 @@ from ._requests import (
     contract_problem,
     error_response,
     parse_position,
+    problem,
     resume_text,
 )
 from ._serve import check_binding, run_asgi
@@ -64,7 +74,10 @@ _SOURCE_PAGE: Final = re.compile(r"^/sources/[^/]+/(static/.*)?$")
 
 
 def _is_open_fleet_path(path: str) -> bool:
-    return is_open_path(path) or _SOURCE_PAGE.match(path) is not None
+    return is_open_path(path) or path in _PROBES or _SOURCE_PAGE.match(path) is not None
+
+
+_PROBES: Final = frozenset({"/livez", "/readyz"})
 
 
 @final
@@ -136,14 +149,21 @@ class _Relay:
     async def wait(self) -> None:
         await self._changed.wait()
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self, liveness: SourceLiveness | None) -> dict[str, Any]:
         view = self.view
         cursor = view.cursor
+        status = aggregate(view)
         return {
             "source": self.source,
             "availability": None if view.availability is None else str(view.availability),
+            "state": str(status.state),
             "cursor": None if cursor is None else cursor_text(cursor),
             "roots": len(view.roots),
+            "working": status.working,
+            "blocked": status.blocked,
+            "attention": status.attention,
+            "last_seen": None if liveness is None else liveness.last_seen,
+            "stale": False if liveness is None else liveness.stale,
             "path": f"sources/{self.source}/",
         }
 
@@ -200,6 +220,8 @@ class FleetApp(StreamTracker):
         token: str | None = None,
         history: int = DEFAULT_FLEET_HISTORY,
         stale_after: float = DEFAULT_STALE_AFTER,
+        read_timeout: float = DEFAULT_READ_TIMEOUT,
+        retire_after: float = DEFAULT_RETIRE_AFTER,
         keepalive: float = DEFAULT_KEEPALIVE,
         static_dir: Path | None = STATIC_DIR,
     ) -> None:
@@ -216,11 +238,16 @@ class FleetApp(StreamTracker):
         self.prefix = prefix
         self.history = history
         self.stale_after = stale_after
+        self.read_timeout = read_timeout
+        self.retire_after = retire_after
+        self.fleet: FleetStream | None = None  # while run() follows the fleet
         self.keepalive = float(keepalive)
         self.keepalive_bytes = sse_comment("keep-alive")
         self.relays: dict[str, _Relay] = {}
         routes: list[Route | Mount] = [
             Route("/healthz", self._healthz),
+            Route("/livez", self._livez),
+            Route("/readyz", self._readyz),
             Route("/v1/sources", self._sources),
             Route("/sources/{source}/v1/snapshot", self._snapshot),
             Route("/sources/{source}/v1/activity", self._activity),
@@ -246,17 +273,42 @@ class FleetApp(StreamTracker):
         """Follow the fleet until cancelled; then every stream ends."""
         try:
             async with follow_fleet(
-                self.redis, prefix=self.prefix, stale_after=self.stale_after
+                self.redis,
+                prefix=self.prefix,
+                stale_after=self.stale_after,
+                read_timeout=self.read_timeout,
+                retire_after=self.retire_after,
+                block=min(DEFAULT_BLOCK, self.read_timeout / 2),
             ) as fleet:
+                self.fleet = fleet
                 task_status.started()
                 async for source, frame in fleet:
                     relay = self.relays.get(source)
+                    if frame is None:
+                        # Retired: clients still streaming it are told it is unknown.
+                        if relay is not None:
+                            del self.relays[source]
+                            cursor = relay.view.cursor
+                            if cursor is not None:
+                                relay.push(
+                                    SnapshotFrame(
+                                        cursor=cursor, availability=Availability.UNAVAILABLE
+                                    )
+                                )
+                            logger.info("fleet source %r retired", source)
+                        continue
                     if relay is None:
                         relay = self.relays[source] = _Relay(source, self.history)
                         logger.info("serving fleet source %r", source)
                     relay.push(frame)
         finally:
+            self.fleet = None
             self.close()
+
+    @property
+    def readable(self) -> bool:
+        """True while the fleet is being read (see ``FleetStream.readable``)."""
+        return self.fleet is not None and self.fleet.readable
 
     # --- endpoints -------------------------------------------------------------------------
 
@@ -268,13 +320,36 @@ class FleetApp(StreamTracker):
         return relay
 
     async def _healthz(self, request: Request) -> Response:
-        return JSONResponse({"status": "ok", "sources": len(self.relays)})
+        """Liveness as the first release answered it (always 200), with ``readable``."""
+        return JSONResponse(
+            {"status": "ok", "sources": len(self.relays), "readable": self.readable}
+        )
+
+    async def _livez(self, request: Request) -> Response:
+        """Liveness: the process answers. Never depends on Redis (a restart cures nothing)."""
+        return JSONResponse({"status": "ok"})
+
+    async def _readyz(self, request: Request) -> Response:
+        """Readiness: 503 while the fleet cannot be read (no read from Redis within
+        ``read_timeout``: every source is shown unknown), 200 otherwise."""
+        if not self.readable:
+            # The same problem+json shape as the single hub's /readyz (server/_requests.py).
+            return problem(
+                503,
+                f"no read from Redis within {self.read_timeout:g}s: every source is shown unknown",
+                extra={"status": "unreadable"},
+            )
+        return JSONResponse({"status": "ready", "sources": len(self.relays)})
 
     async def _sources(self, request: Request) -> Response:
+        liveness = self.fleet.liveness if self.fleet is not None else {}
         return JSONResponse(
             {
                 "prefix": self.prefix,
-                "sources": [self.relays[name].describe() for name in sorted(self.relays)],
+                "readable": self.readable,
+                "sources": [
+                    self.relays[name].describe(liveness.get(name)) for name in sorted(self.relays)
+                ],
             }
         )
 
@@ -329,6 +404,8 @@ async def serve_fleet(
     insecure: bool = False,
     history: int = DEFAULT_FLEET_HISTORY,
     stale_after: float = DEFAULT_STALE_AFTER,
+    read_timeout: float = DEFAULT_READ_TIMEOUT,
+    retire_after: float = DEFAULT_RETIRE_AFTER,
     keepalive: float = DEFAULT_KEEPALIVE,
     cors_origins: Sequence[str] | None = None,
     task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED,
@@ -348,6 +425,8 @@ async def serve_fleet(
         token=token,
         history=history,
         stale_after=stale_after,
+        read_timeout=read_timeout,
+        retire_after=retire_after,
         keepalive=keepalive,
     )
     asgi: ASGIApp = app

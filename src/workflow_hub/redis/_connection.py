@@ -1,0 +1,76 @@
+"""Round trips to Redis that cannot hang, and what counts as a transient failure.
+
+A connection can stop passing bytes while staying open (a stalled proxy, a half-open TCP
+connection after a network partition). coredis then times a request out with the client's
+``stream_timeout``, if it has one, but leaves a non-blocking command's connection in its pool, so
+the next command waits on the same dead connection. Every round trip of the mirror and the
+followers therefore runs under a deadline of its own, and a round trip that misses it drops the
+client's connections: the retry opens a fresh one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+if TYPE_CHECKING:
+    import coredis
+
+__all__ = ["RoundTripTimeout", "bounded", "describe", "server_errors", "text", "transient_errors"]
+
+
+class RoundTripTimeout(TimeoutError):
+    """A round trip to Redis missed its deadline; the client's connections were dropped."""
+
+
+def transient_errors() -> tuple[type[Exception], ...]:
+    """What a lost connection or a restarting server raises: retried, never fatal."""
+    from coredis.exceptions import ConnectionError as RedisConnectionError
+
+    return (RedisConnectionError, TimeoutError, OSError)
+
+
+def server_errors() -> tuple[type[Exception], ...]:
+    """What the server answers to a command it refuses (a key of the wrong type, out of memory,
+    a read-only replica ...): logged and retried later, never fatal to the scheduler."""
+    from coredis.exceptions import ResponseError
+
+    return (ResponseError,)
+
+
+def text(value: object) -> str:
+    """A reply as text, whether the client decodes responses or not (undecodable bytes raise
+    ``UnicodeDecodeError``: callers decide what a foreign value means)."""
+    if isinstance(value, bytes):
+        return value.decode()
+    return str(value)
+
+
+def drop_connections(redis: coredis.Redis[Any]) -> None:
+    """Close every connection of the client's pool; the next command opens a fresh one."""
+    pool = getattr(redis, "connection_pool", None)
+    if pool is not None:
+        pool.disconnect()
+
+
+@contextmanager
+def bounded(redis: coredis.Redis[Any], seconds: float) -> Iterator[None]:
+    """Run one round trip within ``seconds``; on a timeout (ours or the client's), drop the
+    client's connections and raise :class:`RoundTripTimeout`."""
+    try:
+        with trio.fail_after(seconds):
+            yield
+    except (trio.TooSlowError, TimeoutError) as error:
+        drop_connections(redis)
+        if isinstance(error, RoundTripTimeout):
+            raise
+        raise RoundTripTimeout(f"no answer from Redis within {seconds:g}s") from error
+
+
+def describe(error: BaseException) -> str:
+    """An error as text for a log line (never the exception itself: a log record holding it
+    would keep its traceback, and every connection in it, alive)."""
+    return str(error) or type(error).__name__
