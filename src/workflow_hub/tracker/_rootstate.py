@@ -29,7 +29,7 @@ from .._contract import (
     StageNode,
     StageStatus,
     ToolNode,
-    unchecked,
+    unchecked_builder,
 )
 from ._derive import Totals
 from ._records import (
@@ -45,6 +45,13 @@ from ._records import (
 )
 
 __all__ = ["RootState", "graph_node", "node_counts", "refresh_run_prompts"]
+
+# Built from values checked when they were reported, without validating again (issue 29).
+_build_NodePrompt = unchecked_builder(NodePrompt)
+_build_StageNode = unchecked_builder(StageNode)
+_build_ToolNode = unchecked_builder(ToolNode)
+_build_RunPrompt = unchecked_builder(RunPrompt)
+_build_RootGraph = unchecked_builder(RootGraph)
 
 # A node's counts, in this order.
 _EXECUTION, _RETRY, _HUMAN_WAIT, _UNSETTLED, _RUNNING_HOST, _READY, _PAUSED = range(7)
@@ -126,8 +133,7 @@ def run_counts(run: RunRecord) -> tuple[int, ...]:
 
 
 def _node_prompt(prompt: PromptRecord) -> NodePrompt:
-    return unchecked(
-        NodePrompt,
+    return _build_NodePrompt(
         id=prompt.prompt_id,
         kind=prompt.kind,
         message=prompt.message,
@@ -146,8 +152,7 @@ def graph_node(run: RunRecord, node: NodeRecord) -> StageNode | ToolNode:
         else tuple(nested_id(run.run_id, parent) for parent in node.parent_ids)
     )
     if isinstance(node, StageRecord):
-        return unchecked(
-            StageNode,
+        return _build_StageNode(
             id=nested_id(run.run_id, node.node_id) if previous is None else previous.id,
             run_id=run.run_id,
             node_id=node.node_id,
@@ -158,8 +163,7 @@ def graph_node(run: RunRecord, node: NodeRecord) -> StageNode | ToolNode:
             status=node.status,
             pending_prompt=None if node.prompt is None else _node_prompt(node.prompt),
         )
-    return unchecked(
-        ToolNode,
+    return _build_ToolNode(
         id=nested_id(run.run_id, node.node_id) if previous is None else previous.id,
         run_id=run.run_id,
         node_id=node.node_id,
@@ -175,8 +179,7 @@ def graph_node(run: RunRecord, node: NodeRecord) -> StageNode | ToolNode:
 def refresh_run_prompts(run: RunRecord) -> None:
     """Rebuild the run's prompts for the graph (a run holds few prompts)."""
     run.graph_prompts = tuple(
-        unchecked(
-            RunPrompt,
+        _build_RunPrompt(
             id=prompt.prompt_id,
             kind=prompt.kind,
             message=prompt.message,
@@ -302,4 +305,4 @@ class RootState:
         else:
             nodes = tuple(node for run in order for node in run.graph_nodes)
             prompts = tuple(prompt for run in order for prompt in run.graph_prompts)
-        return unchecked(RootGraph, nodes=nodes, run_prompts=prompts or None)
+        return _build_RootGraph(nodes=nodes, run_prompts=prompts or None)
