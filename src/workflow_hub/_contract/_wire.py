@@ -377,6 +377,9 @@ def _leaf_text(tp: object) -> str:
     """The name of the function writing a present value of type ``tp`` (never None)."""
     members = _union_members(tp)
     present = tuple(m for m in members if m is not type(None)) if members is not None else (tp,)
+    if len(present) == 1 and present[0] in _CLASS_SET:
+        # One class: its own encoder, as the converter uses the declared class's hook.
+        return f"_text_{present[0].__name__}"
     if all(member in _CLASS_SET for member in present):
         return "_value_text"
     if len(present) == 1:
@@ -400,19 +403,23 @@ def _json_pair(key: str, value: str) -> str:
     return json.dumps(key) + ":" + json.dumps(value)
 
 
+# The globals of every generated encoder: the helpers above, and each class's encoder as
+# ``_text_<class name>`` (added as they are made; looked up when called).
+_TEXT_NAMESPACE: dict[str, Any] = {
+    name: globals()[name]
+    for name in (
+        "_value_text",
+        "_str_array_text",
+        "_value_array_text",
+        "_json_string",
+        "_bool_text",
+        "_int_text",
+        "_number_text",
+    )
+}
+
+
 def _make_text_encoder(cls: type[Any]) -> Callable[[Any], str]:
-    namespace: dict[str, Any] = {
-        name: globals()[name]
-        for name in (
-            "_value_text",
-            "_str_array_text",
-            "_value_array_text",
-            "_json_string",
-            "_bool_text",
-            "_int_text",
-            "_number_text",
-        )
-    }
     discriminator = _discriminator(cls)
     fields = attrs.fields(cls)
     # The converter's order: the discriminator, the required fields, then the optional ones that
@@ -437,9 +444,12 @@ def _make_text_encoder(cls: type[Any]) -> Callable[[Any], str]:
     lines.append(f"    return ''.join(({', '.join(parts)},))")
     source = "\n".join(lines) + "\n"
     code = compile(source, f"<workflow_hub JSON text of {cls.__name__}>", "exec")
-    exec(code, namespace)  # the source is made above from attrs field names and wire keys only
-    text: Callable[[Any], str] = namespace["text"]
+    exec(
+        code, _TEXT_NAMESPACE
+    )  # the source is made above from attrs field names and wire keys only
+    text: Callable[[Any], str] = _TEXT_NAMESPACE.pop("text")
     text.__qualname__ = text.__name__ = f"text_of_{cls.__name__}"
+    _TEXT_NAMESPACE[f"_text_{cls.__name__}"] = text
     return text
 
 
