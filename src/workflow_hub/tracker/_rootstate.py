@@ -58,6 +58,8 @@ _EXECUTION, _RETRY, _HUMAN_WAIT, _UNSETTLED, _RUNNING_HOST, _READY, _PAUSED = ra
 NODE_FIELDS = 7
 # A run's counts: the fields of Totals, in this order.
 _TOTAL_FIELDS = tuple(field.name for field in Totals.__attrs_attrs__)
+# Summaries without a graph kept per root for reuse (a root moves between a few states).
+SUMMARIES_KEPT = 16
 
 
 def node_counts(node: NodeRecord) -> tuple[int, ...]:
@@ -195,7 +197,7 @@ def refresh_run_prompts(run: RunRecord) -> None:
 class RootState:
     """The running totals of one root, and its graph when asked for."""
 
-    __slots__ = ("_activity", "_graph", "_order", "_totals", "root_run_id")
+    __slots__ = ("_activity", "_graph", "_order", "_summaries", "_totals", "root_run_id")
 
     def __init__(self, root_run_id: str) -> None:
         self.root_run_id = root_run_id
@@ -205,6 +207,10 @@ class RootState:
         self._order: list[RunRecord] | None = None
         self._graph: RootGraph | None = None
         self._activity: RootActivity | None = None
+        # Without a graph a summary is a function of the totals (and the owner) alone: the few
+        # summaries a root goes back and forth between are kept, keyed by their totals, and
+        # reused (immutable values) instead of being derived again.
+        self._summaries: dict[tuple[object, ...], RootActivity] = {}
 
     # --- keeping the totals -------------------------------------------------------------------
 
@@ -293,9 +299,21 @@ class RootState:
                 graph = self._graph
                 if graph is None:
                     graph = self._graph = self._build_graph(runs)
-            totals = Totals(**dict(zip(_TOTAL_FIELDS, self._totals, strict=True)))
-            activity = self._activity = totals.summary(self.root_run_id, owner_session_id, graph)
+            if graph is None:
+                key = (owner_session_id, *self._totals)
+                activity = self._summaries.get(key)
+                if activity is None:
+                    if len(self._summaries) >= SUMMARIES_KEPT:
+                        self._summaries.clear()
+                    activity = self._summaries[key] = self._summary(owner_session_id, None)
+            else:
+                activity = self._summary(owner_session_id, graph)
+            self._activity = activity
         return activity
+
+    def _summary(self, owner_session_id: str, graph: RootGraph | None) -> RootActivity:
+        totals = Totals(**dict(zip(_TOTAL_FIELDS, self._totals, strict=True)))
+        return totals.summary(self.root_run_id, owner_session_id, graph)
 
     def _build_graph(self, runs: dict[str, RunRecord]) -> RootGraph:
         order = self.order(runs)
