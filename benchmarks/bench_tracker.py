@@ -14,7 +14,9 @@ Issue 18's goals, each a ratio measured in the same run:
 Issue 29's goal: a fact costs at most 2.5x a bare ``publish_changed`` of a prebuilt root on the
 same kind of hub (no observers), timed the same way in the same run, at every size without graph.
 
-The rows at 100 stages are for information. This benchmark compares tracker configurations
+The rows at 100 stages are for information, and so is the hub's part of a fact: what
+``publish_lifecycle`` and ``publish_changed`` of prebuilt values cost, against the same bare
+``publish_changed`` (the floor under any tracker, since every timed fact publishes both). This benchmark compares tracker configurations
 itself; it runs once, for the plain ``hub`` variant.
 """
 
@@ -35,7 +37,14 @@ from _harness import (
     make_roots,
     run_script,
 )
-from workflow_hub import RunTracker, WorkflowActivityHub
+from workflow_hub import (
+    Delivery,
+    LifecycleInput,
+    RunTracker,
+    StageStatus,
+    StageTarget,
+    WorkflowActivityHub,
+)
 
 STAGES = (10, 100, 1_000)
 FACTS = {"full": 4_000, "quick": 2_000, "smoke": 40}
@@ -92,6 +101,49 @@ def _bare_publish_ns(facts: int) -> float:
     return elapsed / facts
 
 
+def _hub_part_ns(facts: int) -> float:
+    """Mean CPU ns of what the hub does for one of the timed facts, from prebuilt values: a
+    ``publish_lifecycle`` of the stage event (running, then completed: a completed stage also
+    makes a ``StageCompletedEvent``) and a ``publish_changed`` of the root. The tracker's own
+    work is what a fact costs beyond this."""
+    hub = WorkflowActivityHub()
+    publisher = hub.register_publisher()
+    roots = make_roots(ROOT_POOL_SIZE)
+    publisher.publish_snapshot("ready", roots)
+    events = [
+        LifecycleInput(
+            event_id="event",
+            run_id="root-0",
+            root_run_id="root-0",
+            owner_session_id="session-1",
+            occurred_at=1_000.0,
+            observed_at=1_000.0,
+            delivery=Delivery.LIVE,
+            target=StageTarget(
+                run_id="root-0",
+                stage_id="root-0:stage-0",
+                stage_name="stage-0",
+                previous_status=previous,
+                status=status,
+            ),
+        )
+        for previous, status in (
+            (StageStatus.COMPLETED, StageStatus.RUNNING),
+            (StageStatus.RUNNING, StageStatus.COMPLETED),
+        )
+    ]
+    publish_lifecycle = publisher.publish_lifecycle
+    publish_changed = publisher.publish_changed
+    pool = len(roots)
+    with gc_paused():
+        start = cpu_ns()
+        for fact in range(facts):
+            publish_lifecycle(events[fact % 2])
+            publish_changed(roots[fact % pool])
+        elapsed = cpu_ns() - start
+    return elapsed / facts
+
+
 def run(
     scale: Scale, *, hub_factory: HubFactory = WorkflowActivityHub, label: str = "hub"
 ) -> list[Row]:
@@ -104,6 +156,7 @@ def run(
         for graph in (False, True)
     }
     candidates[0, False] = partial(_bare_publish_ns, facts)
+    candidates[0, True] = partial(_hub_part_ns, facts)
     best = best_of(scale, candidates)
     small = STAGES[0]
     large = STAGES[-1]
@@ -148,6 +201,18 @@ def run(
                 note="issue 29",
             )
         )
+    rows.append(
+        Row(
+            benchmark="tracker",
+            case="hub part of a fact: publish_lifecycle + publish_changed",
+            variant=label,
+            value=best[0, True],
+            unit="ns",
+            reference="bare publish_changed",
+            reference_value=best[0, False],
+            note="issue 29",
+        )
+    )
     return rows
 
 

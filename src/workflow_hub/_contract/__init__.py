@@ -62,6 +62,7 @@ from ._values import ToolTarget as ToolTarget
 from ._values import WorkflowEvent as WorkflowEvent
 from ._values import snapshot_arguments as snapshot_arguments
 from ._values import unchecked as unchecked
+from ._values import unchecked_builder as unchecked_builder
 from ._wire import dumps as dumps
 from ._wire import from_wire as from_wire
 from ._wire import loads as loads

@@ -19,6 +19,8 @@ stays the one place that knows the format.
 from __future__ import annotations
 
 import json
+import json.encoder
+import math
 import re
 import types
 from collections.abc import Callable, Mapping
@@ -31,6 +33,7 @@ import attrs
 import cattrs
 from cattrs.gen import make_dict_unstructure_fn, override
 
+from . import _values
 from ._errors import ContractError
 from ._values import VALUE_CLASSES
 
@@ -321,6 +324,141 @@ _converter.register_structure_hook_factory(
 )
 
 
+# --- JSON text ---------------------------------------------------------------------------------
+#
+# ``dumps`` is what a server pays once per frame for every client, so it does not go through
+# ``to_wire`` and ``json.dumps`` (a dict per value, a ``JSONEncoder`` per call, an enum property
+# per member): each class gets a function generated once from its attrs fields that writes its
+# compact JSON text directly. Strings go through the json module's own string encoder (the one
+# ``json.dumps(..., ensure_ascii=False)`` uses), numbers through ``int.__repr__`` and
+# ``float.__repr__`` (what the json module writes), so the text is exactly
+# ``json.dumps(to_wire(value), ensure_ascii=False, separators=(",", ":"), allow_nan=False)``
+# (``tests/contract/test_fast_paths.py`` holds every drawn value to that).
+
+_json_string: Callable[[str], str] = getattr(json.encoder, "c_encode_basestring", None) or (
+    json.encoder.py_encode_basestring
+)
+_int_text: Callable[[int], str] = int.__repr__
+_float_text: Callable[[float], str] = float.__repr__
+
+
+def _number_text(value: float) -> str:
+    """An int or float timestamp as the json module writes it; a non-finite float is refused
+    as ``json.dumps(..., allow_nan=False)`` refuses it."""
+    if isinstance(value, float):
+        if value != value or value in (math.inf, -math.inf):
+            raise ValueError(f"Out of range float values are not JSON compliant: {value!r}")
+        return _float_text(value)
+    return _int_text(value)
+
+
+def _bool_text(value: bool) -> str:
+    return "true" if value else "false"
+
+
+_TEXT_OF: dict[type[Any], Callable[[Any], str]] = {}
+"""Every contract class's text encoder, filled once at import (below)."""
+
+
+def _value_text(value: Any) -> str:
+    return _TEXT_OF[type(value)](value)
+
+
+def _str_array_text(values: tuple[str, ...]) -> str:
+    return "[" + ",".join(map(_json_string, values)) + "]"
+
+
+def _value_array_text(values: tuple[Any, ...]) -> str:
+    text_of = _TEXT_OF
+    return "[" + ",".join([text_of[type(value)](value) for value in values]) + "]"
+
+
+def _leaf_text(tp: object) -> str:
+    """The name of the function writing a present value of type ``tp`` (never None)."""
+    members = _union_members(tp)
+    present = tuple(m for m in members if m is not type(None)) if members is not None else (tp,)
+    if len(present) == 1 and present[0] in _CLASS_SET:
+        # One class: its own encoder, as the converter uses the declared class's hook.
+        return f"_text_{present[0].__name__}"
+    if all(member in _CLASS_SET for member in present):
+        return "_value_text"
+    if len(present) == 1:
+        (only,) = present
+        if get_origin(only) is tuple:
+            (item,) = {a for a in get_args(only) if a is not Ellipsis}
+            return "_str_array_text" if item is str else "_value_array_text"
+        if only is str or (isinstance(only, type) and issubclass(only, StrEnum)):
+            # A StrEnum member is a str whose text is its value.
+            return "_json_string"
+        if only is bool:
+            return "_bool_text"
+        if only is int:
+            return "_int_text"
+    if set(present) == {int, float}:
+        return "_number_text"
+    raise TypeError(f"no JSON text for a field of type {tp!r}")
+
+
+def _json_pair(key: str, value: str) -> str:
+    return json.dumps(key) + ":" + json.dumps(value)
+
+
+# The globals of every generated encoder: the helpers above, and each class's encoder as
+# ``_text_<class name>`` (added as they are made; looked up when called).
+_TEXT_NAMESPACE: dict[str, Any] = {
+    name: globals()[name]
+    for name in (
+        "_value_text",
+        "_str_array_text",
+        "_value_array_text",
+        "_json_string",
+        "_bool_text",
+        "_int_text",
+        "_number_text",
+    )
+}
+
+
+def _make_text_encoder(cls: type[Any]) -> Callable[[Any], str]:
+    discriminator = _discriminator(cls)
+    fields = attrs.fields(cls)
+    # The converter's order: the discriminator, the required fields, then the optional ones that
+    # are present (cattrs adds an omittable field after the others).
+    required = [field for field in fields if field.default is attrs.NOTHING]
+    optional = [field for field in fields if field.default is not attrs.NOTHING]
+    if not required:
+        raise TypeError(f"{cls.__name__} has no required field to open its object with")
+    # Each part is a Python expression; an optional field's part is empty when it is None.
+    parts = [] if discriminator is None else [repr("{" + _json_pair(*discriminator) + ",")]
+    lines = ["def text(value):"]
+    for position, field in enumerate(required):
+        opening = "{" if position == 0 and discriminator is None else ""
+        comma = "," if position else ""
+        parts.append(repr(opening + comma + json.dumps(_camel(field.name)) + ":"))
+        parts.append(f"{_leaf_text(field.type)}(value.{field.name})")
+    for index, field in enumerate(optional):
+        key = "," + json.dumps(_camel(field.name)) + ":"
+        lines.append(f"    f{index} = value.{field.name}")
+        parts.append(f"('' if f{index} is None else {key!r} + {_leaf_text(field.type)}(f{index}))")
+    parts.append(repr("}"))
+    lines.append(f"    return ''.join(({', '.join(parts)},))")
+    source = "\n".join(lines) + "\n"
+    code = compile(source, f"<workflow_hub JSON text of {cls.__name__}>", "exec")
+    exec(
+        code, _TEXT_NAMESPACE
+    )  # the source is made above from attrs field names and wire keys only
+    text: Callable[[Any], str] = _TEXT_NAMESPACE.pop("text")
+    text.__qualname__ = text.__name__ = f"text_of_{cls.__name__}"
+    _TEXT_NAMESPACE[f"_text_{cls.__name__}"] = text
+    return text
+
+
+for _cls in _CLASSES:
+    # The annotations are strings until resolved (cattrs resolves them the same way, later).
+    attrs.resolve_types(_cls, globalns=vars(_values))
+    _TEXT_OF[_cls] = _make_text_encoder(_cls)
+
+
 # --- public functions --------------------------------------------------------------------------
 
 
@@ -362,8 +500,15 @@ def from_wire(type_: object, data: object) -> Any:
 
 
 def dumps(value: object) -> str:
-    """:func:`to_wire` as compact JSON text. Non-ASCII stays as is; encode the text as UTF-8."""
-    return json.dumps(to_wire(value), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    """:func:`to_wire` as compact JSON text. Non-ASCII stays as is; encode the text as UTF-8.
+
+    The text is exactly ``json.dumps(to_wire(value), ensure_ascii=False, separators=(",", ":"),
+    allow_nan=False)``, written directly (see *JSON text* above).
+    """
+    text_of = _TEXT_OF.get(type(value))
+    if text_of is None:
+        raise TypeError(f"{type(value).__name__} is not a workflow_hub contract value")
+    return text_of(value)
 
 
 def _reject_constant(name: str) -> object:

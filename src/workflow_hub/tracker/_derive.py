@@ -26,7 +26,7 @@ from .._contract import (
     StageStatus,
     ToolNode,
     state_and_reason,
-    unchecked,
+    unchecked_builder,
 )
 from ._records import (
     ATTENTION_BEARING,
@@ -40,6 +40,9 @@ from ._records import (
 )
 
 __all__ = ["Totals", "derive_root"]
+
+# Built from values checked when they were reported, without validating again (issue 29).
+_build_RootActivity = unchecked_builder(RootActivity)
 
 # --- D1-D8, one rule at a time ----------------------------------------------------------------
 
@@ -189,8 +192,7 @@ class Totals:
             manual_waits=self.manual_waits,
             paused=self.paused > 0,
         )
-        return unchecked(
-            RootActivity,
+        return _build_RootActivity(
             root_run_id=root_run_id,
             owner_session_id=owner_session_id,
             state=state,

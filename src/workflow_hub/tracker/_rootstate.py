@@ -29,7 +29,7 @@ from .._contract import (
     StageNode,
     StageStatus,
     ToolNode,
-    unchecked,
+    unchecked_builder,
 )
 from ._derive import Totals
 from ._records import (
@@ -46,11 +46,20 @@ from ._records import (
 
 __all__ = ["RootState", "graph_node", "node_counts", "refresh_run_prompts"]
 
+# Built from values checked when they were reported, without validating again (issue 29).
+_build_NodePrompt = unchecked_builder(NodePrompt)
+_build_StageNode = unchecked_builder(StageNode)
+_build_ToolNode = unchecked_builder(ToolNode)
+_build_RunPrompt = unchecked_builder(RunPrompt)
+_build_RootGraph = unchecked_builder(RootGraph)
+
 # A node's counts, in this order.
 _EXECUTION, _RETRY, _HUMAN_WAIT, _UNSETTLED, _RUNNING_HOST, _READY, _PAUSED = range(7)
 NODE_FIELDS = 7
 # A run's counts: the fields of Totals, in this order.
 _TOTAL_FIELDS = tuple(field.name for field in Totals.__attrs_attrs__)
+# Summaries without a graph kept per root for reuse (a root moves between a few states).
+SUMMARIES_KEPT = 16
 
 
 def node_counts(node: NodeRecord) -> tuple[int, ...]:
@@ -126,8 +135,7 @@ def run_counts(run: RunRecord) -> tuple[int, ...]:
 
 
 def _node_prompt(prompt: PromptRecord) -> NodePrompt:
-    return unchecked(
-        NodePrompt,
+    return _build_NodePrompt(
         id=prompt.prompt_id,
         kind=prompt.kind,
         message=prompt.message,
@@ -146,8 +154,7 @@ def graph_node(run: RunRecord, node: NodeRecord) -> StageNode | ToolNode:
         else tuple(nested_id(run.run_id, parent) for parent in node.parent_ids)
     )
     if isinstance(node, StageRecord):
-        return unchecked(
-            StageNode,
+        return _build_StageNode(
             id=nested_id(run.run_id, node.node_id) if previous is None else previous.id,
             run_id=run.run_id,
             node_id=node.node_id,
@@ -158,8 +165,7 @@ def graph_node(run: RunRecord, node: NodeRecord) -> StageNode | ToolNode:
             status=node.status,
             pending_prompt=None if node.prompt is None else _node_prompt(node.prompt),
         )
-    return unchecked(
-        ToolNode,
+    return _build_ToolNode(
         id=nested_id(run.run_id, node.node_id) if previous is None else previous.id,
         run_id=run.run_id,
         node_id=node.node_id,
@@ -175,8 +181,7 @@ def graph_node(run: RunRecord, node: NodeRecord) -> StageNode | ToolNode:
 def refresh_run_prompts(run: RunRecord) -> None:
     """Rebuild the run's prompts for the graph (a run holds few prompts)."""
     run.graph_prompts = tuple(
-        unchecked(
-            RunPrompt,
+        _build_RunPrompt(
             id=prompt.prompt_id,
             kind=prompt.kind,
             message=prompt.message,
@@ -192,7 +197,7 @@ def refresh_run_prompts(run: RunRecord) -> None:
 class RootState:
     """The running totals of one root, and its graph when asked for."""
 
-    __slots__ = ("_activity", "_graph", "_order", "_totals", "root_run_id")
+    __slots__ = ("_activity", "_graph", "_order", "_summaries", "_totals", "root_run_id")
 
     def __init__(self, root_run_id: str) -> None:
         self.root_run_id = root_run_id
@@ -202,6 +207,10 @@ class RootState:
         self._order: list[RunRecord] | None = None
         self._graph: RootGraph | None = None
         self._activity: RootActivity | None = None
+        # Without a graph a summary is a function of the totals (and the owner) alone: the few
+        # summaries a root goes back and forth between are kept, keyed by their totals, and
+        # reused (immutable values) instead of being derived again.
+        self._summaries: dict[tuple[object, ...], RootActivity] = {}
 
     # --- keeping the totals -------------------------------------------------------------------
 
@@ -290,9 +299,21 @@ class RootState:
                 graph = self._graph
                 if graph is None:
                     graph = self._graph = self._build_graph(runs)
-            totals = Totals(**dict(zip(_TOTAL_FIELDS, self._totals, strict=True)))
-            activity = self._activity = totals.summary(self.root_run_id, owner_session_id, graph)
+            if graph is None:
+                key = (owner_session_id, *self._totals)
+                activity = self._summaries.get(key)
+                if activity is None:
+                    if len(self._summaries) >= SUMMARIES_KEPT:
+                        self._summaries.clear()
+                    activity = self._summaries[key] = self._summary(owner_session_id, None)
+            else:
+                activity = self._summary(owner_session_id, graph)
+            self._activity = activity
         return activity
+
+    def _summary(self, owner_session_id: str, graph: RootGraph | None) -> RootActivity:
+        totals = Totals(**dict(zip(_TOTAL_FIELDS, self._totals, strict=True)))
+        return totals.summary(self.root_run_id, owner_session_id, graph)
 
     def _build_graph(self, runs: dict[str, RunRecord]) -> RootGraph:
         order = self.order(runs)
@@ -302,4 +323,4 @@ class RootState:
         else:
             nodes = tuple(node for run in order for node in run.graph_nodes)
             prompts = tuple(prompt for run in order for prompt in run.graph_prompts)
-        return unchecked(RootGraph, nodes=nodes, run_prompts=prompts or None)
+        return _build_RootGraph(nodes=nodes, run_prompts=prompts or None)

@@ -57,7 +57,7 @@ from .._contract import (
     instance_check,
     optional,
     tuple_check,
-    unchecked,
+    unchecked_builder,
 )
 from .._core import WorkflowActivityPublisher
 from ._heartbeat import HeartbeatSchedule, check_interval
@@ -73,6 +73,11 @@ from ._records import (
 from ._rootstate import RootState, refresh_run_prompts
 
 __all__ = ["RunTracker", "run_heartbeats"]
+
+# Built from values checked when they were reported, without validating again (issue 29).
+_build_StageTarget = unchecked_builder(StageTarget)
+_build_ToolTarget = unchecked_builder(ToolTarget)
+_build_LifecycleInput = unchecked_builder(LifecycleInput)
 
 _check_run_status = enum_check(RunStatus)
 _check_stage_status = enum_check(StageStatus)
@@ -114,8 +119,7 @@ def _node_target(
     if isinstance(node, StageRecord):
         assert isinstance(status, StageStatus)
         assert previous is None or isinstance(previous, StageStatus)
-        return unchecked(
-            StageTarget,
+        return _build_StageTarget(
             run_id=run.run_id,
             stage_id=node_id,
             stage_name=node.name,
@@ -124,8 +128,7 @@ def _node_target(
         )
     assert isinstance(status, ToolNodeStatus)
     assert previous is None or isinstance(previous, ToolNodeStatus)
-    return unchecked(
-        ToolTarget,
+    return _build_ToolTarget(
         run_id=run.run_id,
         tool_node_id=node_id,
         tool_name=node.name,
@@ -930,8 +933,7 @@ class RunTracker:
             return None
         # Only the id is new; the other fields were checked when they were reported (the time by
         # _now, the target when it was built), so the envelope is built as is (issue 29).
-        return unchecked(
-            LifecycleInput,
+        return _build_LifecycleInput(
             event_id=check_str(self._event_id_factory(), "event_id"),
             run_id=run.run_id,
             root_run_id=run.root_run_id,
