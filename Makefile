@@ -70,8 +70,9 @@ node-clients: browsers
 promtool:
 	@command -v promtool >/dev/null || flock /tmp/apt.lock sh -c 'apt-get update && apt-get install -y prometheus'
 
+# Two workers, a test file each at a time (its module-scoped servers stay in one worker).
 pytest: $(STAMP) redis-server browsers tmux node-clients promtool
-	$(BIN)/pytest
+	$(BIN)/pytest -n 2 --dist loadfile
 
 # docs/dashboard*.png and docs/terminal-*.svg: the demo in full swing (`workflow-hub serve`,
 # looping): the dashboard at 1280 and 375 px by Debian's chromium, `workflow-hub watch` in tmux at

@@ -204,9 +204,10 @@ class RaisesOnRemove(Delegating):
         raise KeyError(root_run_id)
 
 
-def caught(adapter: Any) -> ConformanceFailure:
+def caught(adapter: Any, examples: int = BROKEN_EXAMPLES) -> ConformanceFailure:
+    # Hypothesis stops at the first failure, so a larger budget costs only when a bug hides.
     with pytest.raises(ConformanceFailure) as info:
-        check_conformance(adapter, max_examples=BROKEN_EXAMPLES, seed=SEED)
+        check_conformance(adapter, max_examples=examples, seed=SEED)
     return info.value
 
 
@@ -382,8 +383,10 @@ def test_an_implementation_that_ignores_since_is_caught_and_shrunk() -> None:
 
 
 def test_a_replay_that_repeats_a_seen_frame_is_caught_and_shrunk() -> None:
-    """R2: replaying from before ``since`` repeats a frame; the harness sees it."""
-    failure = caught(ReplaysTooFar)
+    """R2: replaying from before ``since`` repeats a frame; the harness sees it. The bug needs a
+    resume after a seen frame, which 200 scenarios did not always draw (the search also depends
+    on the constants of the modules loaded before it), so it gets a larger budget."""
+    failure = caught(ReplaysTooFar, examples=1000)
     assert "frames of observer" in str(failure)
     assert len(failure.scenario.operations) <= 6
 
