@@ -312,7 +312,8 @@ async def test_every_source_is_unknown_while_redis_is_stopped_and_known_again_af
                             for status in fleet_view.statuses().values()
                         )
                     )
-                assert trio.current_time() - stopped_at <= READ_TIMEOUT + 1
+                # The bound plus slack for a loaded 2-core machine running two test workers.
+                assert trio.current_time() - stopped_at <= READ_TIMEOUT + 3
                 assert fleet_view.aggregate().state is AggregateState.UNKNOWN
                 assert not fleet.readable
                 with trio.fail_after(READ_TIMEOUT + 2):

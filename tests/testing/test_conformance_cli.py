@@ -17,31 +17,13 @@ from pathlib import Path
 
 import trio
 
+from tests.support.conformance import FORGETS_FENCED
 from workflow_hub import Availability, Cursor
 from workflow_hub.testing.conformance import AdapterConfig, JsonLinesProcess
 
 EXAMPLES = int(os.environ.get("WORKFLOW_HUB_CONFORMANCE_EXAMPLES", "40"))
 PYTHON = shlex.quote(sys.executable)
 
-FORGETS_FENCED = """
-from workflow_hub import DiagnosticKind
-from workflow_hub.testing.conformance import HubAdapter, serve
-
-
-class ForgetsPublisherFenced:
-    def __init__(self, config):
-        self.inner = HubAdapter(config)
-
-    def __getattr__(self, name):
-        return getattr(self.inner, name)
-
-    async def diagnostics(self):
-        diagnostics = await self.inner.diagnostics()
-        return [d for d in diagnostics if d.kind is not DiagnosticKind.PUBLISHER_FENCED]
-
-
-serve(ForgetsPublisherFenced)
-"""
 
 PLUGIN_USER_TESTS = """
 import pytest

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 
+from tests.support.conformance import FORGETS_FENCED
 from workflow_hub import Cursor
 from workflow_hub.testing.conformance import (
     PROFILES,
@@ -183,26 +184,6 @@ def test_a_bad_declaration_is_a_protocol_error(tmp_path: Path) -> None:
 
 
 # --- the command ------------------------------------------------------------------------------
-
-FORGETS_FENCED = """
-from workflow_hub import DiagnosticKind
-from workflow_hub.testing.conformance import HubAdapter, serve
-
-
-class ForgetsPublisherFenced:
-    def __init__(self, config):
-        self.inner = HubAdapter(config)
-
-    def __getattr__(self, name):
-        return getattr(self.inner, name)
-
-    async def diagnostics(self):
-        diagnostics = await self.inner.diagnostics()
-        return [d for d in diagnostics if d.kind is not DiagnosticKind.PUBLISHER_FENCED]
-
-
-serve(ForgetsPublisherFenced)
-"""
 
 
 def conformance(*args: str) -> subprocess.CompletedProcess[str]:
