@@ -299,8 +299,10 @@ async def follow_fleet(
                     continue
                 # Not listed: retired by another follower, or the registry was lost (a Redis
                 # restart). Unknown meanwhile; retired once its last refresh is old enough.
-                streams[known].mark_stale()
                 before = liveness.get(known)
+                streams[known].mark_stale(
+                    None if before is None or before.last_seen is None else before.last_seen * 1000
+                )
                 if (
                     before is None
                     or before.last_seen is None
@@ -316,7 +318,7 @@ async def follow_fleet(
                 stale = now - seen > stale_ms
                 liveness[source] = SourceLiveness(source=source, last_seen=seen / 1000, stale=stale)
                 if stale:
-                    stream.mark_stale()
+                    stream.mark_stale(seen)
                 else:
                     stream.mark_fresh()
             for source in retirements:
