@@ -337,7 +337,7 @@ class FleetApp(StreamTracker):
             return problem(
                 503,
                 f"no read from Redis within {self.read_timeout:g}s: every source is shown unknown",
-                extra={"status": "unreadable"},
+                extra={"readable": False},
             )
         return JSONResponse({"status": "ready", "sources": len(self.relays)})
 
