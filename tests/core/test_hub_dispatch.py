@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import attrs
 import pytest
 import trio
 import trio.testing
@@ -213,6 +214,35 @@ async def test_hook_buffer_is_bounded_dropping_the_oldest() -> None:
         hub.bind_dispatcher(dispatcher)
         await trio.testing.wait_all_tasks_blocked()
         assert [e.scheduled_at for e in dispatcher.events] == [7, 8, 9]  # type: ignore[union-attr]
+
+
+async def test_a_buffered_completed_stage_keeps_both_events_and_their_payloads() -> None:
+    """K1, K2, P6: the StageCompletedEvent of a completed stage is a hook event of its own in the
+    buffer (counted, dropped oldest first, fenced with its publisher) and arrives, after
+    binding, equal to the one built from the input and the cursor at publication."""
+    async with open_hub(hook_buffer_limit=5) as hub:
+        fenced = hub.register_publisher()
+        fenced.publish_lifecycle(stage_lifecycle("completed", event_id="fenced"))
+        publisher = hub.register_publisher()
+        first = stage_lifecycle("completed", event_id="first")
+        first_cursor = publisher.publish_lifecycle(first)
+        second = stage_lifecycle("completed", event_id="second")
+        second_cursor = publisher.publish_lifecycle(second)
+        stats = hub.statistics()
+        # The fenced publisher's LifecycleEvent was dropped; its StageCompletedEvent is queued.
+        assert (stats.hook_events_pending, stats.hook_events_dropped) == (5, 1)
+        dispatcher = RecordingDispatcher()
+        hub.bind_dispatcher(dispatcher)
+        await trio.testing.wait_all_tasks_blocked()
+        expected = []
+        for event, cursor in ((first, first_cursor), (second, second_cursor)):
+            envelope = attrs.asdict(event, recurse=False)
+            expected += [
+                LifecycleEvent(cursor=cursor, **envelope),
+                StageCompletedEvent(cursor=cursor, **envelope),
+            ]
+        assert dispatcher.events == expected
+        assert [type(e) for e in dispatcher.events] == [LifecycleEvent, StageCompletedEvent] * 2
 
 
 def test_default_hook_buffer_holds_ten_thousand() -> None:

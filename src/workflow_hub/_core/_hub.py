@@ -28,6 +28,7 @@ from .._contract import (
     Diagnostic,
     DiagnosticKind,
     Frame,
+    LifecycleEvent,
     LifecycleInput,
     RootActivity,
     SnapshotFrame,
@@ -43,7 +44,7 @@ from ._build import (
     lifecycle_event,
     removed_frame,
     snapshot_frame,
-    stage_completed_event,
+    stage_completed_event_of,
 )
 from ._build import cursor as new_cursor
 from ._history import FrameHistory
@@ -72,7 +73,11 @@ Dispatch = Callable[[WorkflowEvent, Callable[[], bool]], Awaitable[object]]
 current; a dispatcher checks it before each handler (K4).
 """
 
-_HookItem = tuple[WorkflowEvent | ChangedFrame, WorkflowActivityPublisher]
+# A queued hook event: the event itself; or a changed frame, standing for its
+# ActivityChangedEvent (the same cursor and root); or a 1-tuple of a completed stage's stamped
+# LifecycleEvent, standing for its StageCompletedEvent (the same envelope and cursor). Those two
+# are built only if they are dispatched, from immutable values: the same payloads (K1).
+_HookItem = tuple[WorkflowEvent | ChangedFrame | tuple[LifecycleEvent], WorkflowActivityPublisher]
 
 DEFAULT_QUEUE_LIMIT = 256
 DEFAULT_DIAGNOSTICS_LIMIT = 256
@@ -420,13 +425,25 @@ class WorkflowActivityHub:
     def _apply_lifecycle(
         self, event: LifecycleInput, publisher: WorkflowActivityPublisher
     ) -> Cursor:
-        cursor = self._advance()
+        # Once per fact of a tracker, so _advance and _emit_hook are written out (both events are
+        # queued before the hook task is woken, which changes nothing: it runs later anyway).
+        revision = self._revision = self._revision + 1
+        cursor = self._cursor = new_cursor(self._epoch, revision)
+        self._snapshot = None
+        events = self._hook_events
+        if len(events) >= self._hook_buffer_limit:
+            self._drop_oldest_hook_event()
         # The input was validated when it was built, and the cursor is the hub's own.
-        self._emit_hook(lifecycle_event(event, cursor), publisher)
+        stamped = lifecycle_event(event, cursor)
+        events.append((stamped, publisher))
         target = event.target
         if type(target) is StageTarget and target.status is StageStatus.COMPLETED:
-            # The one condition StageCompletedEvent's own check tests.
-            self._emit_hook(stage_completed_event(event, cursor), publisher)
+            # The one condition StageCompletedEvent's own check tests. Built when dispatched.
+            if len(events) >= self._hook_buffer_limit:
+                self._drop_oldest_hook_event()
+            events.append(((stamped,), publisher))
+        if self._hook_waiter is not None and self._dispatcher is not None:
+            self._wake_hooks()
         return cursor
 
     def _apply_publisher_disposed(self) -> None:
@@ -619,11 +636,48 @@ class WorkflowActivityHub:
         queue full) must not keep every other task, and cancellation, waiting.
         """
         events = self._hook_events
+        popleft = events.popleft
         until_checkpoint = YIELD_EVERY
         while True:
             if not until_checkpoint:
                 until_checkpoint = YIELD_EVERY
                 await trio.lowlevel.checkpoint()
+            runner = self._runner
+            if runner is not None and events and self._metrics is None:
+                # A backlog for a bound HookRunner, without metrics (the usual case): up to the
+                # next checkpoint in a loop of its own, HookRunner._dispatch written out (K4, K5:
+                # the same checks in the same order). Rebinding or disposing ends the loop (the
+                # runner is no longer the hub's); the chain cache is cleared in place, so it is
+                # read once.
+                chains = runner._chains
+                while until_checkpoint and events and self._runner is runner:
+                    queued, publisher = popleft()
+                    until_checkpoint -= 1
+                    if self._current_publisher is not publisher:
+                        continue  # K2
+                    if type(queued) is ChangedFrame:
+                        event: WorkflowEvent = activity_changed_event(queued.cursor, queued.root)
+                    elif type(queued) is tuple:
+                        event = stage_completed_event_of(queued[0])
+                    else:
+                        event = queued  # type: ignore[assignment]  # neither: an event
+                    try:
+                        chain = chains.get(event.type) or runner._chain(event.type)
+                        for extension, handler in chain:
+                            if runner._retired or self._current_publisher is not publisher:
+                                break
+                            try:
+                                result: Any = handler(event)
+                                if result is not None and (
+                                    type(result) is CoroutineType or inspect.isawaitable(result)
+                                ):
+                                    await result
+                            except Exception as exc:
+                                runner._handler_raised(extension, event, exc)
+                    except Exception:
+                        logger.warning("workflow hook dispatcher failed", exc_info=True)
+                        self._record(DiagnosticKind.OBSERVER_DELIVERY_FAILED)
+                continue
             if events and self._dispatcher is not None:
                 # A backlog: the next event without a coroutine of _next_hook_event's.
                 queued, publisher = events.popleft()
@@ -635,11 +689,12 @@ class WorkflowActivityHub:
             until_checkpoint -= 1
             if self._current_publisher is not publisher:
                 continue  # K2: retirement fences buffered and queued events.
-            event = (
-                activity_changed_event(queued.cursor, queued.root)
-                if isinstance(queued, ChangedFrame)
-                else queued
-            )
+            if type(queued) is ChangedFrame:
+                event = activity_changed_event(queued.cursor, queued.root)
+            elif type(queued) is tuple:
+                event = stage_completed_event_of(queued[0])
+            else:
+                event = queued  # type: ignore[assignment]  # neither of the two: an event
             dispatch = self._dispatcher
             assert dispatch is not None
             if self._metrics is not None:
@@ -647,7 +702,7 @@ class WorkflowActivityHub:
             runner = self._runner
             try:
                 if runner is None:
-                    result: Any = dispatch(event, publisher._is_current)
+                    result = dispatch(event, publisher._is_current)
                     if result is not None and (
                         type(result) is CoroutineType or inspect.isawaitable(result)
                     ):
