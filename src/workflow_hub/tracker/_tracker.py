@@ -63,6 +63,8 @@ from .._core import WorkflowActivityPublisher
 from ._heartbeat import HeartbeatSchedule, check_interval
 from ._records import (
     ADVANCING,
+    DONE_STAGE,
+    DONE_TOOL,
     NodeRecord,
     PromptRecord,
     RunRecord,
@@ -83,6 +85,8 @@ _build_LifecycleInput = unchecked_builder(LifecycleInput)
 _STAGE_STATUSES: dict[str, StageStatus] = {member.value: member for member in StageStatus}
 _TOOL_STATUSES: dict[str, ToolNodeStatus] = {member.value: member for member in ToolNodeStatus}
 _STATUS_TYPES = frozenset({str, StageStatus, ToolNodeStatus})
+# A node's ``done`` (D6) by its status, whatever its kind: no stage status is a tool's "cached".
+_DONE = DONE_STAGE | DONE_TOOL
 
 _check_run_status = enum_check(RunStatus)
 _check_stage_status = enum_check(StageStatus)
@@ -885,16 +889,17 @@ class RunTracker:
                 target=target,
                 attribution=None,
             )
-        was_done = node.done
+        was_done = previous in _DONE
         node.status = status
         if retrying is not None:
             node.retrying = retrying  # type: ignore[union-attr]  # a stage: only stages retry
         if node.execution_order is None and status != "pending":
             self._order(run, node)
         state = self._root_states[run.root_run_id]
-        if node.done is not was_done:
+        done = status in _DONE
+        if done is not was_done:
             # D6: its dependents may have become runnable, or stopped being runnable.
-            step = -1 if node.done else 1
+            step = -1 if done else 1
             for dependent in node.dependents:
                 dependent.unmet_parents += step
                 state.refresh_node(run, dependent, graph=False)
@@ -1006,7 +1011,7 @@ class RunTracker:
 
     def _publish_root(self, root_run_id: str) -> None:
         state = self._root_states[root_run_id]
-        activity = state.summary
+        activity = state.summary  # the summary, unless a fact changed it since it was derived
         if activity is None:
             activity = state.activity(
                 self._runs, self._owner_session_id, include_graph=self._include_graph
