@@ -66,12 +66,27 @@ _EXECUTION, _RETRY, _HUMAN_WAIT, _UNSETTLED, _RUNNING_HOST, _READY, _PAUSED = (
 )
 _RETRY_SHIFT = _LANE
 _HUMAN_WAIT_SHIFT = 2 * _LANE
-_UNSETTLED_SHIFT = 3 * _LANE
-_RUNNING_HOST_SHIFT = 4 * _LANE
-_READY_SHIFT = 5 * _LANE
-_PAUSED_SHIFT = 6 * _LANE
-# A run's counts: the fields of Totals, one lane each, in this order.
+# Lanes only tested for zero are tested through a mask: one operation instead of two.
+_UNSETTLED_LANE = _MASK << (3 * _LANE)
+_RUNNING_HOST_LANE = _MASK << (4 * _LANE)
+_READY_LANE = _MASK << (5 * _LANE)
+_PAUSED_LANE = _MASK << (6 * _LANE)
+# A run's counts: the fields of Totals, one lane each, in this order (a lane's unit each).
 _TOTAL_FIELDS = tuple(field.name for field in Totals.__attrs_attrs__)
+(
+    _T_EXECUTIONS,
+    _T_STOPPING_EXECUTIONS,
+    _T_RETRIES,
+    _T_INDEPENDENT_RETRIES,
+    _T_HUMAN_WAITS,
+    _T_MANUAL_WAITS,
+    _T_SETTLED_FAILURES,
+    _T_RUNNABLE,
+    _T_RUNNABLE_THROUGH_HOST,
+    _T_PAUSED,
+) = (1 << (_LANE * lane) for lane in range(len(_TOTAL_FIELDS)))
+_T_EXECUTIONS_STOPPING = _T_EXECUTIONS + _T_STOPPING_EXECUTIONS
+_T_RETRIES_INDEPENDENT = _T_RETRIES + _T_INDEPENDENT_RETRIES
 # Summaries without a graph kept per root for reuse (a root moves between a few states).
 SUMMARIES_KEPT = 16
 
@@ -125,38 +140,32 @@ def run_counts(run: RunRecord) -> int:
         executions = nodes & _MASK
         retries = (nodes >> _RETRY_SHIFT) & _MASK
         if run.stopping:
-            # executions, stopping_executions, retries (no independent retries)
-            counts = executions + (executions << _LANE) + (retries << (2 * _LANE))
+            counts = executions * _T_EXECUTIONS_STOPPING + retries * _T_RETRIES
         else:
-            # executions, retries, independent_retries
-            counts = executions + (retries << (2 * _LANE)) + (retries << (3 * _LANE))
+            counts = executions + retries * _T_RETRIES_INDEPENDENT
     if status in ATTENTION_BEARING:
         human = run.open_run_prompts + ((nodes >> _HUMAN_WAIT_SHIFT) & _MASK)
         if human:
-            counts += human << (4 * _LANE)
+            counts += human * _T_HUMAN_WAITS
         if not run.acknowledged and (status in FAILURES or run.interventions):
             # D3: live or not, a failure is a manual wait until its executor has ended.
             if not run.executor_ended or run.budget_stop:
-                counts += 1 << (5 * _LANE)  # manual_waits
+                counts += _T_MANUAL_WAITS
             else:
-                counts += 1 << (6 * _LANE)  # settled_failures
+                counts += _T_SETTLED_FAILURES
     if status is RunStatus.RUNNING:
         if live and not run.stopping:
-            if (nodes >> _READY_SHIFT) & _MASK:
-                counts += 1 << (7 * _LANE)  # runnable
-            elif (
-                not run.prompts
-                and not run.interventions
-                and not (nodes >> _UNSETTLED_SHIFT) & _MASK
-            ):
-                if (nodes >> _RUNNING_HOST_SHIFT) & _MASK:
-                    counts += 1 << (8 * _LANE)  # runnable_through_host
+            if nodes & _READY_LANE:
+                counts += _T_RUNNABLE
+            elif not run.prompts and not run.interventions and not nodes & _UNSETTLED_LANE:
+                if nodes & _RUNNING_HOST_LANE:
+                    counts += _T_RUNNABLE_THROUGH_HOST
                 else:
-                    counts += 1 << (7 * _LANE)
-        if (nodes >> _PAUSED_SHIFT) & _MASK:
-            counts += 1 << (9 * _LANE)  # paused
+                    counts += _T_RUNNABLE
+        if nodes & _PAUSED_LANE:
+            counts += _T_PAUSED
     elif status is RunStatus.PAUSED:
-        counts += 1 << (9 * _LANE)
+        counts += _T_PAUSED
     return counts
 
 
