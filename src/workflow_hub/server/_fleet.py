@@ -23,6 +23,7 @@ import secrets
 from collections import deque
 from collections.abc import Iterable, Sequence
 from functools import partial
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, final
 
@@ -48,6 +49,7 @@ from ..redis import (
 from ..reporting import ActivityView, aggregate
 from ._app import DEFAULT_KEEPALIVE, STATIC_DIR
 from ._encode import cursor_text, sse_comment, sse_event
+from ._fleet_openapi import fleet_openapi_document
 from ._fleet_stream import (
     DEFAULT_FLEET_LOG,
     FleetFeed,
@@ -56,9 +58,12 @@ from ._fleet_stream import (
     parse_selection,
 )
 from ._middleware import SSE_HEADERS, Guard, NoStore, is_open_path
+from ._openapi import OPENAPI_PATH
 from ._requests import (
     EXCEPTION_HANDLERS,
     contract_problem,
+    document_bytes,
+    document_response,
     error_response,
     json_response,
     parse_position,
@@ -301,6 +306,7 @@ class FleetApp(StreamTracker):
             Route("/readyz", self._readyz),
             Route("/v1/sources", self._sources),
             Route(FLEET_STREAM_PATH, self._fleet_stream),
+            Route(OPENAPI_PATH, self._openapi),
             Route("/sources/{source}/v1/snapshot", self._snapshot),
             Route("/sources/{source}/v1/activity", self._activity),
             Route("/sources/{source}/v1/events", self._no_events),
@@ -315,6 +321,9 @@ class FleetApp(StreamTracker):
                 Mount("/static", files),
             ]
         router = Starlette(routes=routes, exception_handlers=dict(EXCEPTION_HANDLERS))
+        self._router = router
+        self._private = token is not None
+        self._openapi_body: bytes | None = None
         inner: ASGIApp = Guard(router, token, _is_open_fleet_path)
         self._app = NoStore(inner)
 
@@ -478,6 +487,17 @@ class FleetApp(StreamTracker):
     async def _no_events(self, request: Request) -> Response:
         return error_response(404, "hook events are not mirrored into Redis: a fleet has none")
 
+    def api_document(self) -> dict[str, object]:
+        """This application's OpenAPI 3.1 document (what ``/openapi.json`` serves)."""
+        return fleet_openapi_document(
+            version=_version(), token=self._private, page=hasattr(self, "static_dir")
+        )
+
+    async def _openapi(self, request: Request) -> Response:
+        if self._openapi_body is None:
+            self._openapi_body = document_bytes(self.api_document())
+        return document_response(request, self._openapi_body, "application/json")
+
     async def _fleet_page(self, request: Request) -> Response:
         return self._page("fleet.html")
 
@@ -489,6 +509,13 @@ class FleetApp(StreamTracker):
         if not page.is_file():
             return error_response(404, "no web page is installed")
         return FileResponse(page, media_type="text/html")
+
+
+def _version() -> str:
+    try:
+        return version("workflow-hub")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "0+unknown"
 
 
 async def serve_fleet(
