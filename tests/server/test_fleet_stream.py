@@ -245,11 +245,14 @@ async def test_a_source_whose_mirror_stops_is_unknown_on_the_stream(
     redis_server: RedisServer,
 ) -> None:
     """N4: a stopped mirror's source turns stale and unknown on the stream (its description and
-    an ``unavailable`` snapshot), never its last state."""
+    an ``unavailable`` snapshot), never its last state; N5: once retired, a ``retired`` event."""
     prefix = "fleet-stream-3"
     with trio.fail_after(WAIT):
         async with (
-            fleet_served(redis_server.url, prefix, stale_after=0.3) as (url, redis),
+            fleet_served(redis_server.url, prefix, stale_after=0.3, retire_after=3) as (
+                url,
+                redis,
+            ),
             trio.open_nursery() as nursery,
             httpx.AsyncClient(timeout=WAIT) as http,
         ):
@@ -266,8 +269,14 @@ async def test_a_source_whose_mirror_stops_is_unknown_on_the_stream(
             stays.register_publisher().publish_snapshot("ready", [root("y")])
             client = FleetClient()
             async with sse(http, f"{url}/v1/fleet?frames=all") as reader:
-                await client.until(reader, lambda: client.equal({"gone": hub, "stays": stays}))
-                assert client.table["gone"]["state"] == "working"
+                await client.until(
+                    reader,
+                    lambda: (
+                        client.equal({"gone": hub, "stays": stays})
+                        and client.table.get("gone", {}).get("state") == "working"
+                        and client.table.get("stays", {}).get("state") == "working"
+                    ),
+                )
                 mirror_scope.cancel()  # the scheduler stops: no more refreshes
                 await client.until(
                     reader,
@@ -277,10 +286,13 @@ async def test_a_source_whose_mirror_stops_is_unknown_on_the_stream(
                         and client.views["gone"].availability == "unavailable"
                     ),
                 )
-            assert client.table["gone"]["state"] == "unknown"
-            assert client.table["gone"]["availability"] == "unavailable"
-            assert client.views["gone"].roots == ()
-            assert client.table["stays"]["state"] == "working"
+                assert client.table["gone"]["state"] == "unknown"
+                assert client.table["gone"]["availability"] == "unavailable"
+                assert client.views["gone"].roots == ()
+                assert client.table["stays"]["state"] == "working"
+                await client.until(reader, lambda: "gone" not in client.table)
+            assert client.kinds[-1] == "retired"
+            assert sorted(client.table) == ["stays"]
             nursery.cancel_scope.cancel()
 
 

@@ -11,7 +11,9 @@ the frames after it, and gets a fresh snapshot otherwise.
 
 Each source is served under ``/sources/{source}/`` with the paths of a single hub's server
 (``v1/snapshot``, ``v1/activity``, the page), so the single-hub dashboard shows one source
-unchanged; ``/`` is the fleet's page, one section per source, and ``/v1/sources`` lists them.
+unchanged; ``/`` is the fleet's page (a table of the sources), ``/v1/sources`` lists them and
+``/v1/fleet`` is one stream for the whole fleet (:mod:`._fleet_stream`): every frame is also
+appended to its log, and each source's description whenever it changes.
 """
 
 from __future__ import annotations
@@ -540,7 +542,8 @@ async def serve_fleet(
     ``redis`` is a coredis client the caller opened. Each source gets a single hub's endpoints
     under ``/sources/{source}/``; ``/v1/sources`` lists the sources and ``/`` shows them all.
     ``history`` frames per source are kept for clients that are behind or reconnect (beyond
-    it they get a fresh snapshot). The binding rules are those of
+    it they get a fresh snapshot), and ``fleet_log`` events of the whole fleet for clients of
+    ``/v1/fleet``. The binding rules are those of
     :func:`~workflow_hub.server.serve_hub`.
     """
     check_binding(host, port, token, insecure)
