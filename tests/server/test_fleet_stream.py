@@ -403,3 +403,14 @@ async def test_a_slow_client_gets_a_fresh_picture_and_slows_nobody(
                     assert chunk, "the stream ended"
                     received += chunk
             nursery.cancel_scope.cancel()
+
+
+async def test_a_bad_log_size_names_the_field(redis_server: RedisServer) -> None:
+    from workflow_hub import ContractError
+    from workflow_hub.server import FleetApp
+
+    async with coredis.Redis.from_url(redis_server.url) as redis:
+        for size in (0, -1, 1.5, "8"):
+            with pytest.raises(ContractError) as raised:
+                FleetApp(redis, fleet_log=size)  # type: ignore[arg-type]
+            assert raised.value.path == "fleet_log"
