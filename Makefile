@@ -87,6 +87,8 @@ screenshot: $(STAMP) browsers tmux redis-server
 	$(BIN)/python tools/dashboard_screenshot.py --chromium "$$(command -v chromium)" --busy 400 \
 		--view '#group=attention' --width 375 --height 1100 --output docs/dashboard-busy-375.png
 	$(BIN)/python tools/fleet_screenshot.py --chromium "$$(command -v chromium)"
+	$(BIN)/python tools/fleet_screenshot.py --chromium "$$(command -v chromium)" \
+		--width 375 --height 740 --output docs/fleet-375.png
 	$(BIN)/python tools/terminal_screenshot.py
 
 test: lint types pytest

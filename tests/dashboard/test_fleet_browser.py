@@ -281,6 +281,15 @@ async def test_two_hundred_sources_over_one_stream_at_1280_and_375_px(
                         page.evaluate, "() => document.documentElement.scrollWidth"
                     )
                     assert scroll <= width
+                    # The table itself fits: no sideways scrolling to see a source's note.
+                    table, frame = await browser.run(
+                        page.evaluate,
+                        "() => [document.querySelector('.fleet-wrap'), "
+                        "document.querySelector('tr.details iframe')].map("
+                        "(e) => [e.scrollWidth, e.getBoundingClientRect().right])",
+                    )
+                    assert table[0] <= width, table
+                    assert frame[1] <= width, frame
                     publishers[changed].publish_changed(root(f"{changed}-run"))
                     publishers[opened].publish_removed(f"{opened}-more")
                 finally:

@@ -92,7 +92,8 @@
     button.textContent = info.source;
     button.setAttribute("aria-expanded", "false");
     name.appendChild(button);
-    ["c-state", "num c-roots", "num c-working", "num c-blocked", "wide c-seen", "c-note"].forEach(
+    ["c-state", "num narrow-hidden c-roots", "num narrow-hidden c-working", "num c-blocked",
+      "wide c-seen", "c-note"].forEach(
       function (c) { cell(row, c); }
     );
     var entry = { row: row, info: info, details: null, frame: null, ready: false };
