@@ -11,6 +11,10 @@
  * again every GONE_RETRY_MS rather than saying `reconnecting` forever.
  * A token (when the server needs one) lives in sessionStorage for this tab only; a `?token=` in
  * the address is moved there and removed from the address bar at once.
+ *
+ * Inside the fleet's page (`?feed=parent`, in a frame of the same origin) the page opens no
+ * stream at all: the fleet page's one stream (/v1/fleet) carries this source's frames and its
+ * connection state, and the fleet page posts them here (see fleet.js).
  */
 (function () {
   "use strict";
@@ -765,6 +769,40 @@
       "The latest " + entries.length + " of " + model.feed.received + " (at most " + FEED_LIMIT + ").";
   }
 
+  // --- fed by the fleet's page ------------------------------------------------------------
+
+  function fedByParent() {
+    return new URL(window.location.href).searchParams.get("feed") === "parent" &&
+      window.parent !== window;
+  }
+
+  function startFromParent() {
+    var origin = window.location.origin;
+    window.addEventListener("message", function (message) {
+      if (message.source !== window.parent || message.origin !== origin) return;
+      var data = message.data || {};
+      if (data.type === "frame") {
+        onFrame({ data: data.data, lastEventId: data.id });
+      } else if (data.type === "connection") {
+        if (data.state !== "live" && connection === "live") {
+          model.afterReconnect = true;
+          model.reconnects += 1;
+        }
+        if (data.state !== "live" || connection !== "resynced") setConnection(data.state);
+      }
+    });
+    ui.feedStatus.textContent = "Hook events are not part of the fleet's view of a source.";
+    if (window.ResizeObserver) {
+      // The fleet page sizes the frame to what it shows: no scroll box in a scroll box.
+      new window.ResizeObserver(function () {
+        window.parent.postMessage(
+          { type: "height", height: document.documentElement.scrollHeight }, origin
+        );
+      }).observe(document.body);
+    }
+    window.parent.postMessage({ type: "ready" }, origin);
+  }
+
   resetModel();
   takeTokenFromAddress();
   controls = new window.WorkflowHubControls.Controls(ui.filters, function () {
@@ -772,5 +810,6 @@
     renderRoots();
   });
   render();
-  start();
+  if (fedByParent()) startFromParent();
+  else start();
 })();
