@@ -56,7 +56,8 @@ _ROUND_PER_SOURCE = 10e-6
 """Seconds between two reads of a fleet per source followed (10 ms for 1 000, at most 50 ms)."""
 
 _DOORBELL_SPACING = 0.002
-"""Seconds between two doorbell rounds (each costs in the number of sources that appended)."""
+"""Seconds from one doorbell round to the next (each costs in the number of sources that
+appended)."""
 _DOORBELL_FROM = round(_DOORBELL_SPACING / _ROUND_PER_SOURCE)
 """Sources from which doorbell rounds are used: a full round's spacing would be longer than a
 doorbell round's (below, a blocking XREAD of every stream wakes sooner and costs little)."""
@@ -482,7 +483,10 @@ class _FleetReader:
                 self._refused = ""
                 if doorbell:
                     await self._deliver(touched)
-                    next_round = trio.current_time() + _DOORBELL_SPACING
+                    # One round per spacing while busy (a short pause at least, for the rest).
+                    next_round = max(
+                        now + _DOORBELL_SPACING, trio.current_time() + _DOORBELL_SPACING / 4
+                    )
                 else:
                     await self._deliver(streams.values())
                     # A full round costs time in the number of sources (the XREAD names every
@@ -498,7 +502,8 @@ class _FleetReader:
         self._since = None
         now = trio.current_time()
         for stream in streams.values():
-            stream._prepare()
+            if stream._stale:
+                stream._prepare()
         resyncing = [
             stream
             for stream in streams.values()
@@ -535,9 +540,13 @@ class _FleetReader:
         if quiet:
             await self._quiet_checks(quiet)
         troubled = math.inf
+        done = trio.current_time()
         for stream in streams.values():
             if stream._retry_at <= now:
-                stream._read_ok()
+                if stream._retry_at or stream._refused or stream._backoff != _BACKOFF_FIRST:
+                    stream._read_ok()
+                else:
+                    stream._last_read = done  # all _read_ok would change
             if stream._unreadable or (stream._last_id is None and stream._retry_at <= now):
                 self._full_due = True  # brought back by full rounds only
             elif stream._retry_at > now:
