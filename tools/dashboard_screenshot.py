@@ -52,6 +52,9 @@ CHROMIUM_FLAGS = [
     "--disable-background-networking",
     "--disable-component-update",
     "--disable-sync",
+    # Repaint whole tiles: with partial raster, the edges of what the last frames redrew could
+    # be antialiased differently from run to run (a few pixels, but another file).
+    "--disable-partial-raster",
 ]
 
 

@@ -37,3 +37,13 @@ def test_the_demo_screenshot_is_the_same_at_every_run(tmp_path: Path) -> None:
     assert first == second
     later = draw(chromium, tmp_path / "later.png", "--width", "375", "--clock", "1767261600000")
     assert later != first
+
+
+def test_the_busy_screenshot_is_the_same_at_every_run(tmp_path: Path) -> None:
+    """The busy scheduler's picture (its roots still changing while the page is open, one
+    root's stages opened): the same PNG twice."""
+    chromium = require_program("chromium", "WORKFLOW_HUB_CHROMIUM")
+    busy = ("--busy", "120", "--view", "#group=attention", "--width", "375", "--height", "800")
+    assert draw(chromium, tmp_path / "first.png", *busy) == draw(
+        chromium, tmp_path / "second.png", *busy
+    )
