@@ -396,9 +396,9 @@
 
   // --- drawing ---------------------------------------------------------------------------
 
-  function words(value) {
-    return String(value).replace(/_/g, " ");
-  }
+  // Words for a reason, a status or a connection state ("waiting for input", "needs a token");
+  // the raw value stays in a data attribute (data-value, data-reason, data-state).
+  var words = Views.words;
 
   function plural(count, noun) {
     return count + " " + noun + (count === 1 ? "" : "s");
@@ -422,6 +422,7 @@
     symbol.setAttribute("aria-hidden", "true");
     node.appendChild(symbol);
     node.appendChild(document.createTextNode(" " + (text || words(value))));
+    node.dataset.value = value;
     return node;
   }
 
@@ -445,8 +446,8 @@
     data.reconnects = String(model.reconnects);
     var symbol = element("span", "symbol", SYMBOLS[connection] || "•");
     symbol.setAttribute("aria-hidden", "true");
-    var label = connection === "gone" ? "hub gone" : words(connection);
-    ui.connectionLabel.replaceChildren(symbol, document.createTextNode(" " + label));
+    ui.connectionLabel.replaceChildren(symbol, document.createTextNode(" " + words(connection)));
+    ui.connectionLabel.dataset.value = connection;
     ui.connectionLabel.className = "badge connection-" + connection;
     ui.epoch.textContent = cursor ? cursor.epoch : "–";
     ui.revision.textContent = cursor ? String(cursor.revision) : "–";
@@ -675,10 +676,24 @@
     moveTo(ui.roots.children[index]);
   });
 
-  // The skip link focuses the list's heading without touching the fragment (which holds the view).
+  // Focus that reaches a card another way (a click on its stages) makes it the list's stop.
+  ui.roots.addEventListener("focusin", function (event) {
+    var item = event.target.closest("li.root");
+    if (!item || item.dataset.rootId === currentId) return;
+    currentId = item.dataset.rootId;
+    drawn.forEach(function (other) {
+      other.tabIndex = other === item ? 0 : -1;
+    });
+  });
+
+  // The skip link lands on the list itself (its current root, past the summary and the
+  // filters), without touching the fragment (which holds the view). With no root drawn it
+  // lands on the sentence that says why.
   ui.skip.addEventListener("click", function (click) {
     click.preventDefault();
-    ui.rootsHeading.focus();
+    var target = (currentId !== null && drawn.get(currentId)) || ui.roots.firstElementChild;
+    if (target) moveTo(target);
+    else ui.rootsEmpty.focus();
   });
 
   function rootItem(root) {
@@ -692,7 +707,9 @@
     var head = element("div", "root-head");
     head.appendChild(element("h3", "root-id", shownId(root.rootRunId)));
     head.appendChild(badge("state", root.state));
-    head.appendChild(element("span", "reason", words(root.reason)));
+    var reason = element("span", "reason", words(root.reason));
+    reason.dataset.value = root.reason;
+    head.appendChild(reason);
     if (root.needsAttention) head.appendChild(badge("flag", "attention", "needs attention"));
     item.appendChild(head);
 
@@ -709,8 +726,31 @@
     });
     item.appendChild(counts);
 
-    if (root.graph) item.appendChild(graphDetails(root));
+    if (root.graph) {
+      var asked = question(root.graph);
+      if (asked) item.appendChild(asked);
+      item.appendChild(graphDetails(root));
+    }
     return item;
+  }
+
+  // The question the root waits on, on the card itself: a prompt can be deep in a subgraph (a
+  // child workflow's stage) and is what a reader looks for, so it is never only behind a click.
+  function question(graph) {
+    var asks = [];
+    graph.nodes.forEach(function (node) {
+      if (node.pendingPrompt) asks.push({ where: node.name, message: node.pendingPrompt.message });
+    });
+    (graph.runPrompts || []).forEach(function (prompt) {
+      asks.push({ where: "run " + prompt.runId, message: prompt.message });
+    });
+    if (!asks.length) return null;
+    var first = asks[0];
+    var text = "Waits for an answer: \u201c" + first.message + "\u201d (" + shownId(first.where) + ")";
+    if (asks.length > 1) text += " and " + plural(asks.length - 1, "more question");
+    var node = element("p", "prompt question", text);
+    node.dataset.testid = "question";
+    return node;
   }
 
   function graphDetails(root) {
@@ -730,6 +770,9 @@
       parts.push("running: " + running.map(function (node) { return node.name; }).join(", "));
     }
     var summary = element("summary", "", parts.join(" · "));
+    // Not a stop of the Tab key: the list is one stop, Enter on the root moves here (see the
+    // keyboard section); a click or a screen reader's own navigation still opens it.
+    summary.tabIndex = -1;
     details.appendChild(summary);
     var list = element("ol", "nodes");
     nodes.forEach(function (node) {
