@@ -26,13 +26,36 @@ import httpx
 import trio
 
 from _harness import BenchmarkError, Goal, HubFactory, Row, Scale, make_roots, run_script, run_trio
-from bench_redis import _hubs, _open, _percentile, redis_server
-from workflow_hub import WorkflowActivityHub
+from bench_redis import _open, _percentile, redis_server
+from workflow_hub import Availability, WorkflowActivityHub
+from workflow_hub.redis import mirror_hub
 from workflow_hub.server import serve_fleet
 
 # Per scale: sources, seconds of publishing.
 _SIZES = {"full": (200, 10.0), "quick": (50, 4.0), "smoke": (5, 1.0)}
 _PROBE = "s0000"
+_MAXLEN = 100_000
+
+
+async def _hubs(
+    nursery: trio.Nursery, redis: Any, hub_factory: HubFactory, count: int, prefix: str
+) -> list[tuple[str, WorkflowActivityHub, Any]]:
+    """``count`` hubs, each with a publisher and a mirror on the shared client ``redis``."""
+
+    async def one(name: str, *, task_status: trio.TaskStatus[tuple[str, Any, Any]]) -> None:
+        async with hub_factory() as hub, trio.open_nursery() as inner:
+            publisher = hub.register_publisher()
+            publisher.publish_snapshot(Availability.READY, [])
+            mirror = await inner.start(
+                functools.partial(
+                    mirror_hub, hub, redis, source=name, prefix=prefix, maxlen=_MAXLEN
+                )
+            )
+            await mirror.wait_claimed()
+            task_status.started((name, hub, publisher))
+            await trio.sleep_forever()
+
+    return [await nursery.start(one, f"s{index:04d}") for index in range(count)]
 
 
 async def _measure(url: str, hub_factory: HubFactory, sources: int, seconds: float) -> Any:

@@ -156,3 +156,36 @@ def test_a_terminated_task_is_a_kill_request_and_its_running_siblings_are_stoppi
     assert tracker.run_status("r") == "killed"
     root = tracker.activity("r")
     assert (root.state, root.reason, root.needs_attention) == ("idle", "quiescent", False)
+
+
+def test_a_retry_event_that_arrives_after_the_next_attempt_changes_nothing() -> None:
+    """Two pool processes send their events on their own connections: the attempt that raised
+    Retry and the next one, which succeeded, can reach the receiver in either order (seen in a
+    full run: ``succeeded`` then ``retried``, the same millisecond). The late ``task-retried``
+    only says what the next attempt's ``task-received`` (``retries=1``) already did; the stage
+    stays completed and the root ends (D5: never stuck "retrying")."""
+    bridge, tracker = setup(settle=0.0)
+    bridge.apply(
+        [
+            event("task-received", "a", name="flaky", root_id="a", retries=0),
+            event("task-started", "a"),
+            event("task-received", "a", name="flaky", root_id="a", retries=1),
+            event("task-started", "a"),
+            event("task-succeeded", "a"),
+            event("task-retried", "a"),
+        ],
+        0.0,
+    )
+    bridge.apply([], 1.0)
+    assert statuses(tracker.activity("a")) == {"a": "completed"}
+    assert tracker.run_status("a") == "completed"
+    # In order, the retry is shown: retrying until the next attempt.
+    bridge.apply(
+        [
+            event("task-received", "b", name="flaky", root_id="b", retries=0),
+            event("task-started", "b"),
+            event("task-retried", "b"),
+        ],
+        2.0,
+    )
+    assert tracker.activity("b").reason == "retrying"

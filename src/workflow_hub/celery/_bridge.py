@@ -84,6 +84,7 @@ class _Task:
     root_id: str
     state: str = PENDING
     retries: int = 0
+    retried: int = 0  # task-retried events seen: the k-th ends attempt k - 1
     worker: str | None = None
     terminated: bool = False
     expired: bool = False
@@ -414,6 +415,11 @@ class CeleryBridge:
     def _on_retried(
         self, task: _Task, event: Mapping[str, Any], host: str | None, now: float
     ) -> None:
+        task.retried += 1
+        if task.retries >= task.retried:
+            # The next attempt was already received (its retries count says so): this event
+            # comes from another pool process, late, and says nothing newer than that attempt.
+            return
         self._set(task, PENDING, retries=task.retries + 1)
 
     def _on_revoked(
