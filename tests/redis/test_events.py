@@ -1,0 +1,430 @@
+"""Hook events across machines, against a real redis-server (SPEC N6, with N3-N5).
+
+A mirror started with the host's ``HookRunner`` appends every hook event to
+``{prefix}:{source}:events``; ``follow_events`` gives them back per source, in order, with a
+``ContinuityLost`` item wherever events may be missing, never a silent skip.
+"""
+
+from __future__ import annotations
+
+import functools
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager
+
+import coredis
+import pytest
+import trio
+import trio.lowlevel
+
+from tests.support.builders import root
+from tests.support.redis_server import CuttableProxy, RedisServer
+from workflow_hub import (
+    ActivityChangedEvent,
+    ContractError,
+    HookRunner,
+    WorkflowActivityHub,
+    WorkflowActivityPublisher,
+    open_hub,
+)
+from workflow_hub.redis import (
+    ContinuityLost,
+    EventItem,
+    EventStream,
+    Mirror,
+    SourceEvent,
+    follow_events,
+    mirror_hub,
+)
+
+READ_TIMEOUT = 1.0
+
+
+@pytest.fixture
+def prefix() -> str:
+    return f"ev-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture
+def own_redis_server() -> Iterator[RedisServer]:
+    """A server of the test's own, for tests that stop it."""
+    server = RedisServer()
+    server.start()
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+async def eventually(predicate: Callable[[], bool]) -> None:
+    """Poll ``predicate`` under the caller's ``fail_after`` (the other side is redis-server)."""
+    while not predicate():  # noqa: ASYNC110
+        await trio.sleep(0.02)
+
+
+class Scheduler:
+    """A running hub with a bound ``HookRunner`` (a scheduler's own handler records what it
+    sees) and a mirror of it that copies the hook events into Redis."""
+
+    def __init__(self, hub: WorkflowActivityHub, runner: HookRunner, mirror: Mirror) -> None:
+        self.hub = hub
+        self.runner = runner
+        self.mirror = mirror
+        self.publisher: WorkflowActivityPublisher = hub.register_publisher()
+        self.seen: list[str] = []  # root ids the scheduler's own handler received
+        self.scope = trio.CancelScope()
+
+    def kill(self) -> None:
+        """The scheduler's process dies: hub, runner and mirror stop without a word."""
+        self.scope.cancel()
+
+    def change(self, name: str) -> None:
+        self.publisher.publish_changed(root(name))
+
+
+async def start_scheduler(
+    nursery: trio.Nursery,
+    redis: coredis.Redis[bytes],
+    prefix: str,
+    source: str,
+    **options: object,
+) -> Scheduler:
+    async def run(*, task_status: trio.TaskStatus[Scheduler]) -> None:
+        scope = trio.CancelScope()
+        with scope:
+            await _run(scope, task_status)
+
+    async def _run(scope: trio.CancelScope, task_status: trio.TaskStatus[Scheduler]) -> None:
+        async with open_hub() as hub, trio.open_nursery() as inner:
+            runner = HookRunner(hub)
+            seen: list[str] = []
+
+            @runner.extension("scheduler").on("workflow_activity_changed")
+            def record(event: ActivityChangedEvent) -> None:
+                seen.append(event.root.root_run_id)
+
+            mirror = await inner.start(
+                functools.partial(
+                    mirror_hub,
+                    hub,
+                    redis,
+                    source=source,
+                    prefix=prefix,
+                    refresh_interval=0.05,
+                    runner=runner,
+                    **options,
+                )
+            )
+            runner.bind()
+            await mirror.wait_claimed()
+            scheduler = Scheduler(hub, runner, mirror)
+            scheduler.seen = seen
+            scheduler.scope = scope
+            task_status.started(scheduler)
+            await trio.sleep_forever()
+
+    scheduler: Scheduler = await nursery.start(run)
+    return scheduler
+
+
+@asynccontextmanager
+async def collecting(
+    redis: coredis.Redis[bytes], **options: object
+) -> AsyncIterator[tuple[EventStream, list[EventItem]]]:
+    items: list[EventItem] = []
+    options = {"read_timeout": READ_TIMEOUT, "block": 0.2, **options}
+    async with (
+        follow_events(redis, **options) as events,  # type: ignore[arg-type]
+        trio.open_nursery() as nursery,
+    ):
+
+        async def collect() -> None:
+            async for item in events:
+                items.append(item)
+
+        nursery.start_soon(collect)
+        yield events, items
+        nursery.cancel_scope.cancel()
+
+
+async def eventually_async(read: Callable[[], Awaitable[object]], expected: object) -> None:
+    while await read() != expected:  # noqa: ASYNC110
+        await trio.sleep(0.05)
+
+
+def names(items: list[EventItem], source: str | None = None) -> list[str]:
+    return [
+        item.event.root.root_run_id
+        for item in items
+        if isinstance(item, SourceEvent)
+        and isinstance(item.event, ActivityChangedEvent)
+        and (source is None or item.source == source)
+    ]
+
+
+def gaps(items: list[EventItem]) -> list[ContinuityLost]:
+    return [item for item in items if isinstance(item, ContinuityLost)]
+
+
+async def test_events_of_one_source_arrive_in_order_and_the_scheduler_keeps_its_own(
+    redis_server: RedisServer, prefix: str
+) -> None:
+    """N6: every hook event of a source, in hub order, each naming its source and stream id,
+    with consecutive sequence numbers; the scheduler's own handler still gets every event."""
+    with trio.fail_after(30):
+        async with (
+            coredis.Redis.from_url(redis_server.url) as redis,
+            trio.open_nursery() as nursery,
+        ):
+            scheduler = await start_scheduler(nursery, redis, prefix, "s1")
+            async with collecting(redis, prefix=prefix, source="s1") as (_, items):
+                await trio.sleep(0.3)  # positioned at the (empty) stream's end
+                expected = [f"r{index}" for index in range(2_000)]
+                for index, name in enumerate(expected):
+                    scheduler.change(name)
+                    if index % 100 == 0:
+                        await trio.lowlevel.checkpoint()
+                await eventually(lambda: len(names(items)) >= len(expected))
+            assert names(items) == expected
+            assert scheduler.seen == expected
+            assert gaps(items) == []
+            delivered = [item for item in items if isinstance(item, SourceEvent)]
+            assert {item.source for item in delivered} == {"s1"}
+            seqs = [item.seq for item in delivered]
+            assert seqs == list(range(seqs[0], seqs[0] + len(seqs)))
+            ids = [item.id for item in delivered]
+            assert ids == sorted(ids, key=lambda i: tuple(map(int, i.split("-"))))
+            assert scheduler.mirror.statistics().events == len(expected)
+            nursery.cancel_scope.cancel()
+
+
+async def test_an_older_instance_cannot_append_events_after_a_newer_one_claimed(
+    redis_server: RedisServer, prefix: str
+) -> None:
+    """N6 with N3: the events of a replaced instance are refused by the server-side script;
+    the follower sees a ``new_instance`` gap, then only the newer instance's events."""
+    with trio.fail_after(30):
+        async with (
+            coredis.Redis.from_url(redis_server.url) as redis,
+            trio.open_nursery() as nursery,
+        ):
+            old = await start_scheduler(nursery, redis, prefix, "s1")
+            async with collecting(redis, prefix=prefix, source="s1") as (_, items):
+                await trio.sleep(0.3)
+                old.change("old-1")
+                await eventually(lambda: names(items) == ["old-1"])
+                new = await start_scheduler(nursery, redis, prefix, "s1")
+                new.change("new-1")
+                await eventually(lambda: "new-1" in names(items))
+                # The old instance is fenced at its next append: its events never land.
+                old.change("old-2")
+                await eventually(lambda: old.mirror.fenced)
+                new.change("new-2")
+                await eventually(lambda: "new-2" in names(items))
+                await trio.sleep(0.3)
+            assert names(items) == ["old-1", "new-1", "new-2"]
+            lost = gaps(items)
+            assert [gap.reason for gap in lost] == ["new_instance"]
+            assert items.index(lost[0]) == 1  # between the old and the new instance
+            raw = await redis.xrange(f"{prefix}:s1:events")
+            epochs = [entry.field_values[b"epoch"].decode() for entry in raw]
+            assert epochs == [old.mirror.epoch, new.mirror.epoch, new.mirror.epoch]
+            nursery.cancel_scope.cancel()
+
+
+async def test_a_trimmed_follower_sees_a_gap_marker_never_a_silent_skip(
+    redis_server: RedisServer, prefix: str
+) -> None:
+    """N6: the events stream is bounded (MAXLEN ~); a follower resuming from a position that
+    was trimmed away gets a ``trimmed`` item first, then the retained events in order."""
+    with trio.fail_after(30):
+        async with (
+            coredis.Redis.from_url(redis_server.url) as redis,
+            trio.open_nursery() as nursery,
+        ):
+            scheduler = await start_scheduler(nursery, redis, prefix, "s1", events_maxlen=100)
+            scheduler.change("first")
+            await eventually(lambda: scheduler.mirror.statistics().events == 1)
+            first_id = (await redis.xrange(f"{prefix}:s1:events"))[0].identifier.decode()
+            for index in range(1_000):
+                scheduler.change(f"r{index}")
+                if index % 50 == 0:
+                    await trio.sleep(0.01)
+            await eventually(lambda: scheduler.mirror.statistics().events == 1_001)
+            length = await redis.xlen(f"{prefix}:s1:events")
+            assert length < 300  # bounded: about MAXLEN, never the 1 001 appended
+            async with collecting(redis, prefix=prefix, source="s1", since=first_id) as (_, items):
+                await eventually(lambda: "r999" in names(items))
+            lost = gaps(items)
+            assert [gap.reason for gap in lost] == ["trimmed"]
+            assert items[0] == lost[0]
+            assert lost[0].after == first_id
+            delivered = names(items)
+            assert delivered == [f"r{index}" for index in range(1_000 - len(delivered), 1_000)]
+            nursery.cancel_scope.cancel()
+
+
+async def test_a_follower_that_falls_behind_the_trim_gets_a_gap_with_the_count(
+    redis_server: RedisServer, prefix: str
+) -> None:
+    """N6: a live follower whose connection stalls while the stream is trimmed past its
+    position sees ``trimmed`` with the number of events missed, then goes on in order."""
+    proxy = CuttableProxy(redis_server.port)
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(proxy.run)
+            async with (
+                coredis.Redis.from_url(redis_server.url) as redis,
+                coredis.Redis.from_url(proxy.url) as slow,
+            ):
+                scheduler = await start_scheduler(nursery, redis, prefix, "s1", events_maxlen=50)
+                async with collecting(slow, prefix=prefix, source="s1", read_timeout=30) as (
+                    _,
+                    items,
+                ):
+                    await trio.sleep(0.3)
+                    scheduler.change("before")
+                    await eventually(lambda: names(items) == ["before"])
+                    proxy.stall()
+                    for index in range(500):
+                        scheduler.change(f"r{index}")
+                        if index % 50 == 0:
+                            await trio.sleep(0.01)
+                    await eventually(lambda: scheduler.mirror.statistics().events == 501)
+                    proxy.release()
+                    await eventually(lambda: "r499" in names(items))
+                lost = gaps(items)
+                assert [gap.reason for gap in lost] == ["trimmed"]
+                # (The read in flight when the connection stalled may bring a few first.)
+                gap_at = items.index(lost[0])
+                before = names(items[:gap_at])
+                after = names(items[gap_at:])
+                assert before == ["before"] + [f"r{index}" for index in range(len(before) - 1)]
+                assert after == [f"r{index}" for index in range(500 - len(after), 500)]
+                assert lost[0].missed == 500 - len(after) - (len(before) - 1)
+                nursery.cancel_scope.cancel()
+
+
+async def test_events_the_mirror_had_to_drop_are_a_counted_gap(
+    redis_server: RedisServer, prefix: str
+) -> None:
+    """N6 with N1: while Redis does not answer, the mirror's buffer is bounded (the scheduler
+    never waits); the oldest events are dropped, counted, and the follower sees ``dropped``
+    with how many."""
+    proxy = CuttableProxy(redis_server.port)
+    with trio.fail_after(40):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(proxy.run)
+            async with (
+                coredis.Redis.from_url(redis_server.url) as redis,
+                coredis.Redis.from_url(proxy.url) as mirrors,
+            ):
+                scheduler = await start_scheduler(
+                    nursery, mirrors, prefix, "s1", events_buffer=10, round_trip_timeout=0.5
+                )
+                async with collecting(redis, prefix=prefix, source="s1") as (_, items):
+                    await trio.sleep(0.3)
+                    scheduler.change("before")
+                    await eventually(lambda: names(items) == ["before"])
+                    proxy.stall()
+                    await trio.sleep(0.2)
+                    for index in range(100):
+                        scheduler.change(f"r{index}")
+                    await eventually(lambda: len(scheduler.seen) == 101)  # never held up
+                    await trio.sleep(0.1)
+                    proxy.release()
+                    await eventually(lambda: "r99" in names(items))
+                stats = scheduler.mirror.statistics()
+                lost = gaps(items)
+                # (Where the holes fall depends on when the mirror's task took a batch.)
+                assert lost
+                assert {gap.reason for gap in lost} == {"dropped"}
+                assert sum(gap.missed or 0 for gap in lost) == stats.events_dropped
+                assert stats.events_dropped >= 80
+                after = names(items)[1:]
+                assert len(after) + stats.events_dropped == 100
+                numbers = [int(name[1:]) for name in after]
+                assert numbers == sorted(numbers)
+                assert numbers[-1] == 99
+                nursery.cancel_scope.cancel()
+
+
+async def test_a_stopped_redis_is_a_continuity_loss_within_the_bound_then_events_resume(
+    own_redis_server: RedisServer, prefix: str
+) -> None:
+    """N6 with N4: no read within ``read_timeout`` gives each followed source one
+    ``unreachable`` item; when Redis is back, the events that come next are delivered."""
+    server = own_redis_server
+    with trio.fail_after(60):
+        async with (
+            coredis.Redis.from_url(server.url, stream_timeout=2) as redis,
+            coredis.Redis.from_url(server.url, stream_timeout=2) as follower,
+            trio.open_nursery() as nursery,
+        ):
+            schedulers = {
+                name: await start_scheduler(nursery, redis, prefix, name) for name in ("a", "b")
+            }
+            async with collecting(follower, prefix=prefix) as (events, items):
+                await eventually(lambda: events.sources == ("a", "b"))
+                await trio.sleep(0.3)
+                for name, scheduler in schedulers.items():
+                    scheduler.change(f"{name}-1")
+                await eventually(lambda: len(names(items)) == 2)
+                server.stop()
+                stopped = trio.current_time()
+                await eventually(lambda: len(gaps(items)) == 2)
+                # The bound plus slack for a loaded 2-core machine running two test workers.
+                assert trio.current_time() - stopped <= READ_TIMEOUT + 3
+                assert {(gap.source, gap.reason) for gap in gaps(items)} == {
+                    ("a", "unreachable"),
+                    ("b", "unreachable"),
+                }
+                server.start()
+                await trio.sleep(0.5)
+                for name, scheduler in schedulers.items():
+                    scheduler.change(f"{name}-2")
+                await eventually(lambda: {"a-2", "b-2"} <= set(names(items)))
+            for name in ("a", "b"):
+                delivered = names(items, name)
+                assert delivered[0] == f"{name}-1"
+                assert delivered[-1] == f"{name}-2"
+            nursery.cancel_scope.cancel()
+
+
+async def test_the_events_key_expires_with_the_source(
+    redis_server: RedisServer, prefix: str
+) -> None:
+    """N6 with N5: the mirror keeps the events key alive with the source's other keys; once
+    it stops, the key expires after the retirement time, and a fleet follower says
+    ``retired``."""
+    with trio.fail_after(30):
+        async with (
+            coredis.Redis.from_url(redis_server.url) as redis,
+            trio.open_nursery() as nursery,
+        ):
+            key = f"{prefix}:s1:events"
+            scheduler = await start_scheduler(nursery, redis, prefix, "s1", retire_after=2.0)
+            scheduler.change("r1")
+            await eventually(lambda: scheduler.mirror.statistics().events == 1)
+            async with collecting(redis, prefix=prefix, retire_after=2.0) as (events, items):
+                await eventually(lambda: events.sources == ("s1",))
+                await trio.sleep(2.5)  # idle for longer than the retirement time, yet alive
+                assert 1_000 < await redis.pttl(key) <= 2_000
+                assert events.sources == ("s1",)
+                scheduler.kill()
+                await eventually(lambda: any(g.reason == "retired" for g in gaps(items)))
+                assert events.sources == ()
+            await eventually_async(lambda: redis.exists([key]), 0)
+            nursery.cancel_scope.cancel()
+            nursery.cancel_scope.cancel()
+
+
+async def test_a_bad_position_is_refused() -> None:
+    """Bad input raises ``ContractError`` naming the field."""
+    redis = coredis.Redis(host="127.0.0.1", port=1)
+    with pytest.raises(ContractError, match="since"):
+        async with follow_events(redis, source="s1", since="yesterday"):
+            pass
+    with pytest.raises(ContractError, match="since"):
+        async with follow_events(redis, since="1-0"):
+            pass
