@@ -16,6 +16,8 @@ import coredis
 import pytest
 import trio
 import trio.lowlevel
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.support.builders import root
 from tests.support.redis_server import CuttableProxy, RedisServer
@@ -73,12 +75,14 @@ class Scheduler:
         self.publisher: WorkflowActivityPublisher = hub.register_publisher()
         self.seen: list[str] = []  # root ids the scheduler's own handler received
         self.scope = trio.CancelScope()
+        self.published: set[str] = set()
 
     def kill(self) -> None:
         """The scheduler's process dies: hub, runner and mirror stop without a word."""
         self.scope.cancel()
 
     def change(self, name: str) -> None:
+        self.published.add(name)
         self.publisher.publish_changed(root(name))
 
 
@@ -428,3 +432,135 @@ async def test_a_bad_position_is_refused() -> None:
     with pytest.raises(ContractError, match="since"):
         async with follow_events(redis, since="1-0"):
             pass
+
+
+FLEET = 200
+
+
+async def test_a_fleet_of_200_sources_is_followed_in_order_over_at_most_four_connections(
+    redis_server: RedisServer, prefix: str
+) -> None:
+    """N6 and issue 25's budget: one ``follow_events`` over 200 mirrored sources delivers
+    every source's events in order, each naming its source, over at most 4 connections
+    (``CLIENT LIST``)."""
+    with trio.fail_after(120):
+        async with (
+            coredis.Redis.from_url(redis_server.url, client_name="mirrors") as mirrors,
+            coredis.Redis.from_url(redis_server.url, client_name="events-follower") as follower,
+            trio.open_nursery() as nursery,
+        ):
+            schedulers = {
+                f"s{index:03d}": await start_scheduler(nursery, mirrors, prefix, f"s{index:03d}")
+                for index in range(FLEET)
+            }
+            async with collecting(follower, prefix=prefix, since={}) as (events, items):
+                await eventually(lambda: len(events.sources) == FLEET)
+                for round_ in range(5):
+                    for name, scheduler in schedulers.items():
+                        scheduler.change(f"{name}-{round_}")
+                    await trio.sleep(0.05)
+                await eventually(lambda: len(names(items)) == FLEET * 5)
+                clients = await mirrors.client_list()
+                connections = [c for c in clients if c.get("name") == "events-follower"]
+                assert 1 <= len(connections) <= 4, connections
+            assert gaps(items) == []
+            for name in schedulers:
+                assert names(items, name) == [f"{name}-{round_}" for round_ in range(5)]
+            nursery.cancel_scope.cancel()
+
+
+async def open_client(url: str, *, task_status: trio.TaskStatus[coredis.Redis[bytes]]) -> None:
+    async with coredis.Redis.from_url(url) as redis:
+        task_status.started(redis)
+        await trio.sleep_forever()
+
+
+async def caught_up(
+    scheduler: Scheduler, published: list[str], items: list[EventItem], proxy: CuttableProxy
+) -> None:
+    """Let the current scheduler's mirror append everything, then let the follower read, up
+    to one more event published now (what came before may have been trimmed away; what a
+    killed instance had not appended is lost, as it would be)."""
+    mine = [name for name in published if name in scheduler.published]
+    await eventually(lambda: scheduler.seen == mine)
+    await eventually(lambda: scheduler.mirror.statistics().events == len(mine))
+    proxy.release()
+    published.append(f"e{len(published)}")
+    scheduler.change(published[-1])
+    await eventually(lambda: published[-1] in names(items))
+
+
+_OPERATIONS = st.lists(
+    st.one_of(
+        st.tuples(st.just("publish"), st.integers(1, 40)),
+        st.tuples(st.just("trim"), st.integers(0, 15)),
+        st.tuples(st.just("restart"), st.just(0)),
+        st.tuples(st.just("catch_up"), st.just(0)),
+    ),
+    min_size=1,
+    max_size=10,
+)
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(operations=_OPERATIONS)
+async def test_whatever_is_appended_trimmed_or_restarted_the_follower_never_skips_silently(
+    redis_server: RedisServer, operations: list[tuple[str, int]]
+) -> None:
+    """N6 as a property: under any interleaving of publishing, trimming the events stream
+    (even to nothing) and replacing the scheduler by a new instance, what the follower
+    delivers is the published sequence in order with pieces missing, and a ``ContinuityLost``
+    stands wherever a piece is missing; the last event published arrives."""
+    prefix = f"evprop-{uuid.uuid4().hex[:8]}"
+    key = f"{prefix}:p:events"
+    published: list[str] = []
+    proxy = CuttableProxy(redis_server.port)
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(proxy.run)
+            redis = await nursery.start(open_client, redis_server.url)
+            reader = await nursery.start(open_client, proxy.url)
+            scheduler = await start_scheduler(nursery, redis, prefix, "p")
+            # The follower reads through a connection that stalls between catch-ups, so that
+            # trims and restarts happen to entries it has not read yet.
+            async with collecting(reader, prefix=prefix, source="p", read_timeout=30) as (
+                _,
+                items,
+            ):
+                await trio.sleep(0.3)
+                proxy.stall()
+
+                def publish(count: int) -> None:
+                    for _ in range(count):
+                        published.append(f"e{len(published)}")
+                        scheduler.change(published[-1])
+
+                for operation, value in operations:
+                    if operation == "publish":
+                        publish(value)
+                        await trio.sleep(0.01)
+                    elif operation == "trim":
+                        await redis.xtrim(key, threshold=value, trim_strategy="MAXLEN")
+                    elif operation == "restart":
+                        scheduler.kill()
+                        scheduler = await start_scheduler(nursery, redis, prefix, "p")
+                    else:
+                        await caught_up(scheduler, published, items, proxy)
+                        proxy.stall()
+                await caught_up(scheduler, published, items, proxy)
+            order = {name: index for index, name in enumerate(published)}
+            previous = -1
+            gap_since_previous = False
+            for item in items:
+                if isinstance(item, ContinuityLost):
+                    gap_since_previous = True
+                    continue
+                assert isinstance(item.event, ActivityChangedEvent)
+                index = order[item.event.root.root_run_id]
+                assert index > previous, "out of order or twice"
+                if index != previous + 1:
+                    assert gap_since_previous, f"a silent skip from {previous} to {index}"
+                previous = index
+                gap_since_previous = False
+            assert previous == len(published) - 1
+            nursery.cancel_scope.cancel()

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, final
 
 import attrs
@@ -131,6 +131,9 @@ class _Track:
     refused_until: float = -1.0
     refused: str = ""
     last_seen: float | None = None  # registry score (ms), fleet mode
+    # True when the next entry read starts the sequence anew without a gap of its own (after
+    # a gap that already said events are missing there).
+    baseline_free: bool = False
     foreign: int = 0
 
 
@@ -441,7 +444,14 @@ class _EventReader:
                     track.last_id = text(entry.identifier)
                     track.epoch, track.seq, _ = _header(entry.field_values)
                 else:
+                    # Empty (trimmed, expired or never written): where the mirror stands, so
+                    # that entries appended and trimmed before this follower reads are a gap.
                     track.last_id = "0-0"
+                    owner = source_keys(self._prefix, track.source).owner
+                    epoch, seq = await self._redis.hmget(owner, ["events_epoch", "events_seq"])
+                    if epoch is not None and seq is not None:
+                        with suppress(UnicodeDecodeError, ValueError):
+                            track.epoch, track.seq = text(epoch), int(text(seq))
             elif track.start == "oldest":
                 track.last_id = "0-0"
             else:
@@ -454,7 +464,8 @@ class _EventReader:
                         "trimmed",
                         f"event {track.last_id} of {track.source!r} is no longer in the stream",
                     )
-                    track.start = "oldest"  # the next entry read is the new baseline
+                    track.start = "oldest"
+                    track.baseline_free = True  # the next entry read is the new baseline
                 else:
                     track.epoch, track.seq, _ = header
         except server_errors() as error:
@@ -527,16 +538,28 @@ class _EventReader:
                         "before they were read",
                         missed,
                     )
-            elif track.seq is None and lost:
-                self._gap(
-                    track,
-                    "dropped",
-                    f"the mirror of {track.source!r} dropped {lost} event(s): "
-                    "Redis was too slow for it",
-                    lost,
-                )
+            elif track.seq is None and seq > 1 and not track.baseline_free:
+                # Read from the start of the stream: what came before it is missing.
+                missed = seq - 1
+                if lost == missed:
+                    self._gap(
+                        track,
+                        "dropped",
+                        f"the mirror of {track.source!r} dropped {missed} event(s): "
+                        "Redis was too slow for it",
+                        missed,
+                    )
+                else:
+                    self._gap(
+                        track,
+                        "trimmed",
+                        f"the first {missed} event(s) of {track.source!r} are no longer in the "
+                        "stream",
+                        missed,
+                    )
             track.epoch = epoch
             track.seq = seq
+            track.baseline_free = False
             try:
                 event: WorkflowEvent = loads(WorkflowEvent, _fields(entry.field_values)["event"])
             except (KeyError, ValueError, TypeError, ContractError) as error:

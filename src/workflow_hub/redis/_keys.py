@@ -8,7 +8,9 @@ Everything another language needs to follow a source is here and in ``docs/fleet
   stream entry the snapshot corresponds to: it already includes that entry and every one before).
 - ``{prefix}:{source}:owner`` — a hash: ``epoch`` (the owning mirror's fencing token),
   ``claimed`` (its claim order: server microseconds, strictly increasing), ``seq`` and ``last``
-  (the last entry's sequence number and id), ``batch`` (the id of the batch that appended it).
+  (the last entry's sequence number and id), ``batch`` (the id of the batch that appended it);
+  with hook events also ``events_epoch``, ``events_seq``, ``events_last`` and ``events_batch``
+  (the same for the last event appended).
 - ``{prefix}:{source}:events`` — a stream of the hub's hook events; each entry has ``epoch`` (the
   appending mirror's fencing token), ``seq`` (a decimal integer counting that mirror's events,
   from 1), ``lost`` (how many events right before this one the mirror dropped, usually ``0``) and
@@ -249,7 +251,9 @@ for i = 6, #ARGV, 3 do
   last = redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[3], '*',
     'epoch', ARGV[1], 'seq', ARGV[i], 'lost', ARGV[i + 1], 'event', ARGV[i + 2])
 end
-redis.call('HSET', KEYS[1], 'events_batch', ARGV[5], 'events_last', last)
+-- Where the events stand, for a follower that finds the stream empty (trimmed or expired).
+redis.call('HSET', KEYS[1], 'events_batch', ARGV[5], 'events_last', last,
+  'events_epoch', ARGV[1], 'events_seq', ARGV[#ARGV - 2])
 redis.call('PEXPIRE', KEYS[2], ARGV[4])
 return {'ok', last, ''}
 """
