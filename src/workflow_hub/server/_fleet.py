@@ -47,6 +47,7 @@ from ..redis import (
 from ..reporting import ActivityView, aggregate
 from ._app import DEFAULT_KEEPALIVE, STATIC_DIR
 from ._encode import cursor_text, sse_comment, sse_event
+from ._fleet_events import FleetEvents
 from ._middleware import SSE_HEADERS, Guard, NoStore, is_open_path
 from ._requests import (
     EXCEPTION_HANDLERS,
@@ -244,6 +245,10 @@ class FleetApp(StreamTracker):
         self.keepalive = float(keepalive)
         self.keepalive_bytes = sse_comment("keep-alive")
         self.relays: dict[str, _Relay] = {}
+        # Hook events of every source (mirrors started with a runner): /v1/events.
+        self.events = FleetEvents(
+            redis, prefix=prefix, read_timeout=read_timeout, retire_after=retire_after
+        )
         routes: list[Route | Mount] = [
             Route("/healthz", self._healthz),
             Route("/livez", self._livez),
@@ -251,7 +256,8 @@ class FleetApp(StreamTracker):
             Route("/v1/sources", self._sources),
             Route("/sources/{source}/v1/snapshot", self._snapshot),
             Route("/sources/{source}/v1/activity", self._activity),
-            Route("/sources/{source}/v1/events", self._no_events),
+            Route("/sources/{source}/v1/events", self._source_events),
+            Route("/v1/events", self._fleet_events),
         ]
         if static_dir is not None:
             self.static_dir = static_dir
@@ -272,14 +278,17 @@ class FleetApp(StreamTracker):
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Follow the fleet until cancelled; then every stream ends."""
         try:
-            async with follow_fleet(
-                self.redis,
-                prefix=self.prefix,
-                stale_after=self.stale_after,
-                read_timeout=self.read_timeout,
-                retire_after=self.retire_after,
-                block=min(DEFAULT_BLOCK, self.read_timeout / 2),
-            ) as fleet:
+            async with (
+                self.events.running(),
+                follow_fleet(
+                    self.redis,
+                    prefix=self.prefix,
+                    stale_after=self.stale_after,
+                    read_timeout=self.read_timeout,
+                    retire_after=self.retire_after,
+                    block=min(DEFAULT_BLOCK, self.read_timeout / 2),
+                ) as fleet,
+            ):
                 self.fleet = fleet
                 task_status.started()
                 async for source, frame in fleet:
@@ -378,8 +387,14 @@ class FleetApp(StreamTracker):
             return StreamHead()
         return _SourceStream(self, relay, relay.resume_position(since))
 
-    async def _no_events(self, request: Request) -> Response:
-        return error_response(404, "hook events are not mirrored into Redis: a fleet has none")
+    async def _source_events(self, request: Request) -> Response:
+        source = request.path_params["source"]
+        if source not in self.relays and source not in self.events.sources():
+            return error_response(404, f"no source {source!r} in this fleet (yet)", "source")
+        return self.events.response(request, self, self.keepalive, source)
+
+    async def _fleet_events(self, request: Request) -> Response:
+        return self.events.response(request, self, self.keepalive, None)
 
     async def _fleet_page(self, request: Request) -> Response:
         return self._page("fleet.html")
