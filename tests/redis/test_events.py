@@ -18,6 +18,7 @@ import trio
 import trio.lowlevel
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from prometheus_client import CollectorRegistry
 
 from tests.support.builders import root
 from tests.support.redis_server import CuttableProxy, RedisServer
@@ -34,6 +35,7 @@ from workflow_hub.redis import (
     EventItem,
     EventStream,
     Mirror,
+    MirrorMetrics,
     SourceEvent,
     follow_events,
     mirror_hub,
@@ -563,4 +565,62 @@ async def test_whatever_is_appended_trimmed_or_restarted_the_follower_never_skip
                 previous = index
                 gap_since_previous = False
             assert previous == len(published) - 1
+            nursery.cancel_scope.cancel()
+
+
+async def test_the_mirror_counts_its_events_for_prometheus(
+    redis_server: RedisServer, prefix: str
+) -> None:
+    """The events appended and dropped are Prometheus counters of the mirror."""
+    registry = CollectorRegistry()
+    metrics = MirrorMetrics(registry)
+    with trio.fail_after(20):
+        async with (
+            coredis.Redis.from_url(redis_server.url) as redis,
+            trio.open_nursery() as nursery,
+        ):
+            scheduler = await start_scheduler(nursery, redis, prefix, "m1", metrics=metrics)
+            for index in range(3):
+                scheduler.change(f"r{index}")
+            await eventually(lambda: scheduler.mirror.statistics().events == 3)
+            labels = {"source": "m1"}
+            assert registry.get_sample_value("workflow_hub_mirror_events_total", labels) == 3
+            dropped = registry.get_sample_value("workflow_hub_mirror_events_dropped_total", labels)
+            assert dropped == 0
+            nursery.cancel_scope.cancel()
+
+
+async def test_bad_data_in_one_events_stream_is_that_source_unreadable_and_others_go_on(
+    redis_server: RedisServer, prefix: str
+) -> None:
+    """Bad data (issue 25 item 9) in the events: a foreign entry is skipped without a gap, an
+    events key of another type makes that source ``unreadable`` (one item), and the other
+    sources of the fleet go on."""
+    with trio.fail_after(30):
+        async with (
+            coredis.Redis.from_url(redis_server.url) as redis,
+            trio.open_nursery() as nursery,
+        ):
+            good = await start_scheduler(nursery, redis, prefix, "good")
+            bad = await start_scheduler(nursery, redis, prefix, "bad")
+            async with collecting(redis, prefix=prefix) as (events, items):
+                await eventually(lambda: events.sources == ("bad", "good"))
+                await trio.sleep(0.3)
+                await redis.xadd(f"{prefix}:good:events", {"note": "x" * 5_000})
+                good.change("g1")
+                bad.change("b1")
+                await eventually(lambda: {"g1", "b1"} <= set(names(items)))
+                assert gaps(items) == []
+                bad.mirror._events.close()  # type: ignore[union-attr]  # its mirror stops appending
+                await redis.delete([f"{prefix}:bad:events"])
+                await redis.set(f"{prefix}:bad:events", "not a stream")
+                good.change("g2")
+                await eventually(lambda: "g2" in names(items))
+                await eventually(lambda: len(gaps(items)) == 1)
+                good.change("g3")
+                await eventually(lambda: "g3" in names(items))
+            (lost,) = gaps(items)
+            assert lost.source == "bad"
+            assert lost.reason == "unreadable"
+            assert names(items, "good") == ["g1", "g2", "g3"]
             nursery.cancel_scope.cancel()
