@@ -624,3 +624,39 @@ async def test_bad_data_in_one_events_stream_is_that_source_unreadable_and_other
             assert lost.reason == "unreadable"
             assert names(items, "good") == ["g1", "g2", "g3"]
             nursery.cancel_scope.cancel()
+
+
+async def test_a_fleet_follower_resumes_from_its_positions_without_a_gap_or_a_repeat(
+    redis_server: RedisServer, prefix: str
+) -> None:
+    """N6: ``events.positions()`` of one run, given as ``since`` to the next, continues
+    exactly after what was delivered, for every source (one that appeared meanwhile from its
+    first event)."""
+    with trio.fail_after(30):
+        async with (
+            coredis.Redis.from_url(redis_server.url) as redis,
+            trio.open_nursery() as nursery,
+        ):
+            a = await start_scheduler(nursery, redis, prefix, "a")
+            b = await start_scheduler(nursery, redis, prefix, "b")
+            async with collecting(redis, prefix=prefix) as (events, first):
+                await eventually(lambda: events.sources == ("a", "b"))
+                await trio.sleep(0.3)
+                a.change("a1")
+                b.change("b1")
+                await eventually(lambda: {"a1", "b1"} <= set(names(first)))
+                positions = events.positions()
+            assert set(positions) == {"a", "b"}
+            a.change("a2")
+            b.change("b2")
+            c = await start_scheduler(nursery, redis, prefix, "c")
+            c.change("c1")
+            await eventually(lambda: c.mirror.statistics().events == 1)
+            async with collecting(redis, prefix=prefix, since=positions) as (_, second):
+                await eventually(lambda: {"a2", "b2", "c1"} <= set(names(second)))
+                await trio.sleep(0.3)
+            assert gaps(second) == []
+            assert names(second, "a") == ["a2"]
+            assert names(second, "b") == ["b2"]
+            assert names(second, "c") == ["c1"]
+            nursery.cancel_scope.cancel()

@@ -283,9 +283,10 @@ class _EventReader:
     def add(self, source: str, *, first: bool) -> _Track:
         key = source_keys(self._prefix, source).events
         track = _Track(source=source, key=key, start="oldest")
-        if self._positions is not None and source in self._positions:
+        position = None if self._positions is None else self._positions.get(source)
+        if position is not None and position not in ("0", "0-0"):
             track.start = "since"
-            track.last_id = self._positions[source]
+            track.last_id = position
         elif self._positions is None and first:
             track.start = "newest"
         self.tracks[source] = track
