@@ -77,8 +77,8 @@ pytest: $(STAMP) redis-server browsers tmux node-clients promtool
 # docs/dashboard*.png and docs/terminal-*.svg: the demo in full swing (`workflow-hub serve`,
 # looping): the dashboard at 1280 and 375 px by Debian's chromium, `workflow-hub watch` in tmux at
 # 80x24 and 200x50; and docs/dashboard-busy-*.png: a busy scheduler's page opened on a link to its
-# roots that need attention.
-screenshot: $(STAMP) browsers tmux
+# roots that need attention; docs/fleet.png: the fleet's page (needs redis-server).
+screenshot: $(STAMP) browsers tmux redis-server
 	$(BIN)/python tools/dashboard_screenshot.py --chromium "$$(command -v chromium)"
 	$(BIN)/python tools/dashboard_screenshot.py --chromium "$$(command -v chromium)" \
 		--width 375 --output docs/dashboard-375.png
@@ -86,6 +86,9 @@ screenshot: $(STAMP) browsers tmux
 		--view '#group=attention' --width 1280 --height 1000 --output docs/dashboard-busy-1280.png
 	$(BIN)/python tools/dashboard_screenshot.py --chromium "$$(command -v chromium)" --busy 400 \
 		--view '#group=attention' --width 375 --height 1100 --output docs/dashboard-busy-375.png
+	$(BIN)/python tools/fleet_screenshot.py --chromium "$$(command -v chromium)"
+	$(BIN)/python tools/fleet_screenshot.py --chromium "$$(command -v chromium)" \
+		--width 375 --height 740 --output docs/fleet-375.png
 	$(BIN)/python tools/terminal_screenshot.py
 
 test: lint types pytest

@@ -19,6 +19,7 @@ import bench_celery
 import bench_conflation
 import bench_dashboard
 import bench_fanout
+import bench_fleet_stream
 import bench_hooks
 import bench_hosts
 import bench_langgraph
@@ -54,6 +55,7 @@ BENCHMARKS: dict[str, Benchmark] = {
     "metrics": bench_metrics.run,
     "network": bench_network.run,
     "redis": bench_redis.run,
+    "fleet_stream": bench_fleet_stream.run,
     "resume": bench_resume.run,
     "tracker": bench_tracker.run,
     "dashboard": bench_dashboard.run,

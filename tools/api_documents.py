@@ -2,9 +2,10 @@
 
 The server generates them (``/openapi.json``, ``/schemas/wire.json``); these copies describe a
 server with every feature on (a token, hook events, metrics, the page), for readers and tools
-that have no server at hand.
+that have no server at hand. ``fleet-openapi.json`` is the fleet server's (``serve_fleet``).
 
-    python tools/api_documents.py          # rewrite docs/api/openapi.json and wire.schema.json
+    python tools/api_documents.py          # rewrite docs/api/openapi.json, fleet-openapi.json
+                                           # and wire.schema.json
     python tools/api_documents.py --check  # exit 1 if either is out of date
 
 ``make lint`` runs ``--check``, and so does tests/server/test_api_documents.py.
@@ -17,6 +18,7 @@ import sys
 from importlib.metadata import version
 from pathlib import Path
 
+from workflow_hub.server._fleet_openapi import fleet_openapi_document
 from workflow_hub.server._openapi import openapi_document
 from workflow_hub.server._requests import document_bytes
 from workflow_hub.server._schemas import events_schema
@@ -29,8 +31,10 @@ def documents() -> dict[Path, bytes]:
     openapi = openapi_document(
         version=version("workflow-hub"), token=True, hooks=True, metrics=True, page=True
     )
+    fleet = fleet_openapi_document(version=version("workflow-hub"), token=True, page=True)
     return {
         DOCS / "openapi.json": document_bytes(openapi) + b"\n",
+        DOCS / "fleet-openapi.json": document_bytes(fleet) + b"\n",
         DOCS / "wire.schema.json": document_bytes(events_schema()) + b"\n",
     }
 

@@ -1,8 +1,11 @@
-"""Draw docs/dashboard.png: the dashboard of the demo's scheduler, five seconds in (`make screenshot`).
+"""Draw docs/dashboard.png: the dashboard of the demo's scheduler, 5.5 seconds in (`make screenshot`).
 
 The demo's scenario runs in this process with a hub, a hook runner and the server, exactly as
 `workflow-hub serve` does; Debian's chromium (driven by playwright) loads the page, opens the
-stages of one root and takes the picture. Same seed, same picture (up to timing jitter).
+stages of one root and takes the picture. Same seed, same picture, byte for byte: the demo's
+clock starts at a fixed instant (``--clock``, not the wall clock, so the hook feed's times do
+not change from run to run) and the page runs in a fixed time zone and locale (UTC, en-US), with
+animations and the caret off.
 
 With ``--busy N`` the scheduler is a busy one instead: N roots (a seeded mix of working, blocked,
 flagged and idle ones, some with stages), still changing while the page is open, and the page is
@@ -22,13 +25,24 @@ from functools import partial
 from pathlib import Path
 
 import trio
+import trio.testing
 
-from workflow_hub import HookRunner, NodePrompt, RootActivity, RootGraph, StageNode, open_hub
+from workflow_hub import (
+    HookRunner,
+    NodePrompt,
+    RootActivity,
+    RootGraph,
+    StageNode,
+    WorkflowActivityHub,
+    open_hub,
+)
 from workflow_hub._cli._scenario import run_scenario
 from workflow_hub.server import serve_hub
 from workflow_hub.tracker import RunTracker
 
 ROOT = Path(__file__).resolve().parent.parent
+# When the demo's scheduler starts, in epoch milliseconds: 2026-01-01 09:00:00 UTC.
+CLOCK_START_MS = 1_767_258_000_000
 CHROMIUM_FLAGS = [
     "--headless",
     "--no-sandbox",
@@ -38,6 +52,9 @@ CHROMIUM_FLAGS = [
     "--disable-background-networking",
     "--disable-component-update",
     "--disable-sync",
+    # Repaint whole tiles: with partial raster, the edges of what the last frames redrew could
+    # be antialiased differently from run to run (a few pixels, but another file).
+    "--disable-partial-raster",
 ]
 
 
@@ -64,15 +81,26 @@ class _Camera:
         self._browser = self._playwright.chromium.launch(
             executable_path=self._chromium, args=CHROMIUM_FLAGS
         )
-        self._page = self._browser.new_page(viewport={"width": self._width, "height": self._height})
+        # The time zone and locale are the page's, never the machine's: the feed's times and the
+        # counts' digit grouping read the same wherever the picture is taken.
+        self._page = self._browser.new_page(
+            viewport={"width": self._width, "height": self._height},
+            timezone_id="UTC",
+            locale="en-US",
+        )
         self._page.goto(url + view)
         self._page.wait_for_selector('[data-testid="connection"][data-state="live"]')
+
+    def _settle(self, cursor: str) -> None:
+        self._page.wait_for_selector(f'[data-testid="connection"][data-cursor="{cursor}"]')
 
     def _shoot(self, path: Path, expand: str) -> None:
         summary = self._page.locator(f'[data-root-id="{expand}"] summary')
         if summary.count():
             summary.click()
-        self._page.screenshot(path=str(path), full_page=self._full_page)
+        self._page.screenshot(
+            path=str(path), full_page=self._full_page, animations="disabled", caret="hide"
+        )
 
     def _close(self) -> None:
         self._browser.close()
@@ -80,6 +108,12 @@ class _Camera:
 
     async def open(self, url: str, view: str = "") -> None:
         await self._call(self._open, url, view)
+
+    async def settle(self, hub: WorkflowActivityHub) -> None:
+        """Wait until the page shows the hub's last revision."""
+        cursor = hub.snapshot_frame().cursor
+        assert cursor is not None
+        await self._call(self._settle, f"{cursor.epoch}:{cursor.revision}")
 
     async def shoot(self, path: Path, expand: str) -> None:
         await self._call(self._shoot, path, expand)
@@ -169,7 +203,7 @@ async def _busy(args: argparse.Namespace) -> None:
                         if not roots[index].needs_attention:
                             publisher.publish_changed(roots[index])
                     await trio.sleep(0.02)
-                await trio.sleep(0.5)
+                await camera.settle(hub)
                 expand = next(r.root_run_id for r in roots if r.reason == "awaiting_input")
                 await camera.shoot(args.output, expand)
             finally:
@@ -191,20 +225,25 @@ async def _main(args: argparse.Namespace) -> None:
             # The page is open before the scheduler starts, so it sees every hook event.
             await camera.open(url)
             try:
-                wall_start = time.time() * 1000
                 trio_start = trio.current_time()
                 tracker = RunTracker(
                     hub.register_publisher(),
                     owner_session_id="demo-session",
-                    clock=lambda: round(wall_start + (trio.current_time() - trio_start) * 1000, 1),
+                    clock=lambda: round(args.clock + (trio.current_time() - trio_start) * 1000, 1),
                     event_id_factory=lambda: f"evt-{rng.getrandbits(40):010x}",
                     include_graph=True,
                 )
-                await nursery.start(tracker.run_heartbeats)
-                nursery.start_soon(
-                    partial(run_scenario, tracker, duration=19.0, seed=rng.randrange(2**32))
-                )
-                await trio.sleep(args.at)
+                # The scheduler is stopped at --at (its heartbeats too) and the page catches up
+                # before the picture: nothing arrives while it is taken.
+                async with trio.open_nursery() as story:
+                    await story.start(tracker.run_heartbeats)
+                    story.start_soon(
+                        partial(run_scenario, tracker, duration=19.0, seed=rng.randrange(2**32))
+                    )
+                    await trio.sleep_until(trio_start + args.at)
+                    story.cancel_scope.cancel()
+                await camera.settle(hub)
+                await trio.to_thread.run_sync(time.sleep, 0.5)  # the hook events have no cursor
                 await camera.shoot(args.output, "data-migration")
             finally:
                 await camera.close()
@@ -215,14 +254,24 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--output", type=Path, default=ROOT / "docs" / "dashboard.png")
     parser.add_argument("--seed", type=int, default=4)
-    parser.add_argument("--at", type=float, default=5.0, help="seconds into the demo")
+    parser.add_argument("--at", type=float, default=5.5, help="seconds into the demo")
     parser.add_argument("--width", type=int, default=1280)
     parser.add_argument("--chromium", default="/usr/bin/chromium")
+    parser.add_argument(
+        "--clock",
+        type=float,
+        default=CLOCK_START_MS,
+        help="the demo's start in epoch milliseconds (fixed, so that the picture is too)",
+    )
     parser.add_argument("--height", type=int, default=900, help="the window's height (--busy)")
     parser.add_argument("--busy", type=int, default=0, help="a busy scheduler of this many roots")
     parser.add_argument("--view", default="", help="the page's view, e.g. '#group=attention'")
     args = parser.parse_args()
-    trio.run(_main, args)
+    # The demo's story runs on trio's mock clock: time jumps to the next fact once every task
+    # has waited 50 ms (the page meanwhile draws what arrived), so the facts, their order and
+    # their times are the seeded story's, however loaded the machine is.
+    clock = None if args.busy else trio.testing.MockClock(autojump_threshold=0.05)
+    trio.run(_main, args, clock=clock)
     print(f"wrote {args.output}", file=sys.stderr)
     return 0
 

@@ -55,7 +55,8 @@ def test_help_names_the_key_options(
 
 
 def test_status_loads_no_other_command_nor_a_heavy_library() -> None:
-    """The one-shot path of ``status``: no httpx, rich, hypothesis, Redis, server, prometheus."""
+    """The one-shot path of ``status``: no httpx, rich, hypothesis, Redis, server, prometheus,
+    nor cattrs (decoding needs none)."""
     program = (
         "import sys\n"
         "from workflow_hub._cli import main\n"
@@ -64,7 +65,7 @@ def test_status_loads_no_other_command_nor_a_heavy_library() -> None:
         "except SystemExit:\n"
         "    pass\n"
         "heavy = ['httpx', 'rich', 'hypothesis', 'coredis', 'hypercorn', 'starlette',\n"
-        "         'prometheus_client', 'workflow_hub._cli._demo', 'workflow_hub._cli._watch',\n"
+        "         'prometheus_client', 'cattrs', 'workflow_hub._cli._demo', 'workflow_hub._cli._watch',\n"
         "         'workflow_hub._cli._serve', 'workflow_hub.remote', 'workflow_hub.server']\n"
         "print(sorted(name for name in heavy if name in sys.modules))\n"
     )

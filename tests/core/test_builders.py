@@ -125,6 +125,23 @@ def test_stage_completed_event(event: LifecycleInput, target: StageTarget, curso
     )
 
 
+@given(
+    event=lifecycle_inputs(),
+    target=stage_targets(statuses=st.just(StageStatus.COMPLETED)),
+    cursor=cursors(),
+)
+def test_stage_completed_event_of_the_stamped_event(
+    event: LifecycleInput, target: StageTarget, cursor: Cursor
+) -> None:
+    """K1: the event the hook task builds when it dispatches a completed stage's second event
+    is the one the hub would have built at publication, from the same input and cursor."""
+    completed = attrs.evolve(event, target=target)
+    assert_same_value(
+        _build.stage_completed_event_of(_build.lifecycle_event(completed, cursor)),
+        StageCompletedEvent(cursor=cursor, **_envelope(completed)),
+    )
+
+
 def test_a_builder_must_set_every_field() -> None:
     """A builder that forgot a field (the contract grew one) refuses to exist."""
     with pytest.raises(TypeError, match="epoch"):

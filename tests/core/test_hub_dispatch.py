@@ -1,12 +1,15 @@
 """The hub's hook queue under a bare dispatcher (SPEC K1, K2, K6, P4, P6, P7).
 
-The batching tests bound batch sizes by the internal ``YIELD_EVERY`` (``workflow_hub._core._observers``).
+The batching tests bound batch sizes by the internal ``YIELD_EVERY`` (``workflow_hub._core._observers``)
+and, for the hook task, ``HOOK_YIELD_EVERY`` and ``HOOK_YIELD_AFTER`` (``workflow_hub._core._hub``).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
+import attrs
 import pytest
 import trio
 import trio.testing
@@ -22,6 +25,7 @@ from workflow_hub import (
     WorkflowEvent,
     open_hub,
 )
+from workflow_hub._core._hub import HOOK_CLOCK_EVERY, HOOK_YIELD_AFTER, HOOK_YIELD_EVERY
 from workflow_hub._core._observers import YIELD_EVERY
 
 
@@ -215,6 +219,35 @@ async def test_hook_buffer_is_bounded_dropping_the_oldest() -> None:
         assert [e.scheduled_at for e in dispatcher.events] == [7, 8, 9]  # type: ignore[union-attr]
 
 
+async def test_a_buffered_completed_stage_keeps_both_events_and_their_payloads() -> None:
+    """K1, K2, P6: the StageCompletedEvent of a completed stage is a hook event of its own in the
+    buffer (counted, dropped oldest first, fenced with its publisher) and arrives, after
+    binding, equal to the one built from the input and the cursor at publication."""
+    async with open_hub(hook_buffer_limit=5) as hub:
+        fenced = hub.register_publisher()
+        fenced.publish_lifecycle(stage_lifecycle("completed", event_id="fenced"))
+        publisher = hub.register_publisher()
+        first = stage_lifecycle("completed", event_id="first")
+        first_cursor = publisher.publish_lifecycle(first)
+        second = stage_lifecycle("completed", event_id="second")
+        second_cursor = publisher.publish_lifecycle(second)
+        stats = hub.statistics()
+        # The fenced publisher's LifecycleEvent was dropped; its StageCompletedEvent is queued.
+        assert (stats.hook_events_pending, stats.hook_events_dropped) == (5, 1)
+        dispatcher = RecordingDispatcher()
+        hub.bind_dispatcher(dispatcher)
+        await trio.testing.wait_all_tasks_blocked()
+        expected = []
+        for event, cursor in ((first, first_cursor), (second, second_cursor)):
+            envelope = attrs.asdict(event, recurse=False)
+            expected += [
+                LifecycleEvent(cursor=cursor, **envelope),
+                StageCompletedEvent(cursor=cursor, **envelope),
+            ]
+        assert dispatcher.events == expected
+        assert [type(e) for e in dispatcher.events] == [LifecycleEvent, StageCompletedEvent] * 2
+
+
 def test_default_hook_buffer_holds_ten_thousand() -> None:
     from workflow_hub import WorkflowActivityHub
 
@@ -305,4 +338,27 @@ async def test_a_large_buffer_is_dispatched_in_batches(hub: WorkflowActivityHub)
     while len(handled) < 10_000:
         await trio.lowlevel.checkpoint()
         seen.append(len(handled))
-    assert max(b - a for a, b in zip([0, *seen], seen, strict=False)) <= 2 * YIELD_EVERY
+    assert max(b - a for a, b in zip([0, *seen], seen, strict=False)) <= 2 * HOOK_YIELD_EVERY
+
+
+async def test_a_slow_dispatcher_is_checkpointed_by_time(hub: WorkflowActivityHub) -> None:
+    """K6 and the loop's other tasks: a dispatcher that blocks 0.3 ms per event and never awaits
+    is checkpointed after about a millisecond (the clock is read every HOOK_CLOCK_EVERY events),
+    long before HOOK_YIELD_EVERY events."""
+    publisher = hub.register_publisher()
+    for index in range(100):
+        publisher.publish_heartbeat(heartbeat(index))
+    handled: list[int] = []
+
+    def slow(event: WorkflowEvent, is_current: Callable[[], bool]) -> None:
+        time.sleep(0.0003)
+        handled.append(1)
+
+    hub.bind_dispatcher(slow)
+    seen: list[int] = []
+    while len(handled) < 100:
+        await trio.lowlevel.checkpoint()
+        seen.append(len(handled))
+    assert HOOK_YIELD_AFTER <= HOOK_CLOCK_EVERY * 0.0003  # the premise: 16 events take longer
+    # Two batches at most between two looks: trio may run the two tasks in either order.
+    assert max(b - a for a, b in zip([0, *seen], seen, strict=False)) <= 2 * HOOK_CLOCK_EVERY

@@ -225,11 +225,16 @@ async def test_the_page_shows_a_live_hub(browser: Browser) -> None:
                 assert "working" in state["roots"][1]["text"]
                 assert "needs attention" in state["roots"][0]["text"]
 
-                # The keyboard: the first Tab reaches the skip link, which leads to the roots.
+                # The keyboard: the first Tab reaches the skip link, which leads to the roots
+                # (the first one, in the list itself).
                 await browser.run(tab.page.keyboard.press, "Tab")
                 await browser.run(tab.page.keyboard.press, "Enter")
-                focused = await browser.run(tab.page.evaluate, "() => document.activeElement.id")
-                assert focused == "roots-heading"
+                focused = await browser.run(
+                    tab.page.evaluate,
+                    "() => [document.activeElement.tagName,"
+                    " document.activeElement.getAttribute('data-root-id')]",
+                )
+                assert focused == ["LI", state["roots"][0]["id"]]
                 # The stages expand from the keyboard.
                 summary = tab.page.locator('[data-root-id="build"] summary')
                 await browser.run(summary.focus)
@@ -487,6 +492,10 @@ async def test_a_wrong_token_shows_the_prompt_never_data(browser: Browser) -> No
                     assert state["connection"]["cursor"] == ""
                     assert "secret-root" not in await browser.run(tab.page.content)
                     assert "token=" not in tab.page.url
+                    # The connection says so in words; the raw state is its data-state.
+                    assert state["connection"]["state"] == "needs-token"
+                    label = tab.page.locator('[data-role="connection-label"]')
+                    assert (await browser.run(label.inner_text)).endswith("needs a token")
 
                 await browser.run(tab.page.fill, "#token-input", "s3cret")
                 await browser.run(tab.page.press, "#token-input", "Enter")

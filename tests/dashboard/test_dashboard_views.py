@@ -27,9 +27,11 @@ from tests.support.browser import BROWSER_TIMEOUT_MS, Browser, Server
 from tests.support.dashboard import DASHBOARD, missing, require_program
 from workflow_hub import (
     Cursor,
+    NodePrompt,
     Reason,
     RootActivity,
     RootGraph,
+    RunPrompt,
     StageNode,
     State,
     WorkflowActivityHub,
@@ -493,6 +495,216 @@ async def test_the_keyboard_walks_the_roots_and_their_stages(browser: Browser) -
             rows = await tab.rows()
             assert (rows["focused"], rows["focusedTag"]) == ("migrate-db", "LI")
             assert not await tab.call(stage.is_visible)
+
+
+# Where the focus is, as a stop of the Tab key: the root card it is in (if any) and its tag.
+FOCUS_STOP = """() => {
+  const active = document.activeElement;
+  const card = active.closest("[data-root-id]");
+  return {
+    tag: active.tagName,
+    root: card ? card.getAttribute("data-root-id") : null,
+    skip: active.classList.contains("skip"),
+    label: (active.getAttribute("aria-label") || active.id || active.textContent || "")
+      .trim().slice(0, 40),
+  };
+}"""
+
+
+async def tab_stops(tab: Tab) -> list[dict[str, Any]]:
+    """Every stop of the Tab key once round the page, from the skip link, with real key presses
+    (until the focus is back on the skip link, leaves the page, or after 60 presses)."""
+    await tab.call(tab.page.focus, ".skip")
+    stops: list[dict[str, Any]] = []
+    for _ in range(60):
+        await tab.call(tab.page.keyboard.press, "Tab")
+        stop = await tab.call(tab.page.evaluate, FOCUS_STOP)
+        if stop["skip"] or stop["tag"] == "BODY":
+            break
+        stops.append(stop)
+    return stops
+
+
+async def test_the_list_of_roots_is_one_stop_of_the_tab_key(browser: Browser) -> None:
+    """Tab goes through the summary's links and the filters, then stops once in the list (on
+    its current root, never on the stages of any card, open or closed) and leaves it
+    (docs/dashboard.md, Accessibility). Reaching a card with the mouse makes it the stop."""
+    with trio.fail_after(40):
+        async with page_on(browser, BUSY) as (tab, _hub, _):
+            stops = await tab_stops(tab)
+            in_list = [stop for stop in stops if stop["root"] is not None]
+            assert in_list == [{**in_list[0], "tag": "LI", "root": "deploy-eu"}], stops
+            labels = [stop["label"] for stop in stops]
+            position = stops.index(in_list[0])
+            assert "filter-q" in labels[:position], "the filters come before the list"
+
+            # Stages open on the current card and on another one: still one stop.
+            await tab.call(tab.page.click, '[data-root-id="deploy-eu"] summary')
+            await tab.call(tab.page.click, '[data-root-id="migrate-db"] summary')
+            opened = tab.page.locator("details[open]")
+            assert await tab.call(opened.count) == 2
+            stops = await tab_stops(tab)
+            in_list = [stop for stop in stops if stop["root"] is not None]
+            assert [(stop["root"], stop["tag"]) for stop in in_list] == [("migrate-db", "LI")]
+
+
+async def test_the_skip_link_lands_on_the_list(browser: Browser) -> None:
+    """The first Tab reaches the skip link; Enter on it puts the focus on the list's current
+    root, past the summary and the filters (Shift+Tab from there is the filters' last control);
+    with no root shown it lands on the sentence that says so."""
+    with trio.fail_after(40):
+        async with page_on(browser, BUSY) as (tab, _hub, _):
+            keyboard = tab.page.keyboard
+            await tab.call(keyboard.press, "Tab")
+            assert (await tab.call(tab.page.evaluate, FOCUS_STOP))["skip"]
+            await tab.call(keyboard.press, "Enter")
+            rows = await tab.rows()
+            assert (rows["focused"], rows["focusedTag"]) == ("deploy-eu", "LI")
+            assert rows["hash"] == "", "the fragment holds the view, not the skip"
+            await tab.call(keyboard.press, "ArrowDown")
+            await tab.call(keyboard.press, "Shift+Tab")
+            stop = await tab.call(tab.page.evaluate, FOCUS_STOP)
+            assert (stop["tag"], stop["label"]) == ("BUTTON", "Clear")
+
+            await tab.call(tab.page.focus, ".skip")
+            await tab.call(keyboard.press, "Enter")
+            assert (await tab.rows())["focused"] == "nightly", "the root the arrows left it on"
+
+            await tab.call(tab.page.fill, "#filter-q", "no such root")
+            await tab.until("(_, r) => r.ids.length === 0")
+            await tab.call(tab.page.focus, ".skip")
+            await tab.call(keyboard.press, "Enter")
+            focused = await tab.call(
+                tab.page.evaluate, "() => document.activeElement.dataset.testid"
+            )
+            assert focused == "roots-empty"
+
+
+def waiting_in_a_subgraph() -> RootActivity:
+    """A release blocked on a question asked by a stage of its child workflow (depth 1)."""
+    return RootActivity(
+        root_run_id="release",
+        owner_session_id="session",
+        state="blocked",
+        reason="awaiting_input",
+        active_execution_count=0,
+        actionable_block_count=1,
+        needs_attention=True,
+        graph=RootGraph(
+            nodes=(
+                StageNode(
+                    id="release:deploy",
+                    run_id="release",
+                    node_id="deploy",
+                    name="deploy",
+                    parent_ids=(),
+                    depth=0,
+                    status="running",
+                ),
+                StageNode(
+                    id="verify:sign-off",
+                    run_id="verify",
+                    node_id="sign-off",
+                    name="sign-off",
+                    parent_ids=("release:deploy",),
+                    depth=1,
+                    status="awaiting_input",
+                    pending_prompt=NodePrompt(
+                        id="p-1",
+                        kind="confirm",
+                        message="Ship 3.2 to production?",
+                        created_at=1_700_000_000_000,
+                    ),
+                ),
+            ),
+            run_prompts=(
+                RunPrompt(
+                    id="p-2",
+                    kind="input",
+                    message="Which region first?",
+                    created_at=1_700_000_000_000,
+                    run_id="verify",
+                ),
+            ),
+        ),
+    )
+
+
+async def test_a_question_asked_inside_a_subgraph_shows_on_the_collapsed_card(
+    browser: Browser,
+) -> None:
+    """A root blocked on a prompt of a nested stage says its question on the card, its stages
+    closed: the reader sees what it waits for without opening anything."""
+    with trio.fail_after(40):
+        async with page_on(browser, [*BUSY, waiting_in_a_subgraph()]) as (tab, _hub, _):
+            card = '[data-root-id="release"]'
+            question = tab.page.locator(f'{card} [data-testid="question"]')
+            assert await tab.call(question.is_visible)
+            text = await tab.call(question.inner_text)
+            assert "Ship 3.2 to production?" in text
+            assert "sign-off" in text
+            assert "1 more question" in text
+            details = tab.page.locator(f"{card} details")
+            assert await tab.call(details.get_attribute, "open") is None
+            node_prompt = tab.page.locator(f'{card} [data-node-id="verify:sign-off"] .prompt')
+            assert not await tab.call(node_prompt.is_visible), "the stages are closed"
+            # A root that asks nothing has no question line.
+            other = tab.page.locator('[data-root-id="build-1"] [data-testid="question"]')
+            assert await tab.call(other.count) == 0
+
+
+# What the page says for each reason of the contract: words, the raw value in data-value.
+REASON_WORDS = {
+    "executing": "executing",
+    "retrying": "retrying",
+    "automatic_continuation": "continuing by itself",
+    "stopping": "stopping",
+    "awaiting_input": "waiting for input",
+    "manual_intervention": "needs intervention",
+    "paused": "paused",
+    "quiescent": "nothing to do",
+}
+STATE_OF = {
+    "awaiting_input": "blocked",
+    "manual_intervention": "blocked",
+    "paused": "idle",
+    "quiescent": "idle",
+}
+
+
+async def test_every_reason_reads_in_words(browser: Browser) -> None:
+    """Each card says its reason in words (every member of the contract's Reason), keeping the
+    raw value in data-value; the filter's options and the aggregate's badge say the same words."""
+    assert set(REASON_WORDS) == {str(reason) for reason in Reason}
+    roots = [
+        root(f"r-{reason}", STATE_OF.get(reason, "working"), reason) for reason in REASON_WORDS
+    ]
+    with trio.fail_after(40):
+        async with page_on(browser, roots) as (tab, hub, publisher):
+            shown = await tab.call(
+                tab.page.evaluate,
+                """() => Object.fromEntries([...document.querySelectorAll("li.root")].map(
+                  (card) => [card.dataset.reason, {
+                    text: card.querySelector(".reason").textContent,
+                    value: card.querySelector(".reason").dataset.value,
+                  }]))""",
+            )
+            assert shown == {
+                reason: {"text": words, "value": reason} for reason, words in REASON_WORDS.items()
+            }
+            options = await tab.call(
+                tab.page.evaluate,
+                """() => Object.fromEntries([...document.querySelectorAll("#filter-reason option")]
+                  .filter((o) => o.value).map((o) => [o.value, o.textContent]))""",
+            )
+            assert options == REASON_WORDS
+            # With nothing working, the aggregate is blocked on input, in the same words.
+            for item in roots:
+                if item.state == "working":
+                    publisher.publish_changed(root(item.root_run_id, "idle", "quiescent"))
+            await tab.at(hub)
+            badge = tab.page.locator('[data-role="aggregate-label"]')
+            assert (await tab.call(badge.inner_text)).endswith("blocked · waiting for input")
 
 
 async def test_the_live_region_announces_the_overall_state_only(browser: Browser) -> None:

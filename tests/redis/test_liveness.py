@@ -318,7 +318,12 @@ async def test_every_source_is_unknown_while_redis_is_stopped_and_known_again_af
                 assert not fleet.readable
                 with trio.fail_after(READ_TIMEOUT + 2):
                     await until(served_unknown)
-                assert (await http.get(f"{url}/readyz")).status_code == 503
+                unready = await http.get(f"{url}/readyz")
+                assert unready.status_code == 503
+                assert unready.headers["content-type"] == "application/problem+json"
+                # RFC 9457: "status" is the HTTP status code; what is wrong is a member of its own.
+                assert unready.json()["status"] == 503
+                assert unready.json()["readable"] is False
                 with trio.fail_after(READ_TIMEOUT + 3):
                     await eventually(lambda: all("unknown" in watched().get(s, "") for s in hubs))
 

@@ -451,8 +451,24 @@ async def test_an_old_instance_that_reclaims_after_a_restart_loses_to_the_newer_
     own_redis_server: RedisServer, prefix: str
 ) -> None:
     """N3 across a restart without persistence: the claim order survives in the mirrors, so an
-    older instance that reclaims first is fenced as soon as the newer one appends again."""
+    older instance that reclaims first is fenced as soon as the newer one appends again.
+
+    Each mirror talks to Redis only when its hub publishes (the refresh interval is longer than
+    the test), and each has appended what its hub holds before the next step, so the steps
+    happen in the order written. (A claimed mirror still has its first snapshot to append: when
+    that append, or a refresh, came after the newer claim, the old mirror was fenced before the
+    restart and the owner read after it found nothing: the flake this order removes.)"""
     server = own_redis_server
+    owner_key = f"{prefix}:s:owner"
+    quiet = 60.0  # no refresh of its own during the test: a mirror appends when its hub publishes
+
+    def appended_all(mirror: Mirror, hub: WorkflowActivityHub) -> bool:
+        return mirror.appended_cursor == hub.snapshot_frame().cursor
+
+    async def owner_epoch() -> str:
+        owner = await redis.hgetall(owner_key)
+        return owner[b"epoch"].decode() if b"epoch" in owner else ""
+
     with trio.fail_after(20):
         async with (
             open_hub() as old_hub,
@@ -464,26 +480,38 @@ async def test_an_old_instance_that_reclaims_after_a_restart_loses_to_the_newer_
             old_publisher.publish_snapshot(Availability.READY, [])
             old_mirror = await nursery.start(
                 functools.partial(
-                    mirror_hub, old_hub, redis, source="s", prefix=prefix, refresh_interval=0.02
+                    mirror_hub, old_hub, redis, source="s", prefix=prefix, refresh_interval=quiet
                 )
             )
             await old_mirror.wait_claimed()
+            await eventually(lambda: appended_all(old_mirror, old_hub))
             new_publisher = new_hub.register_publisher()
             new_publisher.publish_snapshot(Availability.READY, [])
             new_mirror = await nursery.start(
                 functools.partial(
-                    mirror_hub, new_hub, redis, source="s", prefix=prefix, refresh_interval=0.2
+                    mirror_hub, new_hub, redis, source="s", prefix=prefix, refresh_interval=quiet
                 )
             )
             await new_mirror.wait_claimed()
+            await eventually(lambda: appended_all(new_mirror, new_hub))
+            assert await owner_epoch() == new_mirror.epoch
+            assert not old_mirror.fenced, "the old mirror has not appended since"
+
             server.restart()
-            with trio.fail_after(10):
-                while not old_mirror.fenced:
-                    new_publisher.publish_changed(root("new"))
-                    await trio.sleep(0.05)
+            assert await owner_epoch() == "", "the restart lost the owner"
+            # The old instance appends first: it finds no owner and reclaims with its old order.
+            old_publisher.publish_changed(root("old"))
+            await eventually(lambda: old_mirror.statistics().reclaims == 1)
+            assert await owner_epoch() == old_mirror.epoch
+            # The newer one appends: its later claim order takes the source back.
+            new_publisher.publish_changed(root("new"))
+            await eventually(lambda: new_mirror.statistics().reclaims == 1)
+            assert await owner_epoch() == new_mirror.epoch
+            # The old one's next append is fenced, and it stops.
+            old_publisher.publish_changed(root("old-again"))
+            await eventually(lambda: old_mirror.fenced)
             assert not new_mirror.fenced
-            owner = await redis.hgetall(f"{prefix}:s:owner")
-            assert owner[b"epoch"].decode() == new_mirror.epoch
+            assert await owner_epoch() == new_mirror.epoch
             nursery.cancel_scope.cancel()
 
 

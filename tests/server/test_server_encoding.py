@@ -5,16 +5,29 @@ The encoder is internal (``workflow_hub.server._encode``); these tests are about
 
 from __future__ import annotations
 
+import json
+
 import httpx
+import pytest
 import trio
 from hypercorn.config import Config
 from hypercorn.trio import serve
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.support.builders import root
 from tests.support.netutil import sse
-from workflow_hub import ChangedFrame, Cursor, Frame, open_hub
+from workflow_hub import ChangedFrame, ContractError, Cursor, Frame, open_hub
 from workflow_hub.server import create_app
-from workflow_hub.server._encode import FrameEncoder
+from workflow_hub.server._encode import FrameEncoder, sse_event
+from workflow_hub.testing.strategies import (
+    changed_frames,
+    cursors,
+    frames,
+    ids,
+    root_activities,
+)
+from workflow_hub.wire import dumps, format_cursor, to_wire
 
 
 def _frames(count: int) -> list[Frame]:
@@ -78,3 +91,92 @@ async def test_each_frame_is_encoded_once_for_many_clients() -> None:
                         await reader.events(30)
             nursery.cancel_scope.cancel()
     assert app.encoder.encodings - before == 30
+
+
+# --- one changed frame's event from its epoch's template (issue 29) -------------------------
+
+
+def _reference_event(frame: Frame) -> bytes | type[ContractError]:
+    """What a frame's SSE event is by definition (R4, W1): its cursor text as the id, its
+    kind as the event name, its wire JSON as one data line; or the error of a cursor with no
+    text form."""
+    try:
+        return sse_event(frame.kind, dumps(frame), format_cursor(frame.cursor))
+    except ContractError:
+        return ContractError
+
+
+def _encoded_event(encoder: FrameEncoder, frame: Frame) -> bytes | type[ContractError]:
+    try:
+        return encoder.sse(frame)
+    except ContractError:
+        return ContractError
+
+
+_EPOCHS = st.sampled_from(["e", "epoch:with:colons", "é", " padded", "line\nbreak", ""]) | ids()
+
+
+@given(
+    st.lists(
+        st.one_of(
+            changed_frames(),
+            st.builds(
+                ChangedFrame,
+                cursor=cursors(epochs=_EPOCHS),
+                root=root_activities(),
+            ),
+            st.builds(
+                ChangedFrame,
+                cursor=st.builds(
+                    Cursor,
+                    epoch=_EPOCHS,
+                    revision=st.sampled_from([0, 1, 2**63 - 1, 2**63, 10**30]),
+                ),
+                root=root_activities(),
+            ),
+            frames(),
+        ),
+        max_size=12,
+    ),
+    st.sampled_from(["sse", "backlog"]),
+)
+@settings(max_examples=300, deadline=None)
+def test_every_event_is_the_frame_s_wire_json_framed_as_sse(frames_: list[Frame], how: str) -> None:
+    """W1, R4: whatever frames come in whatever order (epochs change, revisions pass the text
+    form's limit, epochs with no text form), each event is exactly the frame's cursor text,
+    kind and wire JSON, or the ContractError of a cursor with no text form; the same frame
+    object asked again gets the same bytes, and an error caches nothing."""
+    encoder = FrameEncoder()
+    for frame in frames_:
+        expected = _reference_event(frame)
+        if how == "backlog" and expected is not ContractError:
+            assert encoder.backlog([frame, frame]) == expected * 2
+        assert _encoded_event(encoder, frame) == expected
+        assert _encoded_event(encoder, frame) == expected
+        if expected is not ContractError:
+            assert encoder.json(frame) == dumps(frame)
+            message = json.loads(encoder.message(frame))
+            assert message == {"id": format_cursor(frame.cursor), "frame": to_wire(frame)}
+
+
+def test_changed_frames_of_one_epoch_are_each_encoded_once() -> None:
+    """N1: one encoding per frame, the first of an epoch and the ones after it alike."""
+    encoder = FrameEncoder()
+    frames = _frames(300)
+    body = encoder.backlog(frames)
+    assert body == b"".join(_reference_event(frame) for frame in frames)  # type: ignore[misc]
+    assert encoder.encodings == 300
+    # The frames after the first were made from the epoch's template (the fast path is taken).
+    assert encoder._changed is not None
+    assert encoder._changed.epoch == "e"
+
+
+def test_a_revision_past_the_text_form_is_refused_after_a_good_one() -> None:
+    """R4: the template of an epoch never writes a cursor that format_cursor would refuse."""
+    encoder = FrameEncoder()
+    good = ChangedFrame(cursor=Cursor(epoch="e", revision=2**63 - 1), root=root("r"))
+    assert encoder.sse(good) == _reference_event(good)
+    too_far = ChangedFrame(cursor=Cursor(epoch="e", revision=2**63), root=root("r"))
+    with pytest.raises(ContractError, match=r"cursor\.revision"):
+        encoder.sse(too_far)
+    assert encoder.encodings == 1

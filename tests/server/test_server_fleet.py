@@ -216,6 +216,14 @@ async def test_the_token_guards_the_data_but_not_the_pages(redis_server: RedisSe
             source_page = await client.get(f"{url}/sources/a/")
             script = await client.get(f"{url}/sources/a/static/fold.js")
             data = await client.get(f"{url}/sources/a/v1/snapshot")
+            stream = await client.head(f"{url}/v1/fleet")
+            stream_allowed = await client.head(f"{url}/v1/fleet?token=s3cret")
+            document = await client.get(f"{url}/openapi.json")
+    assert stream.status_code == 401
+    assert stream_allowed.status_code == 200
+    assert stream_allowed.headers["content-type"].startswith("text/event-stream")
+    assert document.status_code == 200
+    assert document.json()["security"] == [{"bearer": []}, {"tokenQuery": []}]
     assert refused.status_code == 401
     assert allowed.status_code == 200
     assert allowed.json() == {"prefix": "fleet-serve-3", "readable": True, "sources": []}

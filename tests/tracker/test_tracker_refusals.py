@@ -99,7 +99,7 @@ def _plain(value: object) -> object:
 def everything(hub: WorkflowActivityHub, tracker: RunTracker) -> object:
     """The tracker's and the hub's whole observable and internal state, as plain values."""
     states = {
-        root: (list(state._totals), state._order is None or [r.run_id for r in state._order])
+        root: (state._totals, state._order is None or [r.run_id for r in state._order])
         for root, state in tracker._root_states.items()
     }
     beats = {run: _plain(beat) for run, beat in tracker._heartbeats._beats.items()}

@@ -248,43 +248,71 @@ def _capture_logs(handler: logging.Handler) -> Iterator[None]:
         logger.propagate = propagate
 
 
-def _fleet_table(fleet: FleetView, liveness: Mapping[str, SourceLiveness], tail: _LogTail) -> Any:
-    """Sources in name order, counts of roots per source; at most 80 columns wide."""
-    from rich.console import Group
-    from rich.table import Table
-    from rich.text import Text
+# The table fits 80 columns, and uses a wider terminal (up to this) for longer names and notes.
+_NARROWEST, _WIDEST = 80, 160
+_CRASHED = "crashed? (stopped refreshing)"
+_DECLARED = "declared unavailable"
 
-    table = Table(title=fleet_line(fleet), title_justify="left", width=80, expand=False)
-    table.add_column("source", no_wrap=True, overflow="ellipsis", max_width=24)
-    table.add_column("status", no_wrap=True, max_width=8)
-    table.add_column("roots", justify="right", max_width=5)
-    table.add_column("work", justify="right", max_width=4)
-    table.add_column("wait", justify="right", max_width=4)
-    table.add_column("last seen", no_wrap=True, max_width=9)
-    table.add_column("note", overflow="ellipsis", no_wrap=True)
-    now = time.time()
-    for source, status in fleet.statuses().items():
-        live = liveness.get(source)
-        seen = "—"
-        if live is not None and live.last_seen is not None:
-            seen = _ago(now - live.last_seen)
-        note = status.message
-        if live is not None and live.stale:
-            note = "stopped refreshing (crashed?)"
-        elif fleet.views[source].availability is Availability.UNAVAILABLE:
-            note = "declared unavailable"
-        table.add_row(
-            source,
-            str(status.state),
-            str(status.roots),
-            str(status.working),
-            str(status.blocked),
-            seen,
-            note,
-        )
-    if not tail.lines:
-        return table
-    return Group(table, Text("\n".join(tail.lines), style="dim", overflow="ellipsis", no_wrap=True))
+
+def _fleet_table(fleet: FleetView, liveness: Mapping[str, SourceLiveness], tail: _LogTail) -> Any:
+    """Sources in name order, counts of roots per source, as wide as the terminal allows."""
+    return _FleetTable(fleet, dict(liveness), tail)
+
+
+class _FleetTable:
+    """Built when drawn, so that its width is the terminal's (rich asks ``__rich_console__``)."""
+
+    def __init__(
+        self, fleet: FleetView, liveness: Mapping[str, SourceLiveness], tail: _LogTail
+    ) -> None:
+        self._fleet = fleet
+        self._liveness = liveness
+        self._tail = tail
+
+    def __rich_console__(self, console: Any, options: Any) -> Iterator[Any]:
+        from rich.table import Table
+        from rich.text import Text
+
+        width = max(_NARROWEST, min(_WIDEST, options.max_width))
+        # Every column but the note has a fixed width and the note gets what is left: when a
+        # no_wrap cell is too long rich shrinks every column alike, which once squeezed the
+        # source and its status out of an 80-column terminal.
+        longest = max([len("source"), *map(len, self._fleet.views)])
+        fixed = {"status": 7, "roots": 5, "work": 4, "wait": 4, "last seen": 9}
+        lines = len(fixed) + 3  # the vertical lines between and around the seven columns
+        padding = 2 * (len(fixed) + 2)
+        room = width - lines - padding - sum(fixed.values())
+        source_width = min(longest, max(16, room // 2))
+        table = Table(title=fleet_line(self._fleet), title_justify="left", width=width)
+        table.add_column("source", no_wrap=True, overflow="ellipsis", width=source_width)
+        table.add_column("status", no_wrap=True, overflow="ellipsis", width=fixed["status"])
+        for name in ("roots", "work", "wait"):
+            table.add_column(name, justify="right", no_wrap=True, width=fixed[name])
+        table.add_column("last seen", no_wrap=True, overflow="ellipsis", width=fixed["last seen"])
+        table.add_column("note", no_wrap=True, overflow="ellipsis", width=room - source_width)
+        now = time.time()
+        for source, status in self._fleet.statuses().items():
+            live = self._liveness.get(source)
+            seen = "—"
+            if live is not None and live.last_seen is not None:
+                seen = _ago(now - live.last_seen)
+            note = status.message
+            if live is not None and live.stale:
+                note = _CRASHED
+            elif self._fleet.views[source].availability is Availability.UNAVAILABLE:
+                note = _DECLARED
+            table.add_row(
+                source,
+                str(status.state),
+                str(status.roots),
+                str(status.working),
+                str(status.blocked),
+                seen,
+                note,
+            )
+        yield table
+        if self._tail.lines:
+            yield Text("\n".join(self._tail.lines), style="dim", overflow="ellipsis", no_wrap=True)
 
 
 def _ago(seconds: float) -> str:

@@ -12,8 +12,11 @@ here rather than cattrs' generated ones, for two reasons a reader could not gues
   prefixes the path of an error raised below it, and an error raised by a constructor (which names
   the Python field) is translated to the wire name on the way out.
 
-Both kinds of hook are registered on :data:`_converter` through hook factories, so the converter
-stays the one place that knows the format.
+Decoding dispatches on the type itself (:func:`_structure`, one hook a class or union, made on
+first use), and encoding's converter is made the first time :func:`to_wire` runs: a reader that
+only decodes (``workflow-hub status``, a reporter) never imports cattrs, which is most of what
+``import workflow_hub`` used to cost beyond attrs. The JSON text encoders of :func:`dumps` are
+likewise generated on its first call.
 """
 
 from __future__ import annotations
@@ -22,20 +25,22 @@ import json
 import json.encoder
 import math
 import re
+import threading
 import types
 from collections.abc import Callable, Mapping
 from enum import StrEnum
 from functools import reduce
 from operator import or_
-from typing import Any, TypeVar, Union, cast, get_args, get_origin, overload
+from typing import TYPE_CHECKING, Any, TypeVar, Union, cast, get_args, get_origin, overload
 
 import attrs
-import cattrs
-from cattrs.gen import make_dict_unstructure_fn, override
 
 from . import _values
 from ._errors import ContractError
 from ._values import VALUE_CLASSES
+
+if TYPE_CHECKING:
+    import cattrs
 
 __all__ = ["dumps", "from_wire", "loads", "to_wire"]
 
@@ -183,7 +188,7 @@ def _decoder_for(tp: object) -> _Decoder | None:
     present = tuple(m for m in members if m is not type(None)) if members is not None else (tp,)
     if all(member in _CLASS_SET for member in present):
         target = present[0] if len(present) == 1 else reduce(or_, present)
-        return lambda raw: _converter.structure(raw, cast(Any, target))
+        return lambda raw: _structure(raw, target)
     if len(present) == 1 and get_origin(present[0]) is tuple:
         return _array_decoder(_decoder_for(get_args(present[0])[0]))
     return None
@@ -274,15 +279,35 @@ def _make_union_hook(tp: object) -> Callable[[Any, Any], Any]:
                 key,
                 f"unknown {key} {document[key]!r}; expected one of {_expected(table, key)}",
             )
-        return _converter.structure(document, found[0][1])
+        return _structure(document, found[0][1])
 
     return structure
+
+
+_STRUCTURE: dict[object, Callable[[Any, Any], Any]] = {}
+"""The decoding hook of each contract class and union decoded so far."""
+
+
+def _structure(data: object, type_: object) -> Any:
+    """Decode ``data`` as ``type_`` (a contract class or a discriminated union of them)."""
+    hook = _STRUCTURE.get(type_)
+    if hook is None:
+        if type_ in _CLASS_SET:
+            hook = _make_class_hook(type_)
+        elif _discriminated_union(type_) is not None:
+            hook = _make_union_hook(type_)
+        else:
+            raise TypeError(f"{type_!r} is not a contract class or a union of them")
+        _STRUCTURE[type_] = hook
+    return hook(data, type_)
 
 
 # --- encoding ----------------------------------------------------------------------------------
 
 
 def _make_unstructure_hook(cls: type[Any]) -> Callable[[Any], dict[str, Any]]:
+    from cattrs.gen import make_dict_unstructure_fn, override
+
     overrides: dict[str, Any] = {
         field.name: override(
             rename=_camel(field.name),
@@ -291,7 +316,7 @@ def _make_unstructure_hook(cls: type[Any]) -> Callable[[Any], dict[str, Any]]:
         )
         for field in attrs.fields(cls)
     }
-    fields_of = make_dict_unstructure_fn(cls, _converter, **overrides)
+    fields_of = make_dict_unstructure_fn(cls, _unstructure_converter(), **overrides)
     discriminator = _discriminator(cls)
     if discriminator is None:
         return fields_of
@@ -312,16 +337,32 @@ def _is_contract_class(tp: object) -> bool:
     return tp in _CLASS_SET
 
 
-# Sequences are tuples in Python and arrays (lists) on the wire.
-_converter = cattrs.Converter(unstruct_collection_overrides={tuple: list})
-# StrEnum members are strs, so cattrs would pass them through as members; the wire wants plain str.
-# Registered on StrEnum itself: it precedes ``str`` in every member's MRO, so it wins the dispatch.
-_converter.register_unstructure_hook(StrEnum, _enum_value)
-_converter.register_unstructure_hook_factory(_is_contract_class, _make_unstructure_hook)
-_converter.register_structure_hook_factory(_is_contract_class, _make_class_hook)
-_converter.register_structure_hook_factory(
-    lambda tp: _discriminated_union(tp) is not None, _make_union_hook
-)
+# What is made on first use is made under this lock: the thread hosts (workflow_hub.sync) encode
+# from more than one thread, and the text encoders are generated through one shared namespace.
+_MAKING = threading.Lock()
+
+_converters: list[cattrs.Converter] = []
+"""The encoding converter, once :func:`_unstructure_converter` has made it."""
+
+
+def _unstructure_converter() -> cattrs.Converter:
+    """The converter :func:`to_wire` uses, made (and cattrs imported) on its first call."""
+    if _converters:
+        return _converters[0]
+    with _MAKING:
+        if _converters:
+            return _converters[0]
+        import cattrs
+
+        # Sequences are tuples in Python and arrays (lists) on the wire.
+        converter = cattrs.Converter(unstruct_collection_overrides={tuple: list})
+        # StrEnum members are strs, so cattrs would pass them through as members; the wire wants
+        # plain str. Registered on StrEnum itself: it precedes ``str`` in every member's MRO, so
+        # it wins the dispatch.
+        converter.register_unstructure_hook(StrEnum, _enum_value)
+        converter.register_unstructure_hook_factory(_is_contract_class, _make_unstructure_hook)
+        _converters.append(converter)
+        return converter
 
 
 # --- JSON text ---------------------------------------------------------------------------------
@@ -357,7 +398,7 @@ def _bool_text(value: bool) -> str:
 
 
 _TEXT_OF: dict[type[Any], Callable[[Any], str]] = {}
-"""Every contract class's text encoder, filled once at import (below)."""
+"""Every contract class's text encoder, filled at the first :func:`dumps` (:func:`_text_of`)."""
 
 
 def _value_text(value: Any) -> str:
@@ -454,9 +495,18 @@ def _make_text_encoder(cls: type[Any]) -> Callable[[Any], str]:
 
 
 for _cls in _CLASSES:
-    # The annotations are strings until resolved (cattrs resolves them the same way, later).
+    # The annotations are strings until resolved (the decoding plans and encoders read them).
     attrs.resolve_types(_cls, globalns=vars(_values))
-    _TEXT_OF[_cls] = _make_text_encoder(_cls)
+
+
+def _text_of() -> dict[type[Any], Callable[[Any], str]]:
+    """Every class's text encoder, generated together on the first call (they call each other
+    by name, so one generated alone could not run)."""
+    with _MAKING:
+        if not _TEXT_OF:
+            encoders = {cls: _make_text_encoder(cls) for cls in _CLASSES}
+            _TEXT_OF.update(encoders)
+    return _TEXT_OF
 
 
 # --- public functions --------------------------------------------------------------------------
@@ -472,7 +522,7 @@ def to_wire(value: object) -> dict[str, Any]:
     # format does not know.
     if type(value) not in _CLASS_SET:
         raise TypeError(f"{type(value).__name__} is not a workflow_hub contract value")
-    return cast(dict[str, Any], _converter.unstructure(value))
+    return cast(dict[str, Any], _unstructure_converter().unstructure(value))
 
 
 def _check_decodable(type_: object) -> None:
@@ -496,7 +546,7 @@ def from_wire(type_: object, data: object) -> Any:
     value the constructor would refuse are errors. See ``docs/wire-format.md``.
     """
     _check_decodable(type_)
-    return _converter.structure(data, cast(Any, type_))
+    return _structure(data, type_)
 
 
 def dumps(value: object) -> str:
@@ -505,7 +555,7 @@ def dumps(value: object) -> str:
     The text is exactly ``json.dumps(to_wire(value), ensure_ascii=False, separators=(",", ":"),
     allow_nan=False)``, written directly (see *JSON text* above).
     """
-    text_of = _TEXT_OF.get(type(value))
+    text_of = (_TEXT_OF or _text_of()).get(type(value))
     if text_of is None:
         raise TypeError(f"{type(value).__name__} is not a workflow_hub contract value")
     return text_of(value)
@@ -537,4 +587,4 @@ def loads(type_: object, text: str | bytes | bytearray) -> Any:
     except (ValueError, RecursionError) as error:
         # ValueError covers JSONDecodeError, undecodable bytes and over-long integer literals.
         raise ContractError("", f"malformed JSON: {error}") from None
-    return _converter.structure(data, cast(Any, type_))
+    return _structure(data, type_)

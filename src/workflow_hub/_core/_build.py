@@ -41,6 +41,7 @@ __all__ = [
     "removed_frame",
     "snapshot_frame",
     "stage_completed_event",
+    "stage_completed_event_of",
 ]
 
 _T = TypeVar("_T")
@@ -114,4 +115,13 @@ stage_completed_event: Callable[[LifecycleInput, Cursor], StageCompletedEvent] =
     # Its post-init check (a completed stage target) is the condition the hub tests before
     # building one.
     generate_builder(StageCompletedEvent, "event, cursor", _envelope(StageCompletedEvent))
+)
+stage_completed_event_of: Callable[[LifecycleEvent], StageCompletedEvent] = (
+    # The same event from the stamped lifecycle event of a completed stage (the envelope and
+    # the cursor are the same fields): the hook task builds it when it dispatches it.
+    generate_builder(
+        StageCompletedEvent,
+        "event",
+        {field.name: f"event.{field.name}" for field in attrs.fields(StageCompletedEvent)},
+    )
 )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import time
 import uuid
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -28,6 +29,7 @@ from .._contract import (
     Diagnostic,
     DiagnosticKind,
     Frame,
+    LifecycleEvent,
     LifecycleInput,
     RootActivity,
     SnapshotFrame,
@@ -43,13 +45,12 @@ from ._build import (
     lifecycle_event,
     removed_frame,
     snapshot_frame,
-    stage_completed_event,
+    stage_completed_event_of,
 )
 from ._build import cursor as new_cursor
 from ._history import FrameHistory
 from ._instruments import HubInstruments, Instrumentation
 from ._observers import (
-    YIELD_EVERY,
     FrameCallback,
     FrameStream,
     ObserverLease,
@@ -72,12 +73,21 @@ Dispatch = Callable[[WorkflowEvent, Callable[[], bool]], Awaitable[object]]
 current; a dispatcher checks it before each handler (K4).
 """
 
-_HookItem = tuple[WorkflowEvent | ChangedFrame, WorkflowActivityPublisher]
+# A queued hook event: the event itself; or a changed frame, standing for its
+# ActivityChangedEvent (the same cursor and root); or a 1-tuple of a completed stage's stamped
+# LifecycleEvent, standing for its StageCompletedEvent (the same envelope and cursor). Those two
+# are built only if they are dispatched, from immutable values: the same payloads (K1).
+_HookItem = tuple[WorkflowEvent | ChangedFrame | tuple[LifecycleEvent], WorkflowActivityPublisher]
 
 DEFAULT_QUEUE_LIMIT = 256
 DEFAULT_DIAGNOSTICS_LIMIT = 256
 DEFAULT_HOOK_BUFFER_LIMIT = 10_000
 DEFAULT_HISTORY_LIMIT = 1024
+# The hook task checkpoints after at most HOOK_YIELD_EVERY events, and after at most
+# HOOK_YIELD_AFTER seconds of dispatching (the clock read once every HOOK_CLOCK_EVERY events).
+HOOK_YIELD_EVERY = 256
+HOOK_YIELD_AFTER = 0.001
+HOOK_CLOCK_EVERY = 16
 
 _NOT_RUNNING = (
     "the hub is not running: use `async with open_hub() as hub:` "
@@ -398,9 +408,9 @@ class WorkflowActivityHub:
         else:
             self._deliver_measured(frame)
         events = self._hook_events
-        if len(events) >= self._hook_buffer_limit:
-            self._drop_oldest_hook_event()
         events.append((frame, publisher))  # its ActivityChangedEvent, when dispatched
+        if len(events) > self._hook_buffer_limit:
+            self._drop_oldest_hook_events(1)
         if self._hook_waiter is not None and self._dispatcher is not None:
             self._wake_hooks()
         return cursor
@@ -420,13 +430,24 @@ class WorkflowActivityHub:
     def _apply_lifecycle(
         self, event: LifecycleInput, publisher: WorkflowActivityPublisher
     ) -> Cursor:
-        cursor = self._advance()
+        # Once per fact of a tracker, so _advance and _emit_hook are written out (both events are
+        # queued before the hook task is woken, which changes nothing: it runs later anyway).
+        revision = self._revision = self._revision + 1
+        cursor = self._cursor = new_cursor(self._epoch, revision)
+        self._snapshot = None
+        events = self._hook_events
         # The input was validated when it was built, and the cursor is the hub's own.
-        self._emit_hook(lifecycle_event(event, cursor), publisher)
+        stamped = lifecycle_event(event, cursor)
         target = event.target
+        events.append((stamped, publisher))
         if type(target) is StageTarget and target.status is StageStatus.COMPLETED:
-            # The one condition StageCompletedEvent's own check tests.
-            self._emit_hook(stage_completed_event(event, cursor), publisher)
+            # The one condition StageCompletedEvent's own check tests. Built when dispatched.
+            events.append(((stamped,), publisher))
+        if len(events) > self._hook_buffer_limit:
+            # The oldest go first, so this is what dropping one before each append leaves.
+            self._drop_oldest_hook_events(len(events) - self._hook_buffer_limit)
+        if self._hook_waiter is not None and self._dispatcher is not None:
+            self._wake_hooks()
         return cursor
 
     def _apply_publisher_disposed(self) -> None:
@@ -572,20 +593,23 @@ class WorkflowActivityHub:
 
     def _emit_hook(self, event: WorkflowEvent, publisher: WorkflowActivityPublisher) -> None:
         events = self._hook_events
-        if len(events) >= self._hook_buffer_limit:
-            self._drop_oldest_hook_event()
         events.append((event, publisher))
+        if len(events) > self._hook_buffer_limit:
+            self._drop_oldest_hook_events(1)  # the oldest: what dropping before appending leaves
         # Without a dispatcher the event only waits in the buffer: binding one wakes the task.
         # (Waking it for nothing costs a task switch in trio, and a trip through the guest's
         # I/O thread when the hub is a guest of asyncio: once per lifecycle event.)
         if self._hook_waiter is not None and self._dispatcher is not None:
             self._wake_hooks()
 
-    def _drop_oldest_hook_event(self) -> None:
-        self._hook_events.popleft()
-        self._hook_events_dropped += 1
+    def _drop_oldest_hook_events(self, count: int) -> None:
+        """Drop the ``count`` oldest hook events (at most as many as are queued), counted."""
+        events = self._hook_events
+        for _ in range(count):
+            events.popleft()
+        self._hook_events_dropped += count
         if self._metrics is not None:
-            self._metrics.hook_events_dropped(1)
+            self._metrics.hook_events_dropped(count)
 
     def _wake_hooks(self) -> None:
         waiter = self._hook_waiter
@@ -614,16 +638,62 @@ class WorkflowActivityHub:
     async def _run_hooks(self) -> None:
         """The hub's one hook task: events strictly one after another (K6).
 
-        Like an observer's task it checkpoints once every ``YIELD_EVERY`` events: a dispatcher
-        that never awaits (a sync handler, or one that publishes into this hub and so keeps the
-        queue full) must not keep every other task, and cancellation, waiting.
+        It checkpoints after at most ``HOOK_YIELD_EVERY`` events or ``HOOK_YIELD_AFTER`` seconds
+        of dispatching, whichever comes first: a dispatcher that never awaits (a sync handler,
+        or one that publishes into this hub and so keeps the queue full) must not keep every
+        other task, and cancellation, waiting.
         """
         events = self._hook_events
-        until_checkpoint = YIELD_EVERY
+        popleft = events.popleft
+        clock = time.perf_counter
+        until_checkpoint = HOOK_YIELD_EVERY
+        checkpointed = clock()
         while True:
             if not until_checkpoint:
-                until_checkpoint = YIELD_EVERY
                 await trio.lowlevel.checkpoint()
+                until_checkpoint = HOOK_YIELD_EVERY
+                checkpointed = clock()
+            runner = self._runner
+            if runner is not None and events and self._metrics is None:
+                # A backlog for a bound HookRunner, without metrics (the usual case): up to the
+                # next checkpoint in a loop of its own, HookRunner._dispatch written out (K4, K5:
+                # the same checks in the same order). Rebinding or disposing ends the loop (the
+                # runner is no longer the hub's); the chain cache is cleared in place, so it is
+                # read once.
+                chains = runner._chains
+                while until_checkpoint and events and self._runner is runner:
+                    queued, publisher = popleft()
+                    until_checkpoint -= 1
+                    if (
+                        not until_checkpoint % HOOK_CLOCK_EVERY
+                        and clock() - checkpointed >= HOOK_YIELD_AFTER
+                    ):
+                        until_checkpoint = 0  # after this event
+                    if self._current_publisher is not publisher:
+                        continue  # K2
+                    if type(queued) is ChangedFrame:
+                        event: WorkflowEvent = activity_changed_event(queued.cursor, queued.root)
+                    elif type(queued) is tuple:
+                        event = stage_completed_event_of(queued[0])
+                    else:
+                        event = queued  # type: ignore[assignment]  # neither: an event
+                    try:
+                        chain = chains.get(event.type) or runner._chain(event.type)
+                        for extension, handler in chain:
+                            if runner._retired or self._current_publisher is not publisher:
+                                break
+                            try:
+                                result: Any = handler(event)
+                                if result is not None and (
+                                    type(result) is CoroutineType or inspect.isawaitable(result)
+                                ):
+                                    await result
+                            except Exception as exc:
+                                runner._handler_raised(extension, event, exc)
+                    except Exception:
+                        logger.warning("workflow hook dispatcher failed", exc_info=True)
+                        self._record(DiagnosticKind.OBSERVER_DELIVERY_FAILED)
+                continue
             if events and self._dispatcher is not None:
                 # A backlog: the next event without a coroutine of _next_hook_event's.
                 queued, publisher = events.popleft()
@@ -632,14 +702,23 @@ class WorkflowActivityHub:
                 if item is None:
                     return
                 queued, publisher = item
+                # It waited: other tasks ran, and cancellation could be delivered.
+                until_checkpoint = HOOK_YIELD_EVERY
+                checkpointed = clock()
             until_checkpoint -= 1
+            if (
+                not until_checkpoint % HOOK_CLOCK_EVERY
+                and clock() - checkpointed >= HOOK_YIELD_AFTER
+            ):
+                until_checkpoint = 0  # after this event
             if self._current_publisher is not publisher:
                 continue  # K2: retirement fences buffered and queued events.
-            event = (
-                activity_changed_event(queued.cursor, queued.root)
-                if isinstance(queued, ChangedFrame)
-                else queued
-            )
+            if type(queued) is ChangedFrame:
+                event = activity_changed_event(queued.cursor, queued.root)
+            elif type(queued) is tuple:
+                event = stage_completed_event_of(queued[0])
+            else:
+                event = queued  # type: ignore[assignment]  # neither of the two: an event
             dispatch = self._dispatcher
             assert dispatch is not None
             if self._metrics is not None:
@@ -647,7 +726,7 @@ class WorkflowActivityHub:
             runner = self._runner
             try:
                 if runner is None:
-                    result: Any = dispatch(event, publisher._is_current)
+                    result = dispatch(event, publisher._is_current)
                     if result is not None and (
                         type(result) is CoroutineType or inspect.isawaitable(result)
                     ):

@@ -104,10 +104,14 @@ class WorkflowActivityPublisher(metaclass=NoPublicConstructor):
 
     def publish_lifecycle(self, event: LifecycleInput) -> Cursor | None:
         """Stamp a lifecycle event with the next cursor and hand it to the hooks (P6). No frame."""
-        checked = _check_lifecycle(event, "event")
-        if self._record_if_fenced():
+        # Called once per fact by a tracker: the checks written out as in publish_changed.
+        if type(event) is not LifecycleInput:
+            _check_lifecycle(event, "event")  # raises unless it is an instance of a subclass
+        hub = self._hub
+        if hub._current_publisher is not self:
+            hub._record(DiagnosticKind.PUBLISHER_FENCED)
             return None
-        return self._hub._apply_lifecycle(checked, self)
+        return hub._apply_lifecycle(event, self)
 
     def publish_heartbeat(self, event: HeartbeatEvent) -> None:
         """Hand a heartbeat to the hooks as given (P7): no cursor, no frame."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, final, overload
 
@@ -55,9 +55,36 @@ DEFAULT_POLL_INTERVAL = 1.0
 _ROUND_PER_SOURCE = 10e-6
 """Seconds between two reads of a fleet per source followed (10 ms for 1 000, at most 50 ms)."""
 
+_DOORBELL_SPACING = 0.002
+"""Seconds from one doorbell round to the next (each costs in the number of sources that
+appended)."""
+_DOORBELL_FROM = round(_DOORBELL_SPACING / _ROUND_PER_SOURCE)
+"""Sources from which doorbell rounds are used: a full round's spacing would be longer than a
+doorbell round's (below, a blocking XREAD of every stream wakes sooner and costs little)."""
+_IDLE_AFTER = 3
+"""Doorbell rounds in a row that read nothing before the follower waits in a blocking XREAD."""
+
+DOORBELL_SCRIPT = """
+-- KEYS: sources. ARGV: a server time (ms), or '' for none. The server's time now (ms) and the
+-- sources whose mirror appended or refreshed at that time or later (mirrors score their source
+-- with the server time in the script that appends).
+local kind = redis.call('TYPE', KEYS[1])['ok']
+if kind ~= 'none' and kind ~= 'zset' then return {'wrongtype', kind} end
+local now = redis.call('TIME')
+local ms = string.format('%.0f', tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000))
+if ARGV[1] == '' then return {'ok', ms, {}} end
+return {'ok', ms, redis.call('ZRANGEBYSCORE', KEYS[1], ARGV[1], '+inf')}
+"""
+
+_DOORBELL = ServerScript(DOORBELL_SCRIPT)
 _DISCOVER = ServerScript(DISCOVER_SCRIPT)
 _QUIET_MANY = ServerScript(QUIET_MANY_SCRIPT)
 _QUIET_BATCH = 500
+_SWEEP_BATCH = 100
+"""Quiet checks per script in the background sweep: small enough that neither the server nor
+this task holds up the read loop for long."""
+_DISCOVERY_SLICE = 200
+"""Sources a discovery folds between two checkpoints (the read loop runs in between)."""
 
 
 @final
@@ -244,6 +271,14 @@ async def follow_fleet(
             read_timeout=float(read_timeout),
         )
 
+    def mark(stream: SourceStream, *, stale: bool, last_seen_ms: float | None = None) -> None:
+        if stream._stale != stale:
+            reader.request_full()  # said (unavailable, or the state again) in a full round
+        if stale:
+            stream.mark_stale(last_seen_ms)
+        else:
+            stream.mark_fresh()
+
     def retire(source: str) -> None:
         logger.info("fleet: source %r retired (no refresh for %gs)", source, retire_s)
         stream = streams.pop(source, None)
@@ -274,7 +309,7 @@ async def follow_fleet(
                     refused = str(error)
                     logger.error("fleet discovery: cannot read the registry (%s)", describe(error))
                 for stream in streams.values():
-                    stream.mark_stale()
+                    mark(stream, stale=True)
                 await trio.sleep(poll)
                 continue
             refused = ""
@@ -299,8 +334,16 @@ async def follow_fleet(
                     continue
                 # Not listed: retired by another follower, or the registry was lost (a Redis
                 # restart). Unknown meanwhile; retired once its last refresh is old enough.
-                streams[known].mark_stale()
                 before = liveness.get(known)
+                mark(
+                    streams[known],
+                    stale=True,
+                    last_seen_ms=(
+                        None
+                        if before is None or before.last_seen is None
+                        else before.last_seen * 1000
+                    ),
+                )
                 if (
                     before is None
                     or before.last_seen is None
@@ -309,16 +352,16 @@ async def follow_fleet(
                     retirements.append(known)
                 else:
                     liveness[known] = attrs.evolve(before, stale=True)
-            for source, seen in listed.items():
+            for number, (source, seen) in enumerate(listed.items()):
+                if number % _DISCOVERY_SLICE == _DISCOVERY_SLICE - 1:
+                    await trio.lowlevel.checkpoint()
                 if source not in streams:
                     streams[source] = new_stream(source)
+                    reader.request_full()  # its first snapshot comes from a full round
                 stream = streams[source]
                 stale = now - seen > stale_ms
                 liveness[source] = SourceLiveness(source=source, last_seen=seen / 1000, stale=stale)
-                if stale:
-                    stream.mark_stale()
-                else:
-                    stream.mark_fresh()
+                mark(stream, stale=stale, last_seen_ms=seen)
             for source in retirements:
                 retire(source)
                 await send.send((source, None))
@@ -329,6 +372,7 @@ async def follow_fleet(
         redis,
         streams,
         send,
+        sources=sources_key(prefix),
         block=block,
         count=count,
         read_timeout=float(read_timeout),
@@ -346,10 +390,24 @@ async def follow_fleet(
 
 @final
 class _FleetReader:
-    """Every source of a fleet read over one blocking ``XREAD`` (one connection, whatever the
-    number of sources); checkpoints and quiet checks run concurrently on the client's shared,
-    multiplexed connection. Each source keeps its own :class:`SourceStream` state (sequence
-    check, resyncs, liveness); this task only does their reading for them.
+    """Every source of a fleet read over one ``XREAD`` at a time (one connection, whatever the
+    number of sources); checkpoints, quiet checks and the registry's look-ups run on the
+    client's shared, multiplexed connection. Each source keeps its own :class:`SourceStream`
+    state (sequence check, resyncs, liveness); this task only does their reading for them.
+
+    Two kinds of rounds. A *full* round names every stream in one blocking ``XREAD`` (it waits
+    for the first entry of any source, resyncs, and brings back sources in trouble). While
+    entries keep coming, *doorbell* rounds take over: mirrors refresh their source's score in
+    ``{prefix}:sources`` in the script that appends, so the registry lists, by server time,
+    which sources appended since the previous round, and a non-blocking ``XREAD`` reads just
+    those, from their exact last entries. A round then costs in the number of busy sources,
+    not in the size of the fleet. The registry is only a hint of where to look: every entry is
+    still read in order and checked by its sequence number, and a full round at least every
+    ``quiet_every`` seconds reads every stream (whatever a hint missed, e.g. after the
+    server's clock stepped back, comes then).
+
+    Quiet checks (has an idle source's stream been emptied, deleted, lost?) run in a task of
+    their own, off the read path, for the sources that read nothing since the previous sweep.
     """
 
     def __init__(
@@ -358,6 +416,7 @@ class _FleetReader:
         streams: dict[str, SourceStream],
         send: trio.MemorySendChannel[tuple[str, Frame | None]],
         *,
+        sources: str,
         block: float,
         count: int,
         read_timeout: float,
@@ -366,51 +425,93 @@ class _FleetReader:
         self._redis = redis
         self._streams = streams
         self._send = send
+        self._sources = sources
         self._block_ms = max(1, int(block * 1000))
         self._block = block
         self._count = count
         self._read_timeout = read_timeout
         self._quiet_every = quiet_every
-        self._last_quiet = -math.inf
         self._backoff = _BACKOFF_FIRST
         self._refused = ""
+        self._since: int | None = None  # server ms the next doorbell round lists appends from
+        self._full_due = True  # the next round must be a full one
+        self._next_full = -math.inf  # ... and one comes no later than this
+        self._empty = 0  # doorbell rounds in a row that read nothing
+        self._last_ok = -math.inf  # when the last doorbell round completed
+        self._waiting: trio.CancelScope | None = None  # a full round's blocking XREAD
+        self._swept: dict[SourceStream, str | None] = {}
+
+    def request_full(self) -> None:
+        """Something changed that only a full round handles (a new source, a source gone
+        stale or fresh again, one that lost continuity): do one next."""
+        self._full_due = True
 
     async def run(self) -> None:
         next_round = trio.current_time()
-        while True:
-            # A round costs time in the number of sources (the XREAD names every stream), so
-            # with many busy sources rounds are spaced out and each one takes what piled up.
-            await trio.sleep_until(next_round)
-            next_round = trio.current_time() + min(_ROUND_PER_SOURCE * len(self._streams), 0.05)
-            streams = dict(self._streams)
-            if not streams:
-                await trio.sleep(min(self._block, 0.05))  # nothing discovered yet
-                continue
-            try:
-                with bounded(self._redis, self._read_timeout):
-                    await self._round(streams)
-            except (*transient_errors(), *server_errors()) as error:
-                # (A refusal no single source explains, e.g. a key repaired between the refused
-                # XREAD and the look at the types: the whole round is retried.)
-                if str(error) != self._refused:
-                    self._refused = str(error)
-                    logger.warning(
-                        "fleet follower: Redis unreachable (%s); retrying", describe(error)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._sweep_quiet)
+            while True:
+                await trio.sleep_until(next_round)
+                if not self._streams:
+                    await trio.sleep(min(self._block, 0.05))  # nothing discovered yet
+                    next_round = trio.current_time()
+                    continue
+                now = trio.current_time()
+                doorbell = self._since is not None and not self._full_due
+                doorbell = doorbell and now < self._next_full
+                streams = self._streams if doorbell else dict(self._streams)
+                touched: list[SourceStream] = []
+                try:
+                    with bounded(self._redis, self._read_timeout):
+                        if doorbell:
+                            touched = await self._doorbell_round(streams, now)
+                        else:
+                            await self._round(streams)
+                except (*transient_errors(), *server_errors()) as error:
+                    # (A refusal no single source explains, e.g. a key repaired between the
+                    # refused XREAD and the look at the types: the whole round is retried.)
+                    if str(error) != self._refused:
+                        self._refused = str(error)
+                        logger.warning(
+                            "fleet follower: Redis unreachable (%s); retrying", describe(error)
+                        )
+                    self._since = None
+                    self._full_due = True
+                    failed = list(streams.values())
+                    for stream in failed:
+                        if stream._retry_at == 0.0:  # covered by the last doorbell round
+                            stream._last_read = max(stream._last_read, self._last_ok)
+                        stream._unreachable(error, log=False)
+                    await self._deliver(failed)
+                    await trio.sleep(self._backoff)
+                    self._backoff = min(self._backoff * 2, _BACKOFF_MAX)
+                    next_round = trio.current_time()
+                    continue
+                self._backoff = _BACKOFF_FIRST
+                self._refused = ""
+                if doorbell:
+                    await self._deliver(touched)
+                    # One round per spacing while busy (a short pause at least, for the rest).
+                    next_round = max(
+                        now + _DOORBELL_SPACING, trio.current_time() + _DOORBELL_SPACING / 4
                     )
-                for stream in streams.values():
-                    stream._unreachable(error, log=False)
-                await self._deliver(streams)
-                await trio.sleep(self._backoff)
-                self._backoff = min(self._backoff * 2, _BACKOFF_MAX)
-                continue
-            self._backoff = _BACKOFF_FIRST
-            self._refused = ""
-            await self._deliver(streams)
+                else:
+                    await self._deliver(streams.values())
+                    # A full round costs time in the number of sources (the XREAD names every
+                    # stream), so full rounds in a row are spaced out.
+                    spacing = min(_ROUND_PER_SOURCE * len(streams), 0.05)
+                    next_round = trio.current_time() + (
+                        _DOORBELL_SPACING if self._since is not None else spacing
+                    )
 
     async def _round(self, streams: dict[str, SourceStream]) -> None:
+        """A full round: every stream, resyncs, sources in trouble."""
+        self._full_due = False
+        self._since = None
         now = trio.current_time()
         for stream in streams.values():
-            stream._prepare()
+            if stream._stale:
+                stream._prepare()
         resyncing = [
             stream
             for stream in streams.values()
@@ -418,55 +519,127 @@ class _FleetReader:
         ]
         if resyncing:
             await self._each(resyncing, _resync)
-            await self._deliver(streams)  # a first snapshot need not wait for the XREAD
+            await self._deliver(streams.values())  # a first snapshot need not wait for the XREAD
         reading = {
             stream._keys.frames: stream
             for stream in streams.values()
             if stream._last_id is not None and stream._retry_at <= now
         }
         got: set[str] = set()
+        since = None
         if reading:
-            try:
-                reply = await self._redis.xread(
-                    {key: stream._last_id for key, stream in reading.items()},  # type: ignore[misc]
-                    count=self._count,
-                    block=self._block_ms,
-                )
-            except server_errors() as error:
-                # One key of the wrong type fails the whole read: find it, leave it out.
-                if not await self._set_aside_bad_keys(reading, error):
-                    raise
-                return
-            for key, entries in (reply or {}).items():
-                found = reading.get(text(key))
-                if found is None:
-                    continue
-                got.add(found.source)
-                try:
-                    found._feed(entries)
-                except Exception as error:  # one source never takes the fleet down
-                    logger.exception(
-                        "fleet follower: source %r failed; starting over", found.source
-                    )
-                    found._lose_continuity()
-                    found._refused_read(error)
+            if len(streams) >= _DOORBELL_FROM:
+                # The server's time before the XREAD: the first doorbell round lists every
+                # append from here on (what this XREAD reads too is read again from its last
+                # entry on, so nothing is read twice).
+                since = await self._server_ms()
+            with trio.CancelScope() as self._waiting:
+                got = await self._read(reading, block=True)
+            self._waiting = None
+            if self._full_due and not got:
+                return  # a quiet check found a lost source: resync it without waiting
         else:
             await trio.sleep(self._block)
-        due = trio.current_time() - self._last_quiet >= self._quiet_every
-        if due:
-            self._last_quiet = trio.current_time()
         quiet = [
             stream
             for stream in reading.values()
-            if stream.source not in got
-            and stream._last_id is not None
-            and (due or stream._unreadable)
+            if stream.source not in got and stream._last_id is not None and stream._unreadable
         ]
         if quiet:
             await self._quiet_checks(quiet)
+        troubled = math.inf
+        done = trio.current_time()
         for stream in streams.values():
             if stream._retry_at <= now:
+                if stream._retry_at or stream._refused or stream._backoff != _BACKOFF_FIRST:
+                    stream._read_ok()
+                else:
+                    stream._last_read = done  # all _read_ok would change
+            if stream._unreadable or (stream._last_id is None and stream._retry_at <= now):
+                self._full_due = True  # brought back by full rounds only
+            elif stream._retry_at > now:
+                troubled = min(troubled, stream._retry_at)
+        self._next_full = min(trio.current_time() + self._quiet_every, troubled)
+        if got and since is not None and not self._full_due:
+            self._since = since  # entries are coming: doorbell rounds from here on
+            self._empty = 0
+
+    async def _doorbell_round(
+        self, streams: Mapping[str, SourceStream], now: float
+    ) -> list[SourceStream]:
+        """A doorbell round: the sources that appended since the previous round, read from
+        their last entries (the others are known to have nothing new)."""
+        assert self._since is not None
+        reply: Any = await _DOORBELL(self._redis, keys=[self._sources], args=[str(self._since)])
+        if text(reply[0]) != "ok":
+            self._since = None  # the registry is not a sorted set: discovery says why
+            return []
+        since = int(text(reply[1]))
+        reading: dict[str, SourceStream] = {}
+        for member in reply[2]:
+            try:
+                stream = streams.get(text(member))
+            except UnicodeDecodeError:
+                continue  # not a source name (discovery logs and counts it)
+            if stream is None or stream._last_id is None or stream._retry_at > now:
+                continue
+            stream._prepare()
+            reading[stream._keys.frames] = stream
+        self._since = since
+        got = await self._read(reading, block=False) if reading else set()
+        self._last_ok = now
+        touched = list(reading.values())
+        for stream in touched:
+            if stream._retry_at <= now:
                 stream._read_ok()
+            if stream._last_id is None or stream._retry_at > now:
+                self._full_due = True  # lost continuity or refused: a full round handles it
+        if got:
+            self._empty = 0
+        else:
+            self._empty += 1
+            if self._empty >= _IDLE_AFTER:
+                self._since = None  # quiet again: wait on every stream in a blocking XREAD
+        return touched
+
+    async def _server_ms(self) -> int | None:
+        """The server's time (ms), from the doorbell script; ``None`` when the registry is not
+        a sorted set."""
+        reply: Any = await _DOORBELL(self._redis, keys=[self._sources], args=[""])
+        if text(reply[0]) != "ok":
+            return None
+        return int(text(reply[1]))
+
+    async def _read(self, reading: Mapping[str, SourceStream], *, block: bool) -> set[str]:
+        """One ``XREAD`` of ``reading`` from each stream's last entry; the sources that got
+        entries."""
+        sent = {key: stream._last_id for key, stream in reading.items()}
+        got: set[str] = set()
+        try:
+            reply = await self._redis.xread(
+                sent,  # type: ignore[arg-type]
+                count=self._count,
+                block=self._block_ms if block else None,
+            )
+        except server_errors() as error:
+            # One key of the wrong type fails the whole read: find it, leave it out.
+            if not await self._set_aside_bad_keys(reading, error):
+                raise
+            self._full_due = True
+            return got
+        for key, entries in (reply or {}).items():
+            name = text(key)
+            found = reading.get(name)
+            if found is None or found._last_id != sent[name]:
+                continue  # lost continuity meanwhile (a quiet check): it starts over anyway
+            got.add(found.source)
+            try:
+                found._feed(entries)
+            except Exception as error:  # one source never takes the fleet down
+                logger.exception("fleet follower: source %r failed; starting over", found.source)
+                found._lose_continuity()
+                found._refused_read(error)
+        return got
 
     async def _each(
         self, streams: list[SourceStream], action: Callable[[SourceStream], Awaitable[None]]
@@ -484,17 +657,55 @@ class _FleetReader:
             for stream in streams:
                 nursery.start_soon(one, stream)
 
-    async def _quiet_checks(self, streams: list[SourceStream]) -> None:
-        """The quiet check of every source that read nothing, in one script per 500 sources."""
-        for start in range(0, len(streams), _QUIET_BATCH):
-            batch = streams[start : start + _QUIET_BATCH]
-            keys = [key for stream in batch for key in (stream._keys.owner, stream._keys.frames)]
+    async def _sweep_quiet(self) -> None:
+        """Every ``quiet_every`` seconds, the quiet check of every source that read nothing
+        since the previous sweep, off the read path (the read loop keeps reading meanwhile)."""
+        while True:
+            await trio.sleep(self._quiet_every)
+            now = trio.current_time()
+            streams = list(self._streams.values())
+            quiet = [
+                stream
+                for stream in streams
+                if stream._last_id is not None
+                and not stream._unreadable
+                and not stream._closed
+                and stream._retry_at <= now
+                and self._swept.get(stream, stream._last_id) == stream._last_id
+            ]
+            self._swept = {stream: stream._last_id for stream in streams}
+            if not quiet:
+                continue
+            try:
+                with bounded(self._redis, self._read_timeout):
+                    await self._quiet_checks(quiet, batch=_SWEEP_BATCH)
+            except (*transient_errors(), *server_errors()) as error:
+                # The read loop notices an unreachable Redis itself (and says so).
+                logger.debug("fleet follower: quiet checks failed (%s)", describe(error))
+
+    async def _quiet_checks(self, streams: list[SourceStream], batch: int = _QUIET_BATCH) -> None:
+        """The quiet check of every source in ``streams``, in one script per ``batch`` sources.
+
+        A source that read an entry while its check was under way is not judged (it is not
+        quiet). One that lost continuity gets a full round right away (it resyncs there)."""
+        for start in range(0, len(streams), batch):
+            some = streams[start : start + batch]
+            keys = [key for stream in some for key in (stream._keys.owner, stream._keys.frames)]
+            before = [stream._last_id for stream in some]
             replies: Any = await _QUIET_MANY(self._redis, keys=keys, args=[])
-            for stream, reply in zip(batch, replies, strict=True):
+            for stream, last_id, reply in zip(some, before, replies, strict=True):
+                if stream._last_id != last_id or last_id is None or stream._closed:
+                    continue
                 try:
-                    stream._after_quiet(stream._judge_quiet(reply))
+                    lost = stream._judge_quiet(reply)
+                    stream._after_quiet(lost)
                 except (BadKey, BadData) as error:
                     stream._refused_read(error)
+                    lost = True
+                if lost:
+                    self._full_due = True
+                    if self._waiting is not None:
+                        self._waiting.cancel()
 
     async def _set_aside_bad_keys(
         self, reading: Mapping[str, SourceStream], error: Exception
@@ -517,12 +728,14 @@ class _FleetReader:
                 reading[key]._refused_read(BadKey(f"{key} is a {kind}, not a stream"))
         return found
 
-    async def _deliver(self, streams: dict[str, SourceStream]) -> None:
-        for source, stream in streams.items():
+    async def _deliver(self, streams: Iterable[SourceStream]) -> None:
+        for stream in streams:
+            if not stream._ready:
+                continue
             for frame in stream._take_ready():
                 if stream._closed:
                     break  # retired meanwhile: its ``None`` is (or will be) its last word
-                await self._send.send((source, frame))
+                await self._send.send((stream.source, frame))
 
 
 async def _resync(stream: SourceStream) -> None:

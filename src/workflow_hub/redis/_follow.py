@@ -135,6 +135,10 @@ class SourceStream(metaclass=NoPublicConstructor):
         # with (the entries are still continuous, so it is exact).
         self._view = ActivityView()
         self._stale = False
+        # The stream id a stale source must append after to count as alive again: its last
+        # refresh (Redis server time), or the last entry read when that is not known. An entry
+        # appended before it is only the source's backlog.
+        self._alive_after: tuple[int, int] | None = None
         self._unreadable = False
         self._last_read = trio.current_time()
         self._backoff = _BACKOFF_FIRST
@@ -253,10 +257,16 @@ class SourceStream(metaclass=NoPublicConstructor):
 
     # --- fleet hooks -------------------------------------------------------------------------
 
-    def mark_stale(self) -> None:
-        """The source stopped refreshing: say so with an ``unavailable`` snapshot (at the next
-        read timeout at the latest) until it shows signs of life again."""
+    def mark_stale(self, last_seen_ms: float | None = None) -> None:
+        """The source stopped refreshing (its last refresh at ``last_seen_ms``, server time, when
+        known): say so with an ``unavailable`` snapshot (at the next read timeout at the latest)
+        until it shows signs of life again: an entry appended after that refresh (or, when it
+        is not known, after the last entry read)."""
         self._stale = True
+        if last_seen_ms is not None:
+            self._alive_after = (int(last_seen_ms), _LAST)
+        else:
+            self._alive_after = _stream_id(self._last_id)
 
     def mark_fresh(self) -> None:
         """The source refreshes again: its last known state holds (continuity was kept)."""
@@ -268,6 +278,12 @@ class SourceStream(metaclass=NoPublicConstructor):
     # --- reading -----------------------------------------------------------------------------
 
     def _deliver(self, frame: Frame) -> None:
+        if self._stale:
+            # A stale source's backlog (what it appended before it stopped refreshing) keeps the
+            # view exact for later, but is not shown: never its last state as current (N4).
+            self._view.apply(frame)
+            self._cursor = frame.cursor
+            return
         self._ready.append(frame)
         self._view.apply(frame)
         self._cursor = frame.cursor
@@ -320,8 +336,11 @@ class SourceStream(metaclass=NoPublicConstructor):
         """Entries read after the last one delivered, in order."""
         # A stale source appended again: it is alive after all. Unless it starts over with a
         # snapshot anyway, its state as of the last entry holds again (after an unreadable
-        # spell too: nothing was lost while the entries continue the sequence).
-        restore = self._stale or self._unreadable
+        # spell too: nothing was lost while the entries continue the sequence). Entries from
+        # before its last known refresh are no such sign: a follower that starts after a crash
+        # reads them too.
+        revived = self._stale and bool(entries) and self._appended_since_stale(entries[-1])
+        restore = revived or (self._unreadable and not self._stale)
         self._unreadable = False
         for entry in entries:
             identifier = text(entry.identifier)
@@ -370,6 +389,15 @@ class SourceStream(metaclass=NoPublicConstructor):
             self._deliver(frame)
         if restore and not self._stale:
             self._restore()
+
+    def _appended_since_stale(self, entry: Any) -> bool:
+        if self._alive_after is None:
+            return False  # nothing to tell new from old by: the registry will say
+        try:
+            appended = _stream_id(text(entry.identifier))
+        except UnicodeDecodeError:
+            return False
+        return appended is not None and appended > self._alive_after
 
     async def _check_quiet_source(self) -> bool:
         """Nothing new for a whole blocking read: make sure no entry was lost meanwhile.
@@ -455,6 +483,21 @@ class SourceStream(metaclass=NoPublicConstructor):
             and cursor.epoch == current.epoch
             and cursor.revision < current.revision
         )
+
+
+_LAST = 2**64  # above every sequence part of a stream id: "after this millisecond"
+
+
+def _stream_id(identifier: str | None) -> tuple[int, int] | None:
+    """``"1700000000000-3"`` as ``(1700000000000, 3)``; ``None`` for anything else."""
+    if identifier is None:
+        return None
+    milliseconds, _, sequence = identifier.partition("-")
+    if not (milliseconds.isascii() and milliseconds.isdigit()):
+        return None
+    if not (sequence.isascii() and sequence.isdigit()):
+        return None
+    return int(milliseconds), int(sequence)
 
 
 def _fields(values: Mapping[Any, Any]) -> dict[str, Any] | None:

@@ -158,17 +158,27 @@ class _ActivityStream(Response):
         app = self._hub_app
         backlog = app.encoder.backlog
         keepalive = app.keepalive
+        lease = stream.lease
         retry = RETRY_FIELD  # in front of the first event, then never again
         while True:
-            with anyio.move_on_after(keepalive) as idle:
-                # A client that is behind gets everything pending in one write. The hub's queue
-                # bounds this: past its limit the hub replaced the backlog with one snapshot.
+            # A client that is behind gets everything pending in one write. The hub's queue
+            # bounds this: past its limit the hub replaced the backlog with one snapshot.
+            if lease.pending:
+                # Frames came in during the last write: no wait, so no idle timer (a cancel
+                # scope with a deadline costs more than the rest of this loop, per write).
                 frames = await stream.receive_all()
-            if idle.cancelled_caught:
-                await send(
-                    {"type": "http.response.body", "body": app.keepalive_bytes, "more_body": True}
-                )
-                continue
+            else:
+                with anyio.move_on_after(keepalive) as idle:
+                    frames = await stream.receive_all()
+                if idle.cancelled_caught:
+                    await send(
+                        {
+                            "type": "http.response.body",
+                            "body": app.keepalive_bytes,
+                            "more_body": True,
+                        }
+                    )
+                    continue
             body = backlog(frames)
             if retry:
                 body = retry + body

@@ -7,6 +7,11 @@ two generations of dicts (the older one dropped whole when the newer one fills),
 without deleting entries one by one. A frame old enough to have left both generations is encoded
 again, which costs time but never correctness; :attr:`FrameEncoder.encodings` counts encodings so
 that tests and benchmarks can check the ratio to frames is 1.
+
+A changed frame, the one a scheduler publishes on every fact, is framed from its epoch's template
+(cut from the epoch's first changed frame, encoded the ordinary way): its event is that text with
+the revision and the root's JSON put in, in one format and one ``encode`` (issue 29). Its wire
+JSON alone (for a WebSocket message) is made only when asked for.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ import json
 from collections.abc import Sequence
 from typing import Final, final
 
-from .._contract import Cursor, Frame, WorkflowEvent, dumps, format_cursor
+from .._contract import ChangedFrame, Cursor, Frame, WorkflowEvent, dumps, format_cursor
 
 __all__ = ["FrameEncoder", "cursor_text", "encode_hook_event", "sse_comment", "sse_event"]
 
@@ -24,6 +29,9 @@ GENERATION_SIZE: Final = 4096
 
 BATCHES_KEPT: Final = 16
 """Joined backlogs kept for reuse: clients that keep up share the latest one or two."""
+
+_REVISIONS_WITH_TEXT: Final = 1 << 63
+"""Revisions below this have a text form (``format_cursor`` refuses the others, R4)."""
 
 
 def cursor_text(cursor: Cursor) -> str:
@@ -43,47 +51,131 @@ def sse_comment(text: str) -> bytes:
 
 
 @final
-class _Encoded:
-    __slots__ = ("frame", "id", "json", "sse", "ws")
+class _ChangedTemplate:
+    """The SSE event of a changed frame of one epoch, as text around its revision and root.
 
-    def __init__(self, frame: Frame) -> None:
+    A changed frame's event is ``id: <epoch>:<revision>``, ``event: changed`` and its wire JSON,
+    ``{"kind":"changed","cursor":{"epoch":<epoch>,"revision":<revision>},"root":<root>}``: all
+    of it but the revision and the root's JSON is the same for every frame of an epoch, and the
+    epoch's checks (its text form, R4) are the same too. The parts are cut out of the first
+    frame's own encoding (``dumps`` and ``sse_event``), never written here, and used only if
+    that frame's event is rebuilt from them exactly.
+    """
+
+    __slots__ = ("data_head", "epoch", "id_head")
+
+    def __init__(self, epoch: str, id_head: str, data_head: str) -> None:
+        self.epoch = epoch
+        self.id_head = id_head
+        self.data_head = data_head
+
+    @classmethod
+    def of(cls, frame: ChangedFrame, event: bytes) -> _ChangedTemplate | None:
+        """The template of ``frame``'s epoch, given the frame's event; None if it does not fit."""
+        epoch = frame.cursor.epoch
+        revision = repr(frame.cursor.revision)
+        root = dumps(frame.root)
+        text = event.decode()
+        id_head = f"id: {epoch}:"
+        data_tail = f'}},"root":{root}}}\n\n'
+        start = f"{id_head}{revision}\nevent: changed\ndata: "
+        if not (text.startswith(start) and text.endswith(revision + data_tail)):
+            return None
+        template = cls(epoch, id_head, text[len(start) : -len(revision + data_tail)])
+        if template.render(frame.cursor.revision, root) != event:
+            return None
+        return template
+
+    def render(self, revision: int, root: str) -> bytes:
+        return (
+            f"{self.id_head}{revision}\nevent: changed\ndata: "
+            f'{self.data_head}{revision}}},"root":{root}}}\n\n'
+        ).encode()
+
+
+@final
+class _Encoded:
+    __slots__ = ("_json", "frame", "sse", "ws")
+
+    def __init__(self, frame: Frame, sse: bytes, json: str | None) -> None:
         # Held so that the frame (and so its id()) stays alive as long as the entry does.
         self.frame = frame
-        self.id = cursor_text(frame.cursor)
-        self.json = dumps(frame)
-        self.sse = sse_event(frame.kind, self.json, self.id)
+        self.sse = sse
+        self._json = json
         self.ws: str | None = None
+
+    @property
+    def json(self) -> str:
+        """The wire JSON; a changed frame's event is made without it, so it is made on demand."""
+        text = self._json
+        if text is None:
+            text = self._json = dumps(self.frame)
+        return text
+
+
+def _generic_event(frame: Frame) -> tuple[bytes, str]:
+    """Any frame's SSE event and wire JSON: ``id``, ``event`` (its kind), one ``data`` line."""
+    text = dumps(frame)
+    return sse_event(frame.kind, text, cursor_text(frame.cursor)), text
 
 
 @final
 class FrameEncoder:
     """Encodes each frame once, whatever the number of clients that send it."""
 
-    __slots__ = ("_batches", "_current", "_previous", "batches_joined", "encodings")
+    __slots__ = (
+        "_batches",
+        "_changed",
+        "_current",
+        "_previous",
+        "batches_joined",
+        "encodings",
+    )
 
     def __init__(self) -> None:
         self._current: dict[int, _Encoded] = {}
         self._previous: dict[int, _Encoded] = {}
         self._batches: dict[tuple[int, int, int], tuple[Frame, Frame, bytes]] = {}
+        self._changed: _ChangedTemplate | None = None
         self.batches_joined = 0
         """How many backlogs were joined into one write (the others reused one of those)."""
         self.encodings = 0
         """How many times a frame was encoded (once per distinct frame while it is cached)."""
+
+    def _missed(self, frame: Frame, key: int) -> _Encoded:
+        """The entry of a frame (``key``: its id) that the current generation does not hold:
+        the previous generation's, or a new encoding, stored in the current generation."""
+        entry = self._previous.get(key)
+        if entry is None or entry.frame is not frame:
+            cursor = frame.cursor
+            template = self._changed
+            if (
+                type(frame) is ChangedFrame
+                and template is not None
+                and cursor.epoch == template.epoch
+                and cursor.revision < _REVISIONS_WITH_TEXT
+            ):
+                # The hot path: a changed frame of the epoch before it, from the template.
+                entry = _Encoded(frame, template.render(cursor.revision, dumps(frame.root)), None)
+            else:
+                sse, text = _generic_event(frame)  # refuses an epoch with no text form (R4)
+                if type(frame) is ChangedFrame:
+                    self._changed = _ChangedTemplate.of(frame, sse)
+                entry = _Encoded(frame, sse, text)
+            self.encodings += 1
+        current = self._current
+        if len(current) >= GENERATION_SIZE:
+            self._previous = current
+            current = self._current = {}
+        current[key] = entry
+        return entry
 
     def _entry(self, frame: Frame) -> _Encoded:
         key = id(frame)
         entry = self._current.get(key)
         if entry is not None and entry.frame is frame:
             return entry
-        entry = self._previous.get(key)
-        if entry is None or entry.frame is not frame:
-            entry = _Encoded(frame)
-            self.encodings += 1
-        if len(self._current) >= GENERATION_SIZE:
-            self._previous = self._current
-            self._current = {}
-        self._current[key] = entry
-        return entry
+        return self._missed(frame, key)
 
     def json(self, frame: Frame) -> str:
         """The frame's wire JSON (what a WebSocket message carries)."""
@@ -116,8 +208,19 @@ class FrameEncoder:
         cached = self._batches.get(key)
         if cached is not None and cached[0] is first and cached[1] is last:
             return cached[2]
-        sse = self.sse
-        body = b"".join([sse(frame) for frame in frames])
+        current = self._current
+        missed = self._missed
+        parts: list[bytes] = []
+        add = parts.append
+        for frame in frames:
+            # FrameEncoder.sse, written out: the loop over every frame of every write.
+            ident = id(frame)
+            entry = current.get(ident)
+            if entry is None or entry.frame is not frame:
+                entry = missed(frame, ident)
+                current = self._current  # a new generation may have begun
+            add(entry.sse)
+        body = b"".join(parts)
         self.batches_joined += 1
         if len(self._batches) >= BATCHES_KEPT:
             self._batches.clear()
@@ -130,7 +233,8 @@ class FrameEncoder:
         entry = self._entry(frame)
         text = entry.ws
         if text is None:
-            text = entry.ws = f'{{"id":{json.dumps(entry.id)},"frame":{entry.json}}}'
+            id_text = json.dumps(cursor_text(frame.cursor))
+            text = entry.ws = f'{{"id":{id_text},"frame":{entry.json}}}'
         return text
 
 

@@ -11,17 +11,21 @@ the frames after it, and gets a fresh snapshot otherwise.
 
 Each source is served under ``/sources/{source}/`` with the paths of a single hub's server
 (``v1/snapshot``, ``v1/activity``, the page), so the single-hub dashboard shows one source
-unchanged; ``/`` is the fleet's page, one section per source, and ``/v1/sources`` lists them.
+unchanged; ``/`` is the fleet's page (a table of the sources), ``/v1/sources`` lists them and
+``/v1/fleet`` is one stream for the whole fleet (:mod:`._fleet_stream`): every frame is also
+appended to its log, and each source's description whenever it changes.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import secrets
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from functools import partial
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, final
 
@@ -48,11 +52,23 @@ from ..reporting import ActivityView, aggregate
 from ._app import DEFAULT_KEEPALIVE, STATIC_DIR
 from ._encode import cursor_text, sse_comment, sse_event
 from ._fleet_events import FleetEvents
+from ._fleet_openapi import fleet_openapi_document
+from ._fleet_stream import (
+    DEFAULT_FLEET_LOG,
+    FleetFeed,
+    FleetSelection,
+    FleetStreamResponse,
+    parse_selection,
+)
 from ._middleware import SSE_HEADERS, Guard, NoStore, is_open_path
+from ._openapi import OPENAPI_PATH
 from ._requests import (
     EXCEPTION_HANDLERS,
     contract_problem,
+    document_bytes,
+    document_response,
     error_response,
+    json_response,
     parse_position,
     problem,
     resume_text,
@@ -63,15 +79,25 @@ from ._streams import RETRY_FIELD, StreamHead, StreamTracker
 if TYPE_CHECKING:
     import coredis
 
-__all__ = ["DEFAULT_FLEET_HISTORY", "FleetApp", "serve_fleet"]
+__all__ = ["DEFAULT_FLEET_HISTORY", "DEFAULT_FLEET_LOG", "FleetApp", "serve_fleet"]
 
 logger = logging.getLogger("workflow_hub.server")
 
 DEFAULT_FLEET_HISTORY: Final = 1024
 """Frames each source keeps for clients that are behind or reconnect."""
 
+FLEET_STREAM_PATH: Final = "/v1/fleet"
+"""The one stream of the whole fleet (``FleetFeed``)."""
+
+LIVENESS_CHECK: Final = 0.25
+"""Seconds between two looks at what changes without a frame (readable, stale)."""
+
 # The page of one source and its files: readable without the token, like the single hub's page.
 _SOURCE_PAGE: Final = re.compile(r"^/sources/[^/]+/(static/.*)?$")
+
+
+def _json_text(body: object) -> str:
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":"))
 
 
 def _is_open_fleet_path(path: str) -> bool:
@@ -85,7 +111,16 @@ _PROBES: Final = frozenset({"/livez", "/readyz"})
 class _Relay:
     """One source: its folded state and its last frames, each encoded once for every client."""
 
-    __slots__ = ("_changed", "_snapshot", "boot", "end", "events", "source", "view")
+    __slots__ = (
+        "_changed",
+        "_snapshot",
+        "_snapshot_json",
+        "boot",
+        "end",
+        "events",
+        "source",
+        "view",
+    )
 
     def __init__(self, source: str, history: int) -> None:
         self.source = source
@@ -96,6 +131,7 @@ class _Relay:
         self.events: deque[bytes] = deque(maxlen=history)
         self.end = 0  # the position after the last frame
         self._snapshot: bytes | None = None
+        self._snapshot_json: str | None = None
         self._changed = trio.Event()
 
     @property
@@ -106,15 +142,28 @@ class _Relay:
     def event_id(self, position: int) -> str:
         return f"{self.boot}-{position}"
 
-    def push(self, frame: Frame) -> None:
+    def push(self, frame: Frame) -> str:
+        """Fold and keep ``frame``; its JSON text (encoded once, for the fleet's stream too)."""
         # Every frame the follower delivered, as a local subscriber would get it; the view
         # folds it with ActivityView's rules, the same the page's fold applies.
         self.view.apply(frame)
         self.end += 1
-        self.events.append(sse_event(frame.kind, dumps(frame), self.event_id(self.end)))
+        text = dumps(frame)
+        self.events.append(sse_event(frame.kind, text, self.event_id(self.end)))
         self._snapshot = None
+        self._snapshot_json = None
         self._changed.set()
         self._changed = trio.Event()
+        return text
+
+    def snapshot_json(self) -> str | None:
+        """The state at :attr:`end` as a snapshot frame's JSON; ``None`` before the first frame."""
+        if self._snapshot_json is None:
+            frame = self.view.snapshot_frame()
+            if frame is None:
+                return None
+            self._snapshot_json = dumps(frame)
+        return self._snapshot_json
 
     def snapshot(self) -> bytes | None:
         """The state at :attr:`end` as one snapshot event; ``None`` before the first frame."""
@@ -150,15 +199,14 @@ class _Relay:
     async def wait(self) -> None:
         await self._changed.wait()
 
-    def describe(self, liveness: SourceLiveness | None) -> dict[str, Any]:
+    def summary(self, liveness: SourceLiveness | None) -> dict[str, Any]:
+        """The source as ``/v1/fleet`` describes it: ``/v1/sources``' entry without the cursor."""
         view = self.view
-        cursor = view.cursor
         status = aggregate(view)
         return {
             "source": self.source,
             "availability": None if view.availability is None else str(view.availability),
             "state": str(status.state),
-            "cursor": None if cursor is None else cursor_text(cursor),
             "roots": len(view.roots),
             "working": status.working,
             "blocked": status.blocked,
@@ -166,6 +214,14 @@ class _Relay:
             "last_seen": None if liveness is None else liveness.last_seen,
             "stale": False if liveness is None else liveness.stale,
             "path": f"sources/{self.source}/",
+        }
+
+    def describe(self, liveness: SourceLiveness | None) -> dict[str, Any]:
+        """The source as ``/v1/sources`` lists it."""
+        cursor = self.view.cursor
+        return {
+            **self.summary(liveness),
+            "cursor": None if cursor is None else cursor_text(cursor),
         }
 
 
@@ -220,6 +276,7 @@ class FleetApp(StreamTracker):
         prefix: str = DEFAULT_PREFIX,
         token: str | None = None,
         history: int = DEFAULT_FLEET_HISTORY,
+        fleet_log: int = DEFAULT_FLEET_LOG,
         stale_after: float = DEFAULT_STALE_AFTER,
         read_timeout: float = DEFAULT_READ_TIMEOUT,
         retire_after: float = DEFAULT_RETIRE_AFTER,
@@ -249,11 +306,14 @@ class FleetApp(StreamTracker):
         self.events = FleetEvents(
             redis, prefix=prefix, read_timeout=read_timeout, retire_after=retire_after
         )
+        self.feed = FleetFeed(fleet_log)
         routes: list[Route | Mount] = [
             Route("/healthz", self._healthz),
             Route("/livez", self._livez),
             Route("/readyz", self._readyz),
             Route("/v1/sources", self._sources),
+            Route(FLEET_STREAM_PATH, self._fleet_stream),
+            Route(OPENAPI_PATH, self._openapi),
             Route("/sources/{source}/v1/snapshot", self._snapshot),
             Route("/sources/{source}/v1/activity", self._activity),
             Route("/sources/{source}/v1/events", self._source_events),
@@ -269,6 +329,9 @@ class FleetApp(StreamTracker):
                 Mount("/static", files),
             ]
         router = Starlette(routes=routes, exception_handlers=dict(EXCEPTION_HANDLERS))
+        self._router = router
+        self._private = token is not None
+        self._openapi_body: bytes | None = None
         inner: ASGIApp = Guard(router, token, _is_open_fleet_path)
         self._app = NoStore(inner)
 
@@ -288,31 +351,63 @@ class FleetApp(StreamTracker):
                     retire_after=self.retire_after,
                     block=min(DEFAULT_BLOCK, self.read_timeout / 2),
                 ) as fleet,
+                trio.open_nursery() as nursery,
             ):
                 self.fleet = fleet
+                nursery.start_soon(self._watch_liveness, fleet)
                 task_status.started()
                 async for source, frame in fleet:
-                    relay = self.relays.get(source)
-                    if frame is None:
-                        # Retired: clients still streaming it are told it is unknown.
-                        if relay is not None:
-                            del self.relays[source]
-                            cursor = relay.view.cursor
-                            if cursor is not None:
-                                relay.push(
-                                    SnapshotFrame(
-                                        cursor=cursor, availability=Availability.UNAVAILABLE
-                                    )
-                                )
-                            logger.info("fleet source %r retired", source)
-                        continue
-                    if relay is None:
-                        relay = self.relays[source] = _Relay(source, self.history)
-                        logger.info("serving fleet source %r", source)
-                    relay.push(frame)
+                    self._deliver(fleet, source, frame)
+                nursery.cancel_scope.cancel()
         finally:
             self.fleet = None
             self.close()
+
+    def _deliver(self, fleet: FleetStream, source: str, frame: Frame | None) -> None:
+        relay = self.relays.get(source)
+        feed = self.feed
+        if frame is None:
+            # Retired: clients still streaming it are told it is unknown.
+            if relay is not None:
+                del self.relays[source]
+                cursor = relay.view.cursor
+                if cursor is not None:
+                    unknown = SnapshotFrame(cursor=cursor, availability=Availability.UNAVAILABLE)
+                    feed.frame(source, unknown.kind, relay.push(unknown))
+                feed.retired(source)
+                logger.info("fleet source %r retired", source)
+            return
+        if relay is None:
+            relay = self.relays[source] = _Relay(source, self.history)
+            logger.info("serving fleet source %r", source)
+        feed.frame(source, frame.kind, relay.push(frame))
+        feed.describe(relay.summary(fleet.liveness.get(source)))
+
+    async def _watch_liveness(self, fleet: FleetStream) -> None:
+        """What changes without a frame: Redis readable or not, a mirror that stopped (or
+        started again) refreshing. Checked every :data:`LIVENESS_CHECK` seconds."""
+        feed = self.feed
+        while True:
+            feed.set_readable(fleet.readable)
+            liveness = fleet.liveness
+            for source, relay in self.relays.items():
+                seen = liveness.get(source)
+                if seen is not None and feed.stale_changed(source, seen.stale):
+                    feed.describe(relay.summary(seen))
+            await trio.sleep(LIVENESS_CHECK)
+
+    def picture(self, selection: FleetSelection, only: Iterable[str] | None = None) -> bytes:
+        """The fleet now, for a ``/v1/fleet`` client that starts over (see ``FleetFeed``)."""
+        fleet = self.fleet
+        liveness = {} if fleet is None else fleet.liveness
+        relays = self.relays
+
+        def snapshot(source: str) -> str | None:
+            relay = relays.get(source)
+            return None if relay is None else relay.snapshot_json()
+
+        last_seen = {name: seen.last_seen for name, seen in liveness.items()}
+        return self.feed.picture(self.prefix, selection, snapshot, last_seen, only)
 
     @property
     def readable(self) -> bool:
@@ -346,21 +441,32 @@ class FleetApp(StreamTracker):
             return problem(
                 503,
                 f"no read from Redis within {self.read_timeout:g}s: every source is shown unknown",
-                extra={"status": "unreadable"},
+                extra={"readable": False},
             )
         return JSONResponse({"status": "ready", "sources": len(self.relays)})
 
     async def _sources(self, request: Request) -> Response:
         liveness = self.fleet.liveness if self.fleet is not None else {}
-        return JSONResponse(
-            {
-                "prefix": self.prefix,
-                "readable": self.readable,
-                "sources": [
-                    self.relays[name].describe(liveness.get(name)) for name in sorted(self.relays)
-                ],
-            }
-        )
+        body = {
+            "prefix": self.prefix,
+            "readable": self.readable,
+            "sources": [
+                self.relays[name].describe(liveness.get(name)) for name in sorted(self.relays)
+            ],
+        }
+        # gzip from 1 KiB on, like the single hub's JSON: 200 sources are some 40 KiB.
+        return json_response(request, _json_text(body))
+
+    async def _fleet_stream(self, request: Request) -> Response:
+        try:
+            selection = parse_selection(request.query_params)
+            given = resume_text(request.query_params, request.headers)
+            since = None if given is None else parse_position(given[1], given[0])
+        except ContractError as error:
+            return contract_problem(error)
+        if request.method == "HEAD":
+            return StreamHead()
+        return FleetStreamResponse(self, selection, since)
 
     async def _snapshot(self, request: Request) -> Response:
         relay = self._relay(request)
@@ -370,9 +476,9 @@ class FleetApp(StreamTracker):
         if frame is None:
             return error_response(503, "no snapshot of this source yet", "source")
         etag = f'"{cursor_text(frame.cursor)}"'
-        if request.headers.get("if-none-match") == etag:
-            return Response(status_code=304, headers={"ETag": etag})
-        return Response(dumps(frame), media_type="application/json", headers={"ETag": etag})
+        return json_response(
+            request, relay.snapshot_json() or dumps(frame), etag=etag, cache_control="no-cache"
+        )
 
     async def _activity(self, request: Request) -> Response:
         relay = self._relay(request)
@@ -396,6 +502,17 @@ class FleetApp(StreamTracker):
     async def _fleet_events(self, request: Request) -> Response:
         return self.events.response(request, self, self.keepalive, None)
 
+    def api_document(self) -> dict[str, object]:
+        """This application's OpenAPI 3.1 document (what ``/openapi.json`` serves)."""
+        return fleet_openapi_document(
+            version=_version(), token=self._private, page=hasattr(self, "static_dir")
+        )
+
+    async def _openapi(self, request: Request) -> Response:
+        if self._openapi_body is None:
+            self._openapi_body = document_bytes(self.api_document())
+        return document_response(request, self._openapi_body, "application/json")
+
     async def _fleet_page(self, request: Request) -> Response:
         return self._page("fleet.html")
 
@@ -409,6 +526,13 @@ class FleetApp(StreamTracker):
         return FileResponse(page, media_type="text/html")
 
 
+def _version() -> str:
+    try:
+        return version("workflow-hub")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "0+unknown"
+
+
 async def serve_fleet(
     redis: coredis.Redis[Any],
     *,
@@ -418,6 +542,7 @@ async def serve_fleet(
     token: str | None = None,
     insecure: bool = False,
     history: int = DEFAULT_FLEET_HISTORY,
+    fleet_log: int = DEFAULT_FLEET_LOG,
     stale_after: float = DEFAULT_STALE_AFTER,
     read_timeout: float = DEFAULT_READ_TIMEOUT,
     retire_after: float = DEFAULT_RETIRE_AFTER,
@@ -430,7 +555,8 @@ async def serve_fleet(
     ``redis`` is a coredis client the caller opened. Each source gets a single hub's endpoints
     under ``/sources/{source}/``; ``/v1/sources`` lists the sources and ``/`` shows them all.
     ``history`` frames per source are kept for clients that are behind or reconnect (beyond
-    it they get a fresh snapshot). The binding rules are those of
+    it they get a fresh snapshot), and ``fleet_log`` events of the whole fleet for clients of
+    ``/v1/fleet``. The binding rules are those of
     :func:`~workflow_hub.server.serve_hub`.
     """
     check_binding(host, port, token, insecure)
@@ -439,6 +565,7 @@ async def serve_fleet(
         prefix=prefix,
         token=token,
         history=history,
+        fleet_log=fleet_log,
         stale_after=stale_after,
         read_timeout=read_timeout,
         retire_after=retire_after,

@@ -15,7 +15,23 @@ from typing import Any, Final
 
 from ._schemas import JSON_SCHEMA_DIALECT, Schema, stream_definitions, wire_definitions
 
-__all__ = ["OPENAPI_PATH", "SCHEMA_PATH", "openapi_document"]
+__all__ = [
+    "CACHE_HEADER",
+    "ETAG_HEADER",
+    "LAST_EVENT_ID",
+    "OPENAPI_PATH",
+    "REF",
+    "RESUMED_HEADER",
+    "SCHEMA_PATH",
+    "SIMPLE_SCHEMAS",
+    "get_and_head",
+    "header",
+    "json_answer",
+    "openapi_document",
+    "operation",
+    "problem_answer",
+    "stream_answer",
+]
 
 OPENAPI_PATH: Final = "/openapi.json"
 SCHEMA_PATH: Final = "/schemas/wire.json"
@@ -446,3 +462,18 @@ def openapi_document(
     if token:
         document["security"] = [{"bearer": []}, {"tokenQuery": []}]
     return document
+
+
+# The pieces the fleet server's document (``_fleet_openapi``) is built with.
+CACHE_HEADER: Final = _CACHE
+ETAG_HEADER: Final = _ETAG
+RESUMED_HEADER: Final = _RESUMED
+LAST_EVENT_ID: Final = _LAST_EVENT_ID
+REF: Final = _REF
+SIMPLE_SCHEMAS: Final = _SIMPLE
+problem_answer: Final = _problem
+json_answer: Final = _json
+header: Final = _header
+stream_answer: Final = _stream
+operation: Final = _operation
+get_and_head: Final = _get

@@ -73,6 +73,9 @@ def problem(
     if field is not None:
         body["field"] = field
     if extra:
+        clash = body.keys() & extra.keys()
+        if clash:  # RFC 9457's own members keep their meaning ("status" is the status code)
+            raise ValueError(f"extension members may not replace {sorted(clash)}")
         body.update(extra)
     body["error"] = detail
     return Response(

@@ -22,7 +22,7 @@ the same rate. Tests make them the same clock: ``RunTracker(..., clock=lambda: t
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import final
 
 import attrs
@@ -98,7 +98,7 @@ class HeartbeatSchedule:
     clock in epoch milliseconds.
     """
 
-    __slots__ = ("_beats", "_clock", "_emit", "_owner_session_id", "_running", "_wakeup")
+    __slots__ = ("_beats", "_clock", "_emit", "_owner_session_id", "_running", "_wakeup", "watched")
 
     def __init__(
         self,
@@ -111,6 +111,9 @@ class HeartbeatSchedule:
         self._clock = clock
         self._owner_session_id = owner_session_id
         self._beats: dict[str, _Beat] = {}
+        # The runs with an interval, read-only: :meth:`update` does nothing for any other run,
+        # so a caller on a hot path may skip the call for them.
+        self.watched: Mapping[str, object] = self._beats
         self._wakeup: trio.Event | None = None
         self._running = False
 

@@ -19,8 +19,10 @@ from .._contract import (
     RunPrompt,
     RunStatus,
     StageStatus,
+    StageTarget,
     Timestamp,
     ToolNodeStatus,
+    ToolTarget,
 )
 
 __all__ = [
@@ -90,9 +92,12 @@ class StageRecord:
     hosted: int = 0
     unmet_parents: int = 0
     dependents: list[NodeRecord] = attrs.field(factory=list)
-    counts: tuple[int, ...] = ()
+    counts: int = 0
     position: int = 0
     graph_node: GraphNode | None = None
+    # Bookkeeping: the event targets of the moves it made, by (previous, new) status: immutable
+    # values, shared by every event of the same move.
+    targets: dict[tuple[object, object], StageTarget | ToolTarget] = attrs.field(factory=dict)
 
     @property
     def running(self) -> bool:
@@ -124,9 +129,12 @@ class ToolRecord:
     # Bookkeeping, as for stages.
     unmet_parents: int = 0
     dependents: list[NodeRecord] = attrs.field(factory=list)
-    counts: tuple[int, ...] = ()
+    counts: int = 0
     position: int = 0
     graph_node: GraphNode | None = None
+    # Bookkeeping: the event targets of the moves it made, by (previous, new) status: immutable
+    # values, shared by every event of the same move.
+    targets: dict[tuple[object, object], StageTarget | ToolTarget] = attrs.field(factory=dict)
 
     @property
     def running(self) -> bool:
@@ -166,8 +174,8 @@ class RunRecord:
     # adds to its root's totals.
     stopping: bool = False
     open_run_prompts: int = 0
-    node_counts: list[int] = attrs.field(factory=list)
-    counts: tuple[int, ...] = ()
+    node_counts: int = 0
+    counts: int = 0
     # Bookkeeping for the graph: the run's graph nodes in declaration order, its run prompts.
     graph_nodes: list[GraphNode] = attrs.field(factory=list)
     graph_prompts: tuple[RunPrompt, ...] = ()

@@ -29,6 +29,7 @@ from .._contract import (
     StageNode,
     StageStatus,
     ToolNode,
+    ToolNodeStatus,
     unchecked_builder,
 )
 from ._derive import Totals
@@ -44,7 +45,7 @@ from ._records import (
     nested_id,
 )
 
-__all__ = ["RootState", "graph_node", "node_counts", "refresh_run_prompts"]
+__all__ = ["RootState", "graph_node", "node_counts", "refresh_run_prompts", "run_counts", "unpack"]
 
 # Built from values checked when they were reported, without validating again (issue 29).
 _build_NodePrompt = unchecked_builder(NodePrompt)
@@ -53,85 +54,119 @@ _build_ToolNode = unchecked_builder(ToolNode)
 _build_RunPrompt = unchecked_builder(RunPrompt)
 _build_RootGraph = unchecked_builder(RootGraph)
 
-# A node's counts, in this order.
-_EXECUTION, _RETRY, _HUMAN_WAIT, _UNSETTLED, _RUNNING_HOST, _READY, _PAUSED = range(7)
-NODE_FIELDS = 7
-# A run's counts: the fields of Totals, in this order.
+# Counts are packed into one int, a lane of _LANE bits per count, so that folding a record's
+# change into its run and root is one integer addition instead of a loop over a vector: lanes
+# never borrow from each other in a sum, since every count is the non-negative sum of non-negative
+# parts and stays below 2**_LANE (a count of nodes or runs).
+_LANE = 32
+_MASK = (1 << _LANE) - 1
+# A node's counts, lane by lane.
+_EXECUTION, _RETRY, _HUMAN_WAIT, _UNSETTLED, _RUNNING_HOST, _READY, _PAUSED = (
+    1 << (_LANE * lane) for lane in range(7)
+)
+_RETRY_SHIFT = _LANE
+_HUMAN_WAIT_SHIFT = 2 * _LANE
+# Lanes only tested for zero are tested through a mask: one operation instead of two.
+_UNSETTLED_LANE = _MASK << (3 * _LANE)
+_RUNNING_HOST_LANE = _MASK << (4 * _LANE)
+_READY_LANE = _MASK << (5 * _LANE)
+_PAUSED_LANE = _MASK << (6 * _LANE)
+# A run's counts: the fields of Totals, one lane each, in this order (a lane's unit each).
 _TOTAL_FIELDS = tuple(field.name for field in Totals.__attrs_attrs__)
+(
+    _T_EXECUTIONS,
+    _T_STOPPING_EXECUTIONS,
+    _T_RETRIES,
+    _T_INDEPENDENT_RETRIES,
+    _T_HUMAN_WAITS,
+    _T_MANUAL_WAITS,
+    _T_SETTLED_FAILURES,
+    _T_RUNNABLE,
+    _T_RUNNABLE_THROUGH_HOST,
+    _T_PAUSED,
+) = (1 << (_LANE * lane) for lane in range(len(_TOTAL_FIELDS)))
+_T_EXECUTIONS_STOPPING = _T_EXECUTIONS + _T_STOPPING_EXECUTIONS
+_T_RETRIES_INDEPENDENT = _T_RETRIES + _T_INDEPENDENT_RETRIES
 # Summaries without a graph kept per root for reuse (a root moves between a few states).
 SUMMARIES_KEPT = 16
 
 
-def node_counts(node: NodeRecord) -> tuple[int, ...]:
-    """What one node adds to its run's counts (D2, D4, D5, D6, D7 at the node's level)."""
-    ready = node.status == "pending" and node.unmet_parents == 0
-    if isinstance(node, StageRecord):
-        waits = node.waits_for_human
-        hosting = node.hosted > 0
-        running = node.running
-        return (
-            int(running and not waits and not hosting),
-            int(node.retrying and not waits),
-            int(waits and node.status is not StageStatus.PAUSED),
-            int(node.status not in SETTLED_STAGE and not (running and hosting)),
-            int(running and hosting),
+def unpack(counts: int, lanes: int) -> tuple[int, ...]:
+    """The counts packed in ``counts``, lane by lane (for reading and for tests)."""
+    return tuple((counts >> (_LANE * lane)) & _MASK for lane in range(lanes))
+
+
+def node_counts(node: NodeRecord) -> int:
+    """What one node adds to its run's counts (D2, D4, D5, D6, D7 at the node's level), packed."""
+    status = node.status
+    if type(node) is StageRecord:
+        waits = node.prompt is not None or status is StageStatus.AWAITING_INPUT
+        counts = 0
+        if status is StageStatus.RUNNING:
+            if node.hosted > 0:
+                counts = _RUNNING_HOST  # settled for its run while the nested run works
+            else:
+                counts = _UNSETTLED if waits else _UNSETTLED + _EXECUTION
+        elif status not in SETTLED_STAGE:
+            counts = _UNSETTLED
+        if waits:
+            if status is not StageStatus.PAUSED:
+                counts += _HUMAN_WAIT
+        else:
+            if node.retrying:
+                counts += _RETRY
             # D6: a pending stage with an open prompt is a wait, never runnable work.
-            int(ready and not waits),
-            int(node.status is StageStatus.PAUSED),
-        )
-    return (
-        int(node.running),
-        0,
-        0,
-        int(node.status not in SETTLED_TOOL),
-        0,
-        int(ready),
-        0,
-    )
+            if status is StageStatus.PENDING and node.unmet_parents == 0:
+                counts += _READY
+        if status is StageStatus.PAUSED:
+            counts += _PAUSED
+        return counts
+    counts = 0 if status in SETTLED_TOOL else _UNSETTLED
+    if status is ToolNodeStatus.RUNNING:
+        counts += _EXECUTION
+    elif status is ToolNodeStatus.PENDING and node.unmet_parents == 0:
+        counts += _READY
+    return counts
 
 
-def run_counts(run: RunRecord) -> tuple[int, ...]:
-    """What one run adds to its root: the fields of :class:`Totals`, from its nodes' sums and
-    its own flags. Mirrors ``_derive``'s rules one for one."""
+def run_counts(run: RunRecord) -> int:
+    """What one run adds to its root: the fields of :class:`Totals`, packed, from its nodes'
+    sums and its own flags. Mirrors ``_derive``'s rules one for one."""
     nodes = run.node_counts
     live = run.live
-    executions = nodes[_EXECUTION] if live else 0
-    retries = nodes[_RETRY] if live else 0
     status = run.status
-    human = run.open_run_prompts + nodes[_HUMAN_WAIT] if status in ATTENTION_BEARING else 0
-    manual = settled = 0
-    if (
-        status in ATTENTION_BEARING
-        and not run.acknowledged
-        and (status in FAILURES or run.interventions)
-    ):
-        # D3: live or not, a failure is a manual wait until its executor has ended.
-        if not run.executor_ended or run.budget_stop:
-            manual = 1
+    counts = 0
+    if live:
+        executions = nodes & _MASK
+        retries = (nodes >> _RETRY_SHIFT) & _MASK
+        if run.stopping:
+            counts = executions * _T_EXECUTIONS_STOPPING + retries * _T_RETRIES
         else:
-            settled = 1
-    runnable = through_host = 0
-    if live and status is RunStatus.RUNNING and not run.stopping:
-        if nodes[_READY]:
-            runnable = 1
-        elif not run.prompts and not run.interventions and not nodes[_UNSETTLED]:
-            if nodes[_RUNNING_HOST]:
-                through_host = 1
+            counts = executions + retries * _T_RETRIES_INDEPENDENT
+    if status in ATTENTION_BEARING:
+        human = run.open_run_prompts + ((nodes >> _HUMAN_WAIT_SHIFT) & _MASK)
+        if human:
+            counts += human * _T_HUMAN_WAITS
+        if not run.acknowledged and (status in FAILURES or run.interventions):
+            # D3: live or not, a failure is a manual wait until its executor has ended.
+            if not run.executor_ended or run.budget_stop:
+                counts += _T_MANUAL_WAITS
             else:
-                runnable = 1
-    paused = int(status is RunStatus.PAUSED or (status is RunStatus.RUNNING and nodes[_PAUSED] > 0))
-    return (
-        executions,
-        executions if run.stopping else 0,
-        retries,
-        0 if run.stopping else retries,
-        human,
-        manual,
-        settled,
-        runnable,
-        through_host,
-        paused,
-    )
+                counts += _T_SETTLED_FAILURES
+    if status is RunStatus.RUNNING:
+        if live and not run.stopping:
+            if nodes & _READY_LANE:
+                counts += _T_RUNNABLE
+            elif not run.prompts and not run.interventions and not nodes & _UNSETTLED_LANE:
+                if nodes & _RUNNING_HOST_LANE:
+                    counts += _T_RUNNABLE_THROUGH_HOST
+                else:
+                    counts += _T_RUNNABLE
+        if nodes & _PAUSED_LANE:
+            counts += _T_PAUSED
+    elif status is RunStatus.PAUSED:
+        counts += _T_PAUSED
+    return counts
 
 
 def _node_prompt(prompt: PromptRecord) -> NodePrompt:
@@ -197,20 +232,36 @@ def refresh_run_prompts(run: RunRecord) -> None:
 class RootState:
     """The running totals of one root, and its graph when asked for."""
 
-    __slots__ = ("_activity", "_graph", "_order", "_summaries", "_totals", "root_run_id")
+    __slots__ = (
+        "_graph",
+        "_order",
+        "_summaries",
+        "_totals",
+        "_values",
+        "kept",
+        "root_run_id",
+        "summary",
+    )
 
     def __init__(self, root_run_id: str) -> None:
         self.root_run_id = root_run_id
-        self._totals = [0] * len(_TOTAL_FIELDS)
+        # The fields of Totals, one lane each (see _LANE).
+        self._totals = 0
         # The root's runs in derivation order (parents before children), or None when a run was
         # added or removed since it was last needed.
         self._order: list[RunRecord] | None = None
         self._graph: RootGraph | None = None
-        self._activity: RootActivity | None = None
+        # The current summary, or None when a fact changed it since it was last asked for.
+        self.summary: RootActivity | None = None
         # Without a graph a summary is a function of the totals (and the owner) alone: the few
         # summaries a root goes back and forth between are kept, keyed by their totals, and
-        # reused (immutable values) instead of being derived again.
-        self._summaries: dict[tuple[object, ...], RootActivity] = {}
+        # reused (immutable values) instead of being derived again. They are kept one object
+        # per value (``_values``), so two kept summaries are equal exactly when they are the
+        # same object: ``kept`` holds their ids, and a tracker that compares a summary it
+        # published with the current one (both kept) needs no field-by-field comparison.
+        self._summaries: dict[tuple[str, int], RootActivity] = {}
+        self._values: dict[RootActivity, RootActivity] = {}
+        self.kept: set[int] = set()
 
     # --- keeping the totals -------------------------------------------------------------------
 
@@ -219,9 +270,7 @@ class RootState:
         new = node_counts(node)
         old = node.counts
         if new != old:
-            sums = run.node_counts
-            for index in range(NODE_FIELDS):
-                sums[index] += new[index] - old[index]
+            run.node_counts += new - old
             node.counts = new
             self.refresh_run(run)
         if graph:
@@ -236,29 +285,25 @@ class RootState:
         new = run_counts(run)
         old = run.counts
         if new != old:
-            totals = self._totals
-            for index, value in enumerate(new):
-                totals[index] += value - old[index]
+            self._totals += new - old
             run.counts = new
-            self._activity = None
+            self.summary = None
 
     def add_run(self, run: RunRecord) -> None:
-        run.node_counts = [0] * NODE_FIELDS
-        run.counts = (0,) * len(_TOTAL_FIELDS)
+        run.node_counts = 0
+        run.counts = 0
         self._order = None
         self.refresh_run(run)
 
     def drop_runs(self, runs: Iterable[RunRecord]) -> None:
-        totals = self._totals
         for run in runs:
-            for index, value in enumerate(run.counts):
-                totals[index] -= value
-            run.counts = (0,) * len(_TOTAL_FIELDS)
+            self._totals -= run.counts
+            run.counts = 0
         self._order = None
         self.graph_changed()
 
     def add_node(self, run: RunRecord, node: NodeRecord, *, graph: bool) -> None:
-        node.counts = (0,) * NODE_FIELDS
+        node.counts = 0
         if graph:
             node.position = len(run.graph_nodes)
             node.graph_node = None
@@ -270,7 +315,7 @@ class RootState:
 
     def graph_changed(self) -> None:
         self._graph = None
-        self._activity = None
+        self.summary = None
 
     def invalidate_order(self) -> None:
         self._order = None
@@ -292,7 +337,7 @@ class RootState:
     def activity(
         self, runs: dict[str, RunRecord], owner_session_id: str, *, include_graph: bool
     ) -> RootActivity:
-        activity = self._activity
+        activity = self.summary
         if activity is None:
             graph = None
             if include_graph:
@@ -300,19 +345,35 @@ class RootState:
                 if graph is None:
                     graph = self._graph = self._build_graph(runs)
             if graph is None:
-                key = (owner_session_id, *self._totals)
+                key = (owner_session_id, self._totals)
                 activity = self._summaries.get(key)
                 if activity is None:
-                    if len(self._summaries) >= SUMMARIES_KEPT:
-                        self._summaries.clear()
-                    activity = self._summaries[key] = self._summary(owner_session_id, None)
+                    activity = self._keep(key, self._summary(owner_session_id, None))
             else:
                 activity = self._summary(owner_session_id, graph)
-            self._activity = activity
+            self.summary = activity
         return activity
 
+    def _keep(self, key: tuple[str, int], built: RootActivity) -> RootActivity:
+        if len(self._summaries) >= SUMMARIES_KEPT:
+            self._summaries.clear()
+            self._values.clear()
+            self.kept.clear()
+        activity = self._values.get(built)
+        if activity is None:
+            activity = self._values[built] = built
+            self.kept.add(id(built))
+        self._summaries[key] = activity
+        return activity
+
+    def totals(self) -> Totals:
+        """The root's totals, unpacked."""
+        return Totals(
+            **dict(zip(_TOTAL_FIELDS, unpack(self._totals, len(_TOTAL_FIELDS)), strict=True))
+        )
+
     def _summary(self, owner_session_id: str, graph: RootGraph | None) -> RootActivity:
-        totals = Totals(**dict(zip(_TOTAL_FIELDS, self._totals, strict=True)))
+        totals = self.totals()
         return totals.summary(self.root_run_id, owner_session_id, graph)
 
     def _build_graph(self, runs: dict[str, RunRecord]) -> RootGraph:

@@ -63,6 +63,8 @@ from .._core import WorkflowActivityPublisher
 from ._heartbeat import HeartbeatSchedule, check_interval
 from ._records import (
     ADVANCING,
+    DONE_STAGE,
+    DONE_TOOL,
     NodeRecord,
     PromptRecord,
     RunRecord,
@@ -78,6 +80,13 @@ __all__ = ["RunTracker", "run_heartbeats"]
 _build_StageTarget = unchecked_builder(StageTarget)
 _build_ToolTarget = unchecked_builder(ToolTarget)
 _build_LifecycleInput = unchecked_builder(LifecycleInput)
+
+# The statuses a fact names, by value (a member looks up as its value): the written-out checks.
+_STAGE_STATUSES: dict[str, StageStatus] = {member.value: member for member in StageStatus}
+_TOOL_STATUSES: dict[str, ToolNodeStatus] = {member.value: member for member in ToolNodeStatus}
+_STATUS_TYPES = frozenset({str, StageStatus, ToolNodeStatus})
+# A node's ``done`` (D6) by its status, whatever its kind: no stage status is a tool's "cached".
+_DONE = DONE_STAGE | DONE_TOOL
 
 _check_run_status = enum_check(RunStatus)
 _check_stage_status = enum_check(StageStatus)
@@ -559,18 +568,24 @@ class RunTracker:
         ``replay=True`` says an explicit continuation is re-running the stage: its event has
         ``delivery: replay``.
         """
-        run = self._run(run_id)
-        stage = self._stage(run, stage_id)
-        new = _check_stage_status(status, "status")
-        check_bool(retrying, "retrying")
-        check_bool(replay, "replay")
-        self._require_started()
-        now = self._now()
-        event = self._node_event(run, stage, new, now, replay=replay)
-        was_done = stage.done
-        stage.status = new
-        stage.retrying = retrying
-        self._node_status_changed(run, stage, was_done, event, now)
+        # The hottest call of a tracker, so the checks are written out for the usual arguments
+        # (ids of tracked records, a status member or its value, bools, a finite clock); any
+        # other argument goes through the full check, which raises what it always raised, in
+        # the same order (C1: nothing has changed yet).
+        run = self._runs.get(run_id) if type(run_id) is str else None
+        if run is None:
+            run = self._run(run_id)
+        stage = run.nodes.get(stage_id) if type(stage_id) is str else None
+        if type(stage) is not StageRecord:
+            stage = self._stage(run, stage_id)
+        new = _STAGE_STATUSES.get(status) if type(status) in _STATUS_TYPES else None
+        if new is None:
+            new = _check_stage_status(status, "status")
+        if type(retrying) is not bool:
+            check_bool(retrying, "retrying")
+        if type(replay) is not bool:
+            check_bool(replay, "replay")
+        self._node_fact(run, stage, new, replay, retrying)
 
     def set_tool_status(
         self,
@@ -581,16 +596,19 @@ class RunTracker:
         replay: bool = False,
     ) -> None:
         """Record a tool's status; a live run emits a tool event when the status changed."""
-        run = self._run(run_id)
-        tool = self._tool(run, tool_id)
-        new = _check_tool_status(status, "status")
-        check_bool(replay, "replay")
-        self._require_started()
-        now = self._now()
-        event = self._node_event(run, tool, new, now, replay=replay)
-        was_done = tool.done
-        tool.status = new
-        self._node_status_changed(run, tool, was_done, event, now)
+        # Written out as set_stage_status is.
+        run = self._runs.get(run_id) if type(run_id) is str else None
+        if run is None:
+            run = self._run(run_id)
+        tool = run.nodes.get(tool_id) if type(tool_id) is str else None
+        if type(tool) is not ToolRecord:
+            tool = self._tool(run, tool_id)
+        new = _TOOL_STATUSES.get(status) if type(status) in _STATUS_TYPES else None
+        if new is None:
+            new = _check_tool_status(status, "status")
+        if type(replay) is not bool:
+            check_bool(replay, "replay")
+        self._node_fact(run, tool, new, replay, None)
 
     # --- prompts and interventions ---------------------------------------------------------
 
@@ -830,40 +848,64 @@ class RunTracker:
         self._emit(event)
         self._touched(run, now)
 
-    def _node_event(
+    def _node_fact(
         self,
         run: RunRecord,
         node: NodeRecord,
         status: StageStatus | ToolNodeStatus,
-        now: float,
-        *,
         replay: bool,
-    ) -> LifecycleInput | None:
-        """The event for a node moving to ``status``, built before the node changes."""
-        if status is node.status:
-            return None
-        target = _node_target(run, node, status, node.status)
-        return self._event(run, target, now, delivery=Delivery.REPLAY if replay else Delivery.LIVE)
-
-    def _node_status_changed(
-        self,
-        run: RunRecord,
-        node: NodeRecord,
-        was_done: bool,
-        event: LifecycleInput | None,
-        now: float,
+        retrying: bool | None,
     ) -> None:
-        if node.status != "pending":
+        """A node's fact, its arguments checked (``retrying`` is a stage's, None for a tool).
+
+        Everything that can raise (a tracker not started, the clock, the event id) comes
+        first, so a fact that raises changes nothing (C1); then the node, its dependents, its
+        counts, the event and the root, in that order."""
+        if not self._started and not self._hydrating:
+            raise RuntimeError(_NOT_STARTED)
+        now = self._clock()
+        if type(now) is not float or now - now != 0.0:  # not a finite float: the full check
+            now = check_number(now, "clock")
+        previous = node.status
+        event = None
+        if status is not previous and run.live and self._started and not self._hydrating:
+            event_id = self._event_id_factory()
+            if type(event_id) is not str or not event_id.isascii():
+                event_id = check_str(event_id, "event_id")
+            # Checked values only, and nothing can raise past this point: the move's target is
+            # shared by every event of the same move (an immutable value).
+            key = (previous, status)
+            target = node.targets.get(key)
+            if target is None:
+                target = node.targets[key] = _node_target(run, node, status, previous)
+            event = _build_LifecycleInput(
+                event_id=event_id,
+                run_id=run.run_id,
+                root_run_id=run.root_run_id,
+                owner_session_id=self._owner_session_id,
+                occurred_at=now,
+                observed_at=now,
+                delivery=Delivery.REPLAY if replay else Delivery.LIVE,
+                target=target,
+                attribution=None,
+            )
+        was_done = previous in _DONE
+        node.status = status
+        if retrying is not None:
+            node.retrying = retrying  # type: ignore[union-attr]  # a stage: only stages retry
+        if node.execution_order is None and status != "pending":
             self._order(run, node)
         state = self._root_states[run.root_run_id]
-        if node.done is not was_done:
+        done = status in _DONE
+        if done is not was_done:
             # D6: its dependents may have become runnable, or stopped being runnable.
-            step = -1 if node.done else 1
+            step = -1 if done else 1
             for dependent in node.dependents:
                 dependent.unmet_parents += step
                 state.refresh_node(run, dependent, graph=False)
         state.refresh_node(run, node, graph=self._include_graph)
-        self._emit(event)
+        if event is not None:
+            self._publisher.publish_lifecycle(event)
         self._touched(run, now)
 
     def _prompts_changed(self, run: RunRecord, stage: StageRecord | None, *, opened: int) -> None:
@@ -951,15 +993,16 @@ class RunTracker:
 
     def _touched(self, run: RunRecord, now: float) -> None:
         root_run_id = run.root_run_id
-        root = self._runs[root_run_id]
-        self._heartbeats.update(
-            root_run_id,
-            status=root.status,
-            live=root.live,
-            publishing=self._publishing,
-            now=now,
-        )
-        if not self._publishing:
+        if root_run_id in self._heartbeats.watched:
+            root = self._runs[root_run_id]
+            self._heartbeats.update(
+                root_run_id,
+                status=root.status,
+                live=root.live,
+                publishing=self._publishing,
+                now=now,
+            )
+        if not self._started or self._hydrating:
             return
         if self._batch_depth:
             self._dirty[root_run_id] = None
@@ -967,11 +1010,23 @@ class RunTracker:
             self._publish_root(root_run_id)
 
     def _publish_root(self, root_run_id: str) -> None:
-        activity = self._derive(root_run_id)
+        state = self._root_states[root_run_id]
+        activity = state.summary  # the summary, unless a fact changed it since it was derived
+        if activity is None:
+            activity = state.activity(
+                self._runs, self._owner_session_id, include_graph=self._include_graph
+            )
         published = self._published.get(root_run_id)
-        # The state caches its summary: the same object means nothing changed, and an equal
-        # graph shares its nodes, so comparing is cheap.
-        if published is not activity and published != activity:
+        if published is activity:
+            return  # the state caches its summary: the same object means nothing changed
+        # Two summaries the state keeps are equal only if they are the same object; otherwise
+        # compare (an equal graph shares its nodes, so that is cheap too).
+        kept = state.kept
+        if (
+            published is None
+            or (id(published) in kept and id(activity) in kept)
+            or published != activity
+        ):
             self._published[root_run_id] = activity
             self._publisher.publish_changed(activity)
 

@@ -18,9 +18,7 @@
 
   var Views = global.WorkflowHubViews;
 
-  function words(value) {
-    return String(value).replace(/_/g, " ");
-  }
+  var words = Views.words; // options read in words ("waiting for input"), valued raw
 
   function fillOptions(select, values, anyLabel) {
     if (!select || select.options.length) return;

@@ -11,6 +11,10 @@
  * again every GONE_RETRY_MS rather than saying `reconnecting` forever.
  * A token (when the server needs one) lives in sessionStorage for this tab only; a `?token=` in
  * the address is moved there and removed from the address bar at once.
+ *
+ * Inside the fleet's page (`?feed=parent`, in a frame of the same origin) the page opens no
+ * stream at all: the fleet page's one stream (/v1/fleet) carries this source's frames and its
+ * connection state, and the fleet page posts them here (see fleet.js).
  */
 (function () {
   "use strict";
@@ -393,9 +397,9 @@
 
   // --- drawing ---------------------------------------------------------------------------
 
-  function words(value) {
-    return String(value).replace(/_/g, " ");
-  }
+  // Words for a reason, a status or a connection state ("waiting for input", "needs a token");
+  // the raw value stays in a data attribute (data-value, data-reason, data-state).
+  var words = Views.words;
 
   function plural(count, noun) {
     return count + " " + noun + (count === 1 ? "" : "s");
@@ -419,6 +423,7 @@
     symbol.setAttribute("aria-hidden", "true");
     node.appendChild(symbol);
     node.appendChild(document.createTextNode(" " + (text || words(value))));
+    node.dataset.value = value;
     return node;
   }
 
@@ -442,8 +447,8 @@
     data.reconnects = String(model.reconnects);
     var symbol = element("span", "symbol", SYMBOLS[connection] || "•");
     symbol.setAttribute("aria-hidden", "true");
-    var label = connection === "gone" ? "hub gone" : words(connection);
-    ui.connectionLabel.replaceChildren(symbol, document.createTextNode(" " + label));
+    ui.connectionLabel.replaceChildren(symbol, document.createTextNode(" " + words(connection)));
+    ui.connectionLabel.dataset.value = connection;
     ui.connectionLabel.className = "badge connection-" + connection;
     ui.epoch.textContent = cursor ? cursor.epoch : "–";
     ui.revision.textContent = cursor ? String(cursor.revision) : "–";
@@ -672,10 +677,24 @@
     moveTo(ui.roots.children[index]);
   });
 
-  // The skip link focuses the list's heading without touching the fragment (which holds the view).
+  // Focus that reaches a card another way (a click on its stages) makes it the list's stop.
+  ui.roots.addEventListener("focusin", function (event) {
+    var item = event.target.closest("li.root");
+    if (!item || item.dataset.rootId === currentId) return;
+    currentId = item.dataset.rootId;
+    drawn.forEach(function (other) {
+      other.tabIndex = other === item ? 0 : -1;
+    });
+  });
+
+  // The skip link lands on the list itself (its current root, past the summary and the
+  // filters), without touching the fragment (which holds the view). With no root drawn it
+  // lands on the sentence that says why.
   ui.skip.addEventListener("click", function (click) {
     click.preventDefault();
-    ui.rootsHeading.focus();
+    var target = (currentId !== null && drawn.get(currentId)) || ui.roots.firstElementChild;
+    if (target) moveTo(target);
+    else ui.rootsEmpty.focus();
   });
 
   function rootItem(root) {
@@ -689,7 +708,9 @@
     var head = element("div", "root-head");
     head.appendChild(element("h3", "root-id", shownId(root.rootRunId)));
     head.appendChild(badge("state", root.state));
-    head.appendChild(element("span", "reason", words(root.reason)));
+    var reason = element("span", "reason", words(root.reason));
+    reason.dataset.value = root.reason;
+    head.appendChild(reason);
     if (root.needsAttention) head.appendChild(badge("flag", "attention", "needs attention"));
     item.appendChild(head);
 
@@ -706,8 +727,31 @@
     });
     item.appendChild(counts);
 
-    if (root.graph) item.appendChild(graphDetails(root));
+    if (root.graph) {
+      var asked = question(root.graph);
+      if (asked) item.appendChild(asked);
+      item.appendChild(graphDetails(root));
+    }
     return item;
+  }
+
+  // The question the root waits on, on the card itself: a prompt can be deep in a subgraph (a
+  // child workflow's stage) and is what a reader looks for, so it is never only behind a click.
+  function question(graph) {
+    var asks = [];
+    graph.nodes.forEach(function (node) {
+      if (node.pendingPrompt) asks.push({ where: node.name, message: node.pendingPrompt.message });
+    });
+    (graph.runPrompts || []).forEach(function (prompt) {
+      asks.push({ where: "run " + prompt.runId, message: prompt.message });
+    });
+    if (!asks.length) return null;
+    var first = asks[0];
+    var text = "Waits for an answer: \u201c" + first.message + "\u201d (" + shownId(first.where) + ")";
+    if (asks.length > 1) text += " and " + plural(asks.length - 1, "more question");
+    var node = element("p", "prompt question", text);
+    node.dataset.testid = "question";
+    return node;
   }
 
   function graphDetails(root) {
@@ -727,6 +771,9 @@
       parts.push("running: " + running.map(function (node) { return node.name; }).join(", "));
     }
     var summary = element("summary", "", parts.join(" · "));
+    // Not a stop of the Tab key: the list is one stop, Enter on the root moves here (see the
+    // keyboard section); a click or a screen reader's own navigation still opens it.
+    summary.tabIndex = -1;
     details.appendChild(summary);
     var list = element("ol", "nodes");
     nodes.forEach(function (node) {
@@ -766,6 +813,40 @@
       "The latest " + entries.length + " of " + model.feed.received + " (at most " + FEED_LIMIT + ").";
   }
 
+  // --- fed by the fleet's page ------------------------------------------------------------
+
+  function fedByParent() {
+    return new URL(window.location.href).searchParams.get("feed") === "parent" &&
+      window.parent !== window;
+  }
+
+  function startFromParent() {
+    var origin = window.location.origin;
+    window.addEventListener("message", function (message) {
+      if (message.source !== window.parent || message.origin !== origin) return;
+      var data = message.data || {};
+      if (data.type === "frame") {
+        onFrame({ data: data.data, lastEventId: data.id });
+      } else if (data.type === "connection") {
+        if (data.state !== "live" && connection === "live") {
+          model.afterReconnect = true;
+          model.reconnects += 1;
+        }
+        if (data.state !== "live" || connection !== "resynced") setConnection(data.state);
+      }
+    });
+    ui.feedStatus.textContent = "Hook events are not part of the fleet's view of a source.";
+    if (window.ResizeObserver) {
+      // The fleet page sizes the frame to what it shows: no scroll box in a scroll box.
+      new window.ResizeObserver(function () {
+        window.parent.postMessage(
+          { type: "height", height: document.documentElement.scrollHeight }, origin
+        );
+      }).observe(document.body);
+    }
+    window.parent.postMessage({ type: "ready" }, origin);
+  }
+
   resetModel();
   takeTokenFromAddress();
   controls = new window.WorkflowHubControls.Controls(ui.filters, function () {
@@ -773,5 +854,6 @@
     renderRoots();
   });
   render();
-  start();
+  if (fedByParent()) startFromParent();
+  else start();
 })();

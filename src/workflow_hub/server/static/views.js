@@ -25,6 +25,37 @@
     "awaiting_input", "manual_intervention", "paused", "quiescent",
   ];
   var FIELDS = ["group", "state", "reason", "attention", "q"];
+
+  /*
+   * What a reader sees for a value of the contract (a root's reason, a node's status) or of the
+   * page (a connection state): words, never the raw value, which stays in a data attribute for
+   * tests and scripts. Values without an entry read as themselves with spaces for "_" and "-"
+   * (a newer hub's value still reads, if less well).
+   */
+  var WORDS = {
+    // reasons (the contract's Reason)
+    executing: "executing",
+    retrying: "retrying",
+    automatic_continuation: "continuing by itself",
+    stopping: "stopping",
+    awaiting_input: "waiting for input",
+    manual_intervention: "needs intervention",
+    paused: "paused",
+    quiescent: "nothing to do",
+    // (a node's status is a plain word, or awaiting_input above)
+    // the page's connection
+    connecting: "connecting",
+    live: "live",
+    reconnecting: "reconnecting",
+    resynced: "resynced",
+    gone: "hub gone",
+    "needs-token": "needs a token",
+  };
+
+  function words(value) {
+    var text = String(value);
+    return Object.prototype.hasOwnProperty.call(WORDS, text) ? WORDS[text] : text.replace(/[_-]/g, " ");
+  }
   var SEARCH_LIMIT = 200;
 
   /*
@@ -135,12 +166,12 @@
     return { roots: shown, counts: counts };
   }
 
-  /* Words for a view, for the list's caption: "blocked · awaiting input · matching “db”". */
+  /* Words for a view, for the list's caption: "blocked · waiting for input · matching “db”". */
   function describeView(view) {
     var parts = [];
     if (view.group) parts.push(view.group === "attention" ? "needs attention" : view.group);
     if (view.state) parts.push(view.state);
-    if (view.reason) parts.push(view.reason.replace(/_/g, " "));
+    if (view.reason) parts.push(words(view.reason));
     if (view.attention && view.group !== "attention") parts.push("needs attention");
     if (view.q) parts.push("matching \u201c" + view.q + "\u201d");
     return parts.join(" \u00b7 ");
@@ -158,6 +189,7 @@
     formatView: formatView,
     select: select,
     describeView: describeView,
+    words: words,
   };
   if (typeof module === "object" && module.exports) {
     module.exports = api;

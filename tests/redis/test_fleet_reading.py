@@ -1,0 +1,233 @@
+"""A busy fleet read by the registry's hints keeps every guarantee of a follower.
+
+With a few hundred sources and entries coming all the time, ``follow_fleet`` reads only the
+sources the registry lists as having appended since its previous round (docs/fleet.md, "Sizing")
+instead of naming every stream in each ``XREAD``. These tests write what mirrors write (the
+layout of docs/fleet.md, one script per entry, as a scheduler in another language would) for
+250 sources at once, against a real redis-server, and check that nothing of SPEC N2 is traded
+for it: every entry in order, a gap restarts that source from a checkpoint (never folded on
+top), an idle source whose stream is deleted is noticed, and an entry the registry does not
+hint at still arrives.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+
+import coredis
+import trio
+
+from tests.support.builders import root
+from tests.support.redis_server import RedisServer
+from workflow_hub import Availability, ChangedFrame, Cursor, Frame, SnapshotFrame, wire
+from workflow_hub.redis import FleetView, follow_fleet
+from workflow_hub.reporting import ActivityView
+
+SOURCES = 250
+
+# KEYS: frames, owner, sources, checkpoint. ARGV: seq, frame, source, '1' to checkpoint,
+# '1' to score the source in the registry (a mirror always does).
+_APPEND = """
+local id = redis.call('XADD', KEYS[1], '*', 'seq', ARGV[1], 'frame', ARGV[2])
+redis.call('HSET', KEYS[2], 'epoch', 'test', 'seq', ARGV[1], 'last', id)
+if ARGV[5] == '1' then
+  local now = redis.call('TIME')
+  redis.call('ZADD', KEYS[3], tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000),
+    ARGV[3])
+end
+if ARGV[4] == '1' then
+  redis.call('HSET', KEYS[4], 'frame', ARGV[2], 'seq', ARGV[1], 'id', id)
+end
+return id
+"""
+_REFRESH = """
+local now = redis.call('TIME')
+for i = 1, #ARGV do
+  redis.call('ZADD', KEYS[1], tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000),
+    ARGV[i])
+end
+return #ARGV
+"""
+
+
+class RawFleet:
+    """Sources written the way mirrors write them, and what each should fold to."""
+
+    def __init__(self, redis: coredis.Redis[bytes], prefix: str, count: int) -> None:
+        self.redis = redis
+        self.prefix = prefix
+        self.names = [f"s{index:03d}" for index in range(count)]
+        self.seq = dict.fromkeys(self.names, 0)
+        self.revision = dict.fromkeys(self.names, 0)
+        self.expected = {name: ActivityView() for name in self.names}
+
+    async def _append(
+        self, name: str, frame: Frame, *, seq: int, checkpoint: bool, registry: bool
+    ) -> None:
+        base = f"{self.prefix}:{name}"
+        await self.redis.eval(
+            _APPEND,
+            keys=[
+                f"{base}:frames",
+                f"{base}:owner",
+                f"{self.prefix}:sources",
+                f"{base}:checkpoint",
+            ],
+            args=[
+                str(seq),
+                wire.dumps(frame),
+                name,
+                "1" if checkpoint else "0",
+                "1" if registry else "0",
+            ],
+        )
+
+    async def snapshot(self, name: str, *, skip: int = 0) -> None:
+        """A snapshot entry with its checkpoint (``skip`` entries after the last one)."""
+        self.seq[name] += 1 + skip
+        self.revision[name] += 1
+        frame = SnapshotFrame(
+            cursor=Cursor(epoch=name, revision=self.revision[name]),
+            availability=Availability.READY,
+            roots=self.expected[name].roots,
+        )
+        self.expected[name].apply(frame)
+        await self._append(name, frame, seq=self.seq[name], checkpoint=True, registry=True)
+
+    async def changed(
+        self, name: str, root_id: str, *, skip: int = 0, registry: bool = True
+    ) -> ChangedFrame:
+        """A changed entry (``skip`` entries after the last one: a gap)."""
+        self.seq[name] += 1 + skip
+        self.revision[name] += 1
+        frame = ChangedFrame(
+            cursor=Cursor(epoch=name, revision=self.revision[name]), root=root(root_id)
+        )
+        if not skip:
+            self.expected[name].apply(frame)
+        await self._append(name, frame, seq=self.seq[name], checkpoint=False, registry=registry)
+        return frame
+
+    async def refresh(self, names: list[str]) -> None:
+        await self.redis.eval(_REFRESH, keys=[f"{self.prefix}:sources"], args=names)
+
+
+async def eventually(predicate: Callable[[], bool]) -> None:
+    """Poll ``predicate`` under the caller's ``fail_after`` (the other side is redis-server)."""
+    while not predicate():  # noqa: ASYNC110
+        await trio.sleep(0.02)
+
+
+@asynccontextmanager
+async def followed(
+    url: str, raw: RawFleet
+) -> AsyncIterator[tuple[FleetView, dict[str, list[Frame]]]]:
+    """A ``follow_fleet`` folding into a ``FleetView``, and every frame by source."""
+    fleet_view = FleetView()
+    frames: dict[str, list[Frame]] = {name: [] for name in raw.names}
+    async with coredis.Redis.from_url(url) as reader, trio.open_nursery() as nursery:
+
+        async def fold() -> None:
+            async with follow_fleet(reader, prefix=raw.prefix, poll_interval=0.2) as fleet:
+                async for source, frame in fleet:
+                    if frame is not None:
+                        frames[source].append(frame)
+                    fleet_view.apply(source, frame)
+
+        nursery.start_soon(fold)
+        yield fleet_view, frames
+        nursery.cancel_scope.cancel()
+
+
+def matches(fleet_view: FleetView, raw: RawFleet, name: str) -> bool:
+    view = fleet_view.views.get(name)
+    expected = raw.expected[name]
+    return view is not None and view.cursor == expected.cursor and view.roots == expected.roots
+
+
+async def test_a_busy_fleet_delivers_every_entry_of_every_source_in_order(
+    redis_server: RedisServer,
+) -> None:
+    """N2: 250 sources appending 4 000 entries, round robin, about one per millisecond:
+    every source's frames are its snapshot then each of its entries, in order, none skipped
+    and none twice. Entries of one source appended without a registry score (a writer the hints
+    miss) still arrive while the others keep the follower busy."""
+    async with coredis.Redis.from_url(redis_server.url) as redis:
+        raw = RawFleet(redis, f"busy-{uuid.uuid4().hex[:8]}", SOURCES)
+        with trio.fail_after(90):
+            for name in raw.names:
+                await raw.snapshot(name)
+            async with followed(redis_server.url, raw) as (fleet_view, frames):
+                await eventually(lambda: all(frames[name] for name in raw.names))
+                for index in range(4_000):
+                    name = raw.names[index % SOURCES]
+                    await raw.changed(name, f"r{index % 7}")
+                    if index % 4 == 3:
+                        await trio.sleep(0.001)
+                # While the others keep appending, one source appends without a score.
+                unhinted = raw.names[7]
+                others = [name for name in raw.names if name != unhinted]
+                for index in range(3):
+                    await raw.changed(unhinted, f"quiet-{index}", registry=False)
+                index = 0
+                while not matches(fleet_view, raw, unhinted):
+                    await raw.changed(others[index % len(others)], f"r{index % 7}")
+                    index += 1
+                    if index % 4 == 3:
+                        await trio.sleep(0.001)
+                await eventually(lambda: all(matches(fleet_view, raw, name) for name in raw.names))
+        for name in raw.names:
+            revisions = [frame.cursor.revision for frame in frames[name]]
+            assert isinstance(frames[name][0], SnapshotFrame), name
+            assert all(isinstance(frame, ChangedFrame) for frame in frames[name][1:]), name
+            assert revisions == list(range(1, raw.revision[name] + 1)), name
+
+
+async def test_a_gap_or_a_deleted_stream_in_a_busy_fleet_is_never_folded_over(
+    redis_server: RedisServer,
+) -> None:
+    """N2 while the fleet is busy: an entry of one source that skips a sequence number is never
+    folded on top of what came before (that source shows unavailable until a usable checkpoint
+    comes, then folds it); an idle source whose stream is deleted while its owner is ahead shows
+    unavailable (the background quiet check), never its old state; the other sources keep
+    folding throughout."""
+    async with coredis.Redis.from_url(redis_server.url) as redis:
+        raw = RawFleet(redis, f"gap-{uuid.uuid4().hex[:8]}", SOURCES)
+        gapped, idle = raw.names[3], raw.names[4]
+        busy = [name for name in raw.names if name != idle]
+        with trio.fail_after(90):
+            for name in raw.names:
+                await raw.snapshot(name)
+            async with followed(redis_server.url, raw) as (fleet_view, frames):
+                await eventually(lambda: all(frames[name] for name in raw.names))
+
+                async def traffic(count: int) -> None:
+                    for index in range(count):
+                        await raw.changed(busy[index % len(busy)], f"r{index % 5}")
+                        if index % 4 == 3:
+                            await trio.sleep(0.001)
+                    await raw.refresh([idle])  # alive, only quiet
+
+                await traffic(1_000)
+                await eventually(lambda: matches(fleet_view, raw, gapped))
+                seen = len(frames[gapped])
+                lost = await raw.changed(gapped, "after-the-gap", skip=1)
+                await redis.delete([f"{raw.prefix}:{idle}:frames"])
+                await redis.hset(f"{raw.prefix}:{idle}:owner", {"seq": "999"})
+                await traffic(1_000)
+                await eventually(lambda: len(frames[gapped]) > seen)
+                after = frames[gapped][seen]
+                assert isinstance(after, SnapshotFrame), after
+                assert after.availability is Availability.UNAVAILABLE
+                assert all(frame != lost for frame in frames[gapped])
+                await eventually(
+                    lambda: fleet_view.views[idle].availability is Availability.UNAVAILABLE
+                )
+                # A fresh checkpoint (what a mirror writes after a reclaim): the source folds it.
+                await raw.snapshot(gapped)
+                await traffic(500)
+                await eventually(lambda: all(matches(fleet_view, raw, name) for name in busy))
+                assert fleet_view.views[gapped].known
+                assert not fleet_view.views[idle].known
