@@ -2,7 +2,9 @@
 
 A ```python block that calls ``trio.run(`` or ``asyncio.run(``, or opens the thread host
 (``from workflow_hub.sync import open_hub``), is a complete program and must run to completion;
-other blocks are fragments (checked by reading; a review ran each against the code).
+other blocks are fragments (checked by reading; a review ran each against the code). A program
+whose first line says it ``needs a running Redis`` is run by its page's own console session,
+against a live fleet, and not here (it follows the fleet until stopped).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ DOCUMENTS = ["README.md", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "doc
 PRINTING = {"README.md", "docs/quickstart.md", "docs/index.md", "docs/hosts.md"}
 # What makes a block a complete program: it starts a trio run, an asyncio loop or the thread host.
 PROGRAM_MARKS = ("trio.run(", "asyncio.run(", "from workflow_hub.sync import open_hub")
+NEEDS_SERVICE = "needs a running Redis"
 
 
 def python_blocks(path: Path) -> list[str]:
@@ -30,6 +33,8 @@ def programs() -> list[tuple[str, int, str]]:
     found = []
     for document in DOCUMENTS:
         for index, block in enumerate(python_blocks(ROOT / document)):
+            if NEEDS_SERVICE in block.partition("\n")[0]:
+                continue
             if any(mark in block for mark in PROGRAM_MARKS):
                 found.append((document, index, block))
     return found

@@ -130,8 +130,14 @@ async def test_real_answers_validate_and_big_json_is_gzip(redis_server: RedisSer
                 (
                     "/sources/{source}/v1/events",
                     "404",
-                    await http.get(f"{url}/sources/source-01/v1/events"),
+                    await http.get(f"{url}/sources/nobody/v1/events"),
                 ),
+                (
+                    "/sources/{source}/v1/events",
+                    "400",
+                    await http.get(f"{url}/sources/source-01/v1/events?since=zzz"),
+                ),
+                ("/v1/events", "400", await http.get(f"{url}/v1/events?since=zzz")),
             ]
             for path, status, response in checks:
                 assert str(response.status_code) == status, path

@@ -445,9 +445,15 @@ async def _serve(args: argparse.Namespace) -> bool:
         open_client(args.redis) as redis,
         trio.open_nursery() as nursery,
     ):
+        # One runner for the hub's hook handlers: the mirror copies its events into Redis
+        # (and the HTTP server, when there is one, serves them on /v1/events).
+        runner = HookRunner(hub)
         mirror: Mirror = await nursery.start(
-            functools.partial(mirror_hub, hub, redis, source=args.source, prefix=args.prefix)
+            functools.partial(
+                mirror_hub, hub, redis, source=args.source, prefix=args.prefix, runner=runner
+            )
         )
+        runner.bind()
         print(
             f"workflow-hub serve: mirroring the demo scheduler as {args.source!r} "
             f"into {args.prefix}:{args.source}:frames",
@@ -458,8 +464,6 @@ async def _serve(args: argparse.Namespace) -> bool:
             from ..server import serve_hub
             from ._serving import dashboard_url
 
-            runner = HookRunner(hub)
-            runner.bind()
             url: str = await nursery.start(
                 functools.partial(
                     serve_hub, hub, host=args.host, port=args.port, token=args.token, runner=runner

@@ -8,11 +8,20 @@ Needs the ``redis`` extra (``pip install 'workflow-hub[redis]'``, the coredis cl
   guarantees (snapshot first, FIFO, a fresh snapshot whenever continuity is lost).
 - :func:`follow_fleet` and :class:`FleetView` — every source under a prefix, discovered, with
   sources that stop refreshing marked unavailable.
+- :func:`follow_events` — the hook events of one source or of a whole fleet (a mirror started
+  with ``runner=``), in order per source, with a :class:`ContinuityLost` wherever events may be
+  missing.
 
 See ``docs/fleet.md`` for the keys and entry format, fencing and failure behaviour.
 """
 
 from .._public import fixup_module_metadata
+from ._events import ContinuityLost as ContinuityLost
+from ._events import EventItem as EventItem
+from ._events import EventStream as EventStream
+from ._events import GapReason as GapReason
+from ._events import SourceEvent as SourceEvent
+from ._events import follow_events as follow_events
 from ._fleet import DEFAULT_STALE_AFTER as DEFAULT_STALE_AFTER
 from ._fleet import FleetStream as FleetStream
 from ._fleet import FleetView as FleetView
@@ -30,24 +39,34 @@ from ._metrics import FollowerMetrics as FollowerMetrics
 from ._metrics import MirrorMetrics as MirrorMetrics
 from ._mirror import Mirror as Mirror
 from ._mirror import mirror_hub as mirror_hub
+from ._mirror_events import DEFAULT_EVENTS_BUFFER as DEFAULT_EVENTS_BUFFER
+from ._mirror_events import DEFAULT_EVENTS_MAXLEN as DEFAULT_EVENTS_MAXLEN
 from ._statistics import MirrorStatistics as MirrorStatistics
 
 __all__ = [
     "DEFAULT_BLOCK",
+    "DEFAULT_EVENTS_BUFFER",
+    "DEFAULT_EVENTS_MAXLEN",
     "DEFAULT_PREFIX",
     "DEFAULT_READ_TIMEOUT",
     "DEFAULT_RETIRE_AFTER",
     "DEFAULT_STALE_AFTER",
+    "ContinuityLost",
+    "EventItem",
+    "EventStream",
     "FleetStream",
     "FleetView",
     "FollowerMetrics",
     "FollowerStatistics",
+    "GapReason",
     "Mirror",
     "MirrorMetrics",
     "MirrorStatistics",
     "RedisSource",
+    "SourceEvent",
     "SourceLiveness",
     "SourceStream",
+    "follow_events",
     "follow_fleet",
     "follow_source",
     "mirror_hub",

@@ -8,7 +8,13 @@ Everything another language needs to follow a source is here and in ``docs/fleet
   stream entry the snapshot corresponds to: it already includes that entry and every one before).
 - ``{prefix}:{source}:owner`` — a hash: ``epoch`` (the owning mirror's fencing token),
   ``claimed`` (its claim order: server microseconds, strictly increasing), ``seq`` and ``last``
-  (the last entry's sequence number and id), ``batch`` (the id of the batch that appended it).
+  (the last entry's sequence number and id), ``batch`` (the id of the batch that appended it);
+  with hook events also ``events_epoch``, ``events_seq``, ``events_last`` and ``events_batch``
+  (the same for the last event appended).
+- ``{prefix}:{source}:events`` — a stream of the hub's hook events; each entry has ``epoch`` (the
+  appending mirror's fencing token), ``seq`` (a decimal integer counting that mirror's events,
+  from 1), ``lost`` (how many events right before this one the mirror dropped, usually ``0``) and
+  ``event`` (one hook event in the wire format, JSON text).
 - ``{prefix}:sources`` — a sorted set: each source, scored by the server time (milliseconds) its
   mirror last refreshed it.
 
@@ -35,6 +41,7 @@ __all__ = [
     "DEFAULT_PREFIX",
     "DEFAULT_RETIRE_AFTER",
     "DISCOVER_SCRIPT",
+    "EVENTS_APPEND_SCRIPT",
     "QUIET_MANY_SCRIPT",
     "QUIET_SCRIPT",
     "ServerScript",
@@ -58,6 +65,8 @@ class SourceKeys:
     checkpoint: str
     owner: str
     sources: str
+    events: str
+    """The stream of the source's hook events."""
 
 
 def check_name(value: object, field: str) -> str:
@@ -72,6 +81,7 @@ def source_keys(prefix: str, source: str) -> SourceKeys:
         checkpoint=f"{prefix}:{source}:checkpoint",
         owner=f"{prefix}:{source}:owner",
         sources=f"{prefix}:sources",
+        events=f"{prefix}:{source}:events",
     )
 
 
@@ -148,7 +158,7 @@ return {'ok', string.format('%.0f', claimed), string.format('%.0f', seq), last}
 APPEND_SCRIPT = (
     _LUA_HELPERS
     + """
--- KEYS: owner, frames, checkpoint, sources.
+-- KEYS: owner, frames, checkpoint, sources, and (optional) events.
 -- ARGV: epoch, claimed, base seq, maxlen, source, checkpoint frame ('' for none), batch id,
 --       time to live (ms), payloads...
 -- Appends only while this mirror owns the source (the fencing check) and only on top of the
@@ -196,6 +206,7 @@ end
 -- Alive: the source's keys live for another retirement time (the registry is a shared key and
 -- never expires; followers remove the sources that stopped refreshing from it).
 for i = 1, 3 do redis.call('PEXPIRE', KEYS[i], ARGV[8]) end
+if KEYS[5] then redis.call('PEXPIRE', KEYS[5], ARGV[8]) end
 -- A checkpoint is usable while every entry after it is still in the stream: the stream's first
 -- entry is the checkpoint's own (or older), or the one right after it. Entries of other writers
 -- carry no sequence number of ours and are compared by id only.
@@ -213,6 +224,38 @@ elseif seq > cpseq then
   end
 end
 return {'ok', last, stale, ''}
+"""
+)
+
+EVENTS_APPEND_SCRIPT = (
+    _LUA_HELPERS
+    + """
+-- KEYS: owner, events. ARGV: epoch, claimed, maxlen, time to live (ms), batch id, then three
+-- values per event: seq, lost, payload.
+-- Appends only while this mirror owns the source: the fencing check of the frames, on the same
+-- owner key, so an instance that lost the source can append neither frames nor events. A
+-- retried batch that the server had already applied (same batch id) is not appended twice.
+local kind = wrong_type(KEYS[1], 'hash')
+if kind then return {'wrongtype', KEYS[1], kind} end
+kind = wrong_type(KEYS[2], 'stream')
+if kind then return {'wrongtype', KEYS[2], kind} end
+local owner = redis.call('HMGET', KEYS[1], 'epoch', 'claimed', 'events_batch', 'events_last')
+if not owner[1] then return {'lost'} end
+if owner[1] ~= ARGV[1] then
+  if (tonumber(owner[2] or '') or 0) >= tonumber(ARGV[2]) then return {'fenced', owner[1]} end
+  return {'lost'}
+end
+if owner[3] == ARGV[5] then return {'ok', owner[4] or '', 'duplicate'} end
+local last = ''
+for i = 6, #ARGV, 3 do
+  last = redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[3], '*',
+    'epoch', ARGV[1], 'seq', ARGV[i], 'lost', ARGV[i + 1], 'event', ARGV[i + 2])
+end
+-- Where the events stand, for a follower that finds the stream empty (trimmed or expired).
+redis.call('HSET', KEYS[1], 'events_batch', ARGV[5], 'events_last', last,
+  'events_epoch', ARGV[1], 'events_seq', ARGV[#ARGV - 2])
+redis.call('PEXPIRE', KEYS[2], ARGV[4])
+return {'ok', last, ''}
 """
 )
 

@@ -59,6 +59,8 @@ class MirrorMetrics(Collector):
         ("reclaims", "Claims again after the owner key was lost (a Redis restart)"),
         ("connection_errors", "Round trips that failed on the connection and were retried"),
         ("server_errors", "Round trips Redis refused (a key of the wrong type ...), retried later"),
+        ("events", "Hook events appended to the events stream"),
+        ("events_dropped", "Hook events dropped because the mirror's buffer was full"),
     )
 
     def __init__(self, registry: CollectorRegistry | None = REGISTRY) -> None:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, final
 import trio
 
 from .._contract import ContractError, Cursor, Frame, SnapshotFrame, dumps
+from .._core import HookRunner
 from .._public import NoPublicConstructor
 from ..reporting import ActivityView
 from ._connection import bounded, describe, server_errors, text, transient_errors
@@ -31,6 +32,7 @@ from ._keys import (
     check_name,
     source_keys,
 )
+from ._mirror_events import DEFAULT_EVENTS_BUFFER, DEFAULT_EVENTS_MAXLEN, EventAppender
 from ._statistics import MirrorStatistics
 
 if TYPE_CHECKING:
@@ -108,6 +110,7 @@ class Mirror(metaclass=NoPublicConstructor):
         self._reclaims = 0
         self._connection_errors = 0
         self._server_errors = 0
+        self._events: EventAppender | None = None
 
     @property
     def source(self) -> str:
@@ -145,6 +148,8 @@ class Mirror(metaclass=NoPublicConstructor):
             connection_errors=self._connection_errors,
             server_errors=self._server_errors,
             last_seq=self._seq,
+            events=0 if self._events is None else self._events.appended,
+            events_dropped=0 if self._events is None else self._events.dropped,
         )
 
     # --- the loop --------------------------------------------------------------------------
@@ -279,6 +284,7 @@ class Mirror(metaclass=NoPublicConstructor):
                     self._keys.frames,
                     self._keys.checkpoint,
                     self._keys.sources,
+                    self._keys.events,  # its time to live is refreshed with the others
                 ],
                 args=[
                     self._epoch,
@@ -365,6 +371,9 @@ async def mirror_hub(
     retire_after: float = DEFAULT_RETIRE_AFTER,
     round_trip_timeout: float = DEFAULT_TIMEOUT,
     metrics: MirrorMetrics | None = None,
+    runner: HookRunner | None = None,
+    events_maxlen: int = DEFAULT_EVENTS_MAXLEN,
+    events_buffer: int = DEFAULT_EVENTS_BUFFER,
     task_status: trio.TaskStatus[Mirror] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Mirror ``hub`` into ``{prefix}:{source}:frames`` until the hub is disposed or fenced.
@@ -387,12 +396,21 @@ async def mirror_hub(
     type, out of memory): the mirror logs it, counts it and tries again every two seconds; the
     scheduler never sees the error. Fenced by a newer instance: it logs an
     error, sets ``mirror.fenced`` and returns; it never claims again by itself.
+
+    Hook events (SPEC N6): with ``runner`` (the host's :class:`~workflow_hub.HookRunner`, the
+    one that runs the scheduler's own handlers) the mirror registers as its extension
+    ``"workflow_hub.redis"`` and appends every hook event to ``{prefix}:{source}:events``
+    (``MAXLEN ~ events_maxlen``), fenced by the same claim as the frames and expiring with the
+    source's other keys. Up to ``events_buffer`` events wait while Redis is slow; beyond, the
+    oldest are dropped and counted, and followers see the hole (``follow_events``).
     """
     check_name(source, "source")
     check_name(prefix, "prefix")
     _check_positive_int(maxlen, "maxlen")
     _check_positive_int(checkpoint_every, "checkpoint_every")
     _check_positive_int(batch_limit, "batch_limit")
+    _check_positive_int(events_maxlen, "events_maxlen")
+    _check_positive_int(events_buffer, "events_buffer")
     if checkpoint_every * 2 > maxlen:
         raise ContractError(
             "checkpoint_every",
@@ -423,6 +441,36 @@ async def mirror_hub(
         if not isinstance(metrics, MirrorMetrics):
             raise ContractError("metrics", f"expected MirrorMetrics, got {type(metrics).__name__}")
         metrics.bind(mirror)
+    if runner is not None:
+        if not isinstance(runner, HookRunner):
+            raise ContractError("runner", f"expected a HookRunner, got {type(runner).__name__}")
+        if runner.hub is not hub:
+            raise ContractError("runner", "the HookRunner belongs to another hub")
+        keys = mirror._keys
+        mirror._events = EventAppender(
+            mirror,
+            redis,
+            events_key=keys.events,
+            owner_key=keys.owner,
+            maxlen=events_maxlen,
+            limit=events_buffer,
+            batch_limit=batch_limit,
+            ttl_ms=mirror._ttl_ms,
+            timeout=timeout,
+        )
+        mirror._events.register(runner)
     async with hub.subscribe() as stream:
-        task_status.started(mirror)
-        await mirror._run(stream)
+        events = mirror._events
+        if events is None:
+            task_status.started(mirror)
+            await mirror._run(stream)
+            return
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(events.run)
+            task_status.started(mirror)
+            try:
+                await mirror._run(stream)
+            finally:
+                events.close()
+                if not mirror._claimed_event.is_set():
+                    nursery.cancel_scope.cancel()  # never claimed: nothing to append to

@@ -40,3 +40,8 @@ class MirrorStatistics:
     """Round trips Redis refused (a key of the wrong type, out of memory ...), retried later."""
     last_seq: int
     """The sequence number of the last entry appended."""
+    events: int = 0
+    """Hook events appended to the events stream (0 without a ``runner``)."""
+    events_dropped: int = 0
+    """Hook events dropped, oldest first, because the mirror's buffer was full (Redis slow or
+    unreachable); followers see each such hole as a ``ContinuityLost`` with reason ``dropped``."""

@@ -51,6 +51,7 @@ from ..redis import (
 from ..reporting import ActivityView, aggregate
 from ._app import DEFAULT_KEEPALIVE, STATIC_DIR
 from ._encode import cursor_text, sse_comment, sse_event
+from ._fleet_events import FleetEvents
 from ._fleet_openapi import fleet_openapi_document
 from ._fleet_stream import (
     DEFAULT_FLEET_LOG,
@@ -301,6 +302,10 @@ class FleetApp(StreamTracker):
         self.keepalive = float(keepalive)
         self.keepalive_bytes = sse_comment("keep-alive")
         self.relays: dict[str, _Relay] = {}
+        # Hook events of every source (mirrors started with a runner): /v1/events.
+        self.events = FleetEvents(
+            redis, prefix=prefix, read_timeout=read_timeout, retire_after=retire_after
+        )
         self.feed = FleetFeed(fleet_log)
         routes: list[Route | Mount] = [
             Route("/healthz", self._healthz),
@@ -311,7 +316,8 @@ class FleetApp(StreamTracker):
             Route(OPENAPI_PATH, self._openapi),
             Route("/sources/{source}/v1/snapshot", self._snapshot),
             Route("/sources/{source}/v1/activity", self._activity),
-            Route("/sources/{source}/v1/events", self._no_events),
+            Route("/sources/{source}/v1/events", self._source_events),
+            Route("/v1/events", self._fleet_events),
         ]
         if static_dir is not None:
             self.static_dir = static_dir
@@ -336,6 +342,7 @@ class FleetApp(StreamTracker):
         """Follow the fleet until cancelled; then every stream ends."""
         try:
             async with (
+                self.events.running(),
                 follow_fleet(
                     self.redis,
                     prefix=self.prefix,
@@ -486,8 +493,14 @@ class FleetApp(StreamTracker):
             return StreamHead()
         return _SourceStream(self, relay, relay.resume_position(since))
 
-    async def _no_events(self, request: Request) -> Response:
-        return error_response(404, "hook events are not mirrored into Redis: a fleet has none")
+    async def _source_events(self, request: Request) -> Response:
+        source = request.path_params["source"]
+        if source not in self.relays and source not in self.events.sources():
+            return error_response(404, f"no source {source!r} in this fleet (yet)", "source")
+        return self.events.response(request, self, self.keepalive, source)
+
+    async def _fleet_events(self, request: Request) -> Response:
+        return self.events.response(request, self, self.keepalive, None)
 
     def api_document(self) -> dict[str, object]:
         """This application's OpenAPI 3.1 document (what ``/openapi.json`` serves)."""

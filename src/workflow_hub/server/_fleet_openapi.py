@@ -120,7 +120,62 @@ _FLEET_SCHEMAS: Final[dict[str, Schema]] = {
         "Always 200 (kept from the first release), with readable.",
     ),
     "Problem": SIMPLE_SCHEMAS["Problem"],
+    "FleetHookEvent": _object(
+        {
+            "source": _NAME,
+            "id": {"type": "string", "description": "The event's Redis stream entry id."},
+            "event": {
+                "oneOf": [
+                    {"$ref": f"{REF}{name}"}
+                    for name in (
+                        "LifecycleEvent",
+                        "StageCompletedEvent",
+                        "ActivityChangedEvent",
+                        "HeartbeatEvent",
+                    )
+                ]
+            },
+        },
+        "A hook event of the source it names (on /v1/events).",
+    ),
+    "EventsDropped": {
+        "description": "Hook events may be missing here (a fleet's `event: dropped`): the "
+        "source (absent when it concerns the whole stream), why, and how many when known.",
+        "type": "object",
+        "properties": {
+            "source": _NAME,
+            "count": {"type": ["integer", "null"], "minimum": 1},
+            "reason": {
+                "enum": [
+                    "trimmed",
+                    "dropped",
+                    "new_instance",
+                    "unreachable",
+                    "unreadable",
+                    "retired",
+                    "resume",
+                    "behind",
+                ]
+            },
+            "detail": {"type": "string"},
+        },
+        "required": ["count", "reason", "detail"],
+        "additionalProperties": False,
+    },
 }
+
+_HOOK_TYPES: Final = (
+    "workflow_lifecycle",
+    "workflow_stage_completed",
+    "workflow_activity_changed",
+    "workflow_heartbeat",
+)
+_HOOK_SCHEMAS: Final = (
+    "LifecycleEvent",
+    "StageCompletedEvent",
+    "ActivityChangedEvent",
+    "HeartbeatEvent",
+)
 
 _SOURCE: Final[Schema] = {
     "name": "source",
@@ -330,12 +385,47 @@ def fleet_openapi_document(*, version: str, token: bool, page: bool) -> Schema:
         ),
         "/sources/{source}/v1/events": get_and_head(
             operation(
-                "A source's hook events: not mirrored into Redis",
-                {"404": problem_answer("Always."), **guarded},
-                parameters=[_SOURCE],
+                "A source's hook events, as Server-Sent Events",
+                {
+                    "200": stream_answer(
+                        "As a single hub's /v1/events (mirrors started with a runner), with "
+                        "ids '<boot>-<position>'; event: dropped wherever events may be missing.",
+                        {
+                            **dict(zip(_HOOK_TYPES, _HOOK_SCHEMAS, strict=True)),
+                            "dropped": "EventsDropped",
+                        },
+                        **{"X-Workflow-Hub-Resumed": RESUMED_HEADER},
+                    ),
+                    "400": problem_answer("The resume position is not an event id."),
+                    "404": problem_answer("No such source in this fleet (yet)."),
+                    **guarded,
+                },
+                parameters=[_SOURCE, _POSITION, LAST_EVENT_ID],
                 tags=("source",),
             ),
             "source_events",
+        ),
+        "/v1/events": get_and_head(
+            operation(
+                "Every source's hook events, as Server-Sent Events",
+                {
+                    "200": stream_answer(
+                        "event: the hook type; data: the source, the stream id and the wire "
+                        "event; event: dropped wherever events may be missing. Ids "
+                        "'<boot>-<position>' resume while the server holds what came after.",
+                        {
+                            **dict.fromkeys(_HOOK_TYPES, "FleetHookEvent"),
+                            "dropped": "EventsDropped",
+                        },
+                        **{"X-Workflow-Hub-Resumed": RESUMED_HEADER},
+                    ),
+                    "400": problem_answer("The resume position is not an event id."),
+                    **guarded,
+                },
+                parameters=[_POSITION, LAST_EVENT_ID],
+                tags=("fleet",),
+            ),
+            "fleet_events",
         ),
         "/openapi.json": get_and_head(
             operation(

@@ -368,7 +368,8 @@
     });
     source.addEventListener("dropped", function (message) {
       if (events !== source) return;
-      model.feed.drop(JSON.parse(message.data).count);
+      var data = JSON.parse(message.data);
+      model.feed.drop(data.count, data.reason);
       scheduleFeed();
     });
     source.onerror = function () {

@@ -265,16 +265,20 @@
     return entry;
   };
 
-  /* The server dropped `count` events for this client (its buffer overflowed). */
-  EventFeed.prototype.drop = function (count) {
-    this.dropped += count;
+  /* The server dropped `count` events for this client (its buffer overflowed); or, from a
+     fleet server, events may be missing for `reason` (count null when unknown). */
+  EventFeed.prototype.drop = function (count, reason) {
+    var known = typeof count === "number";
+    if (known) this.dropped += count;
     this.received += 1;
     var entry = {
       seq: this.received,
       type: "dropped",
       label: "dropped",
       rootRunId: "",
-      text: count + " event" + (count === 1 ? "" : "s") + " dropped (this page fell behind)",
+      text: reason
+        ? (known ? count + " " : "") + "events may be missing (" + reason + ")"
+        : count + " event" + (count === 1 ? "" : "s") + " dropped (this page fell behind)",
     };
     this.entries.unshift(entry);
     if (this.entries.length > this.limit) this.entries.length = this.limit;
