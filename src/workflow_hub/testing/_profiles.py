@@ -41,7 +41,7 @@ PROFILE_REQUIREMENTS: Final[dict[Profile, str]] = {
     "source": "P1-P9, O1-O8, L1-L3, K1-K2: publishers, callback observers, lifetime, hooks",
     "resume": "R1-R4: history and observe(since=...)",
     "stream": "O9: subscribe() streams",
-    "threads": "H1: publishing from plain OS threads through thread-safe handles",
+    "threads": "H1: publishing from other threads",
 }
 """What each profile covers, in SPEC.md's requirement ids."""
 
