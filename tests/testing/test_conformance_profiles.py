@@ -280,6 +280,10 @@ def test_source_hub_conforms(workflow_hub_conformance):
 @pytest.mark.workflow_hub_conformance(profiles=("source", "stream"))
 def test_full_hub_conforms_without_resume(workflow_hub_conformance):
     assert workflow_hub_conformance.report.profiles == ("source", "stream")
+
+
+def test_full_hub_conforms(workflow_hub_conformance):
+    assert "threads" in workflow_hub_conformance.report.profiles
 """
 
 
@@ -319,3 +323,4 @@ def test_the_pytest_plugin_checks_the_declared_profiles_and_says_so(tmp_path: Pa
     assert "workflow-hub conformance profiles" in output
     assert "test_user_hub.py::test_source_hub_conforms: checked source" in output
     assert "test_full_hub_conforms_without_resume: checked source, stream" in output
+    assert "test_full_hub_conforms: checked source, resume, stream, threads" in output

@@ -597,7 +597,9 @@ def check_conformance(
 
     ``profiles`` are the parts of the contract checked (see :func:`conformance_plan`): by
     default what the adapter declares in its ``profiles`` attribute, every profile when it
-    declares nothing. The report (and a failure's message) says which were checked.
+    declares nothing. The report (and a failure's message) says which were checked. With
+    ``threads`` checked, as many thread scenarios follow (bursts of publishes from OS threads,
+    see :class:`~workflow_hub.testing.conformance.ThreadsAdapter`), drawn with the same seed.
 
     Must be called from synchronous code: each scenario runs in its own ``trio.run``.
     """
@@ -607,15 +609,7 @@ def check_conformance(
     )
     played = {"examples": 0, "operations": 0, "comparisons": 0, "thread_examples": 0}
 
-    def play(scenario: Scenario, counter: str = "examples") -> None:
-        # The failure message is built here, from the scenario being played, so the exception
-        # hypothesis finally raises describes the shrunk scenario.
-        player = trio.run(_play, scenario, adapter_factory, timeout)
-        played[counter] += 1
-        played["operations"] += player.operations_played
-        played["comparisons"] += player.comparisons
-
-    @settings(
+    run_settings = settings(
         max_examples=max_examples,
         deadline=None,
         database=None,
@@ -624,6 +618,16 @@ def check_conformance(
         suppress_health_check=list(HealthCheck),
         phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink),
     )
+
+    def play(scenario: Scenario, counter: str = "examples") -> None:
+        # The failure message is built here, from the scenario being played, so the exception
+        # hypothesis finally raises describes the shrunk scenario.
+        player = trio.run(_play, scenario, adapter_factory, timeout)
+        played[counter] += 1
+        played["operations"] += player.operations_played
+        played["comparisons"] += player.comparisons
+
+    @run_settings
     @given(
         scenarios(
             max_steps=max_steps,
@@ -637,15 +641,7 @@ def check_conformance(
     def conformance(scenario: Scenario) -> None:
         play(scenario)
 
-    @settings(
-        max_examples=max_examples,
-        deadline=None,
-        database=None,
-        print_blob=False,
-        report_multiple_bugs=False,
-        suppress_health_check=list(HealthCheck),
-        phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink),
-    )
+    @run_settings
     @given(
         thread_scenarios(
             max_steps=max_steps,
