@@ -22,6 +22,7 @@ thread scenarios use.
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from collections.abc import Sequence
@@ -75,6 +76,10 @@ MAX_BURST: Final = 8
 
 THREAD_TIMEOUT: Final = 10.0
 """Seconds the threads of one burst may take to start and finish."""
+
+
+_SWITCH_INTERVAL: Final = 1e-6
+"""``sys.setswitchinterval`` while a burst's threads run."""
 
 
 def thread_root_id(thread: int) -> str:
@@ -176,6 +181,7 @@ def _run_threads(
         except threading.BrokenBarrierError:
             return
         for call in threads[index]:
+            time.sleep(0)  # let the other threads in between two calls: they interleave
             try:
                 call.call(handle)
             except BaseException as error:  # reported in the harness's thread, as a mismatch
@@ -187,12 +193,19 @@ def _run_threads(
         threading.Thread(target=run, args=(index,), name=f"conformance-thread-{index}")
         for index in range(len(threads))
     ]
-    for worker in workers:
-        worker.start()
-    deadline = time.monotonic() + THREAD_TIMEOUT
-    for worker in workers:
-        # Blocking on purpose: the harness's trio loop must not run while the threads publish.
-        worker.join(max(0.0, deadline - time.monotonic()))
+    # Switch threads as often as the interpreter can, so their calls interleave one by one
+    # rather than a whole thread's at a time; restored as soon as the threads have ended.
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(_SWITCH_INTERVAL)
+    try:
+        for worker in workers:
+            worker.start()
+        deadline = time.monotonic() + THREAD_TIMEOUT
+        for worker in workers:
+            # Blocking on purpose: the harness's trio loop must not run while the threads publish.
+            worker.join(max(0.0, deadline - time.monotonic()))
+    finally:
+        sys.setswitchinterval(interval)
     if any(worker.is_alive() for worker in workers):
         barrier.abort()
         return None

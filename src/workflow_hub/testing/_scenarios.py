@@ -273,10 +273,12 @@ def thread_scenarios(
     resume: bool = True,
 ) -> st.SearchStrategy[Scenario]:
     """Scenarios of the threads profile: a callback witness first (observer #0), then the usual
-    operations mixed with :func:`thread_bursts` (about one operation in three is a burst)."""
+    operations mixed with :func:`thread_bursts` (about one operation in two is a burst)."""
     ordinary = operations(styles=styles, resume=resume)
-    mixed = st.one_of(ordinary, ordinary, thread_bursts())
-    sequences = st.lists(st.lists(mixed, max_size=max_steps), max_size=4).map(
+    mixed = st.one_of(ordinary, thread_bursts())
+    sequences = st.lists(
+        st.lists(mixed, min_size=1, max_size=max_steps), min_size=1, max_size=4
+    ).map(
         lambda drawn: _keep_the_witness(
             playable((Observe("callback"), *itertools.chain.from_iterable(drawn)))
         )[:max_steps]
