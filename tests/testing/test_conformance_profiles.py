@@ -2,7 +2,8 @@
 checks exactly those, says so, and lets nobody off by silence (issue 22).
 
 The source profile is P1-P9, O1-O8, L1-L3 and K1-K2; resume is R1-R4; stream is O9; threads is
-H1 (declared, but the kit has no scenarios for it yet, so it is never counted as checked).
+H1 (checked when the adapter offers a thread entry point; a JSON-lines adapter never does, so
+there it is declared but never counted as checked).
 """
 
 from __future__ import annotations
@@ -59,12 +60,13 @@ def test_a_silent_adapter_is_checked_for_every_profile() -> None:
     """An adapter that declares nothing is checked for everything the kit can check."""
     plan = conformance_plan(HubAdapter)
     assert plan.declared == PROFILES
-    assert plan.profiles == ("source", "resume", "stream")
+    assert plan.profiles == PROFILES
     assert plan.styles == ("callback", "stream")
     assert 0 in plan.history_limits
     assert any(plan.history_limits)
     report = check_conformance(HubAdapter, max_examples=5, seed=1)
-    assert report.profiles == ("source", "resume", "stream")
+    assert report.profiles == PROFILES
+    assert (report.examples, report.thread_examples) == (5, 5)
 
 
 def test_an_adapter_without_resume_fails_while_it_declares_nothing() -> None:
@@ -113,17 +115,21 @@ def test_profiles_narrow_to_what_the_adapter_declares() -> None:
 def test_history_limits_and_styles_still_narrow_from_python() -> None:
     """The Python options remain, and the plan says what they leave unchecked."""
     plan = conformance_plan(HubAdapter, history_limits=(0,), styles=("callback",))
-    assert plan.profiles == ("source",)
+    assert plan.profiles == ("source", "threads")
     report = check_conformance(HubAdapter, max_examples=3, seed=1, styles=("stream",))
-    assert report.profiles == ("source", "resume", "stream")
+    assert report.profiles == ("source", "resume", "stream", "threads")
 
 
-def test_threads_is_declared_but_never_counted_as_checked() -> None:
-    """H1: the kit has no thread scenarios, and it does not pretend otherwise."""
-    plan = conformance_plan(HubAdapter)
+def test_threads_is_checked_only_where_the_adapter_offers_threads() -> None:
+    """H1: an adapter without a thread entry point (here: one whose methods are reached only
+    through ``__getattr__``, as a JSON-lines process's are) declares threads, and the kit says
+    it could not check it instead of counting it."""
+    assert "[x] threads" in conformance_plan(HubAdapter).describe()
+    plan = conformance_plan(IgnoresSince)
     assert "threads" in plan.declared
     assert "threads" not in plan.profiles
     assert "[?] threads" in plan.describe()
+    assert "not checked: the adapter has no thread entry point" in plan.describe()
 
 
 def test_a_failure_says_which_profiles_it_checked() -> None:
@@ -274,6 +280,10 @@ def test_source_hub_conforms(workflow_hub_conformance):
 @pytest.mark.workflow_hub_conformance(profiles=("source", "stream"))
 def test_full_hub_conforms_without_resume(workflow_hub_conformance):
     assert workflow_hub_conformance.report.profiles == ("source", "stream")
+
+
+def test_full_hub_conforms(workflow_hub_conformance):
+    assert "threads" in workflow_hub_conformance.report.profiles
 """
 
 
@@ -313,3 +323,4 @@ def test_the_pytest_plugin_checks_the_declared_profiles_and_says_so(tmp_path: Pa
     assert "workflow-hub conformance profiles" in output
     assert "test_user_hub.py::test_source_hub_conforms: checked source" in output
     assert "test_full_hub_conforms_without_resume: checked source, stream" in output
+    assert "test_full_hub_conforms: checked source, resume, stream, threads" in output

@@ -33,6 +33,7 @@ from .._contract import (
     WorkflowEvent,
 )
 from .._core import FrameStream, ObserverLease, WorkflowActivityHub, WorkflowActivityPublisher
+from .._threads import ThreadPublisher
 
 __all__ = [
     "AdapterConfig",
@@ -40,6 +41,9 @@ __all__ = [
     "ConformanceAdapter",
     "HubAdapter",
     "ObserverStyle",
+    "ThreadSafePublisher",
+    "ThreadsAdapter",
+    "offers_threads",
 ]
 
 ObserverStyle = Literal["callback", "stream"]
@@ -179,6 +183,67 @@ class ConformanceAdapter(Protocol):
         ...
 
 
+class ThreadSafePublisher(Protocol):
+    """The thread-safe entry point of one publisher: what plain threads call (H1).
+
+    Every method is synchronous, may be called from any thread at any time (several threads at
+    once), checks its argument in the calling thread (a bad one raises
+    :class:`~workflow_hub.ContractError` naming the field there, and nothing is queued) and
+    returns without waiting for the hub. Calls one thread makes take effect in its order, and
+    none is lost. What they return is ignored.
+    """
+
+    def publish_changed(self, root: RootActivity) -> object:
+        """``publish_changed`` (P4), from a plain thread."""
+        ...
+
+    def publish_removed(self, root_run_id: str) -> object:
+        """``publish_removed`` (P5), from a plain thread."""
+        ...
+
+    def dispose(self) -> object:
+        """``dispose`` (P8), from a plain thread."""
+        ...
+
+
+class ThreadsAdapter(ConformanceAdapter, Protocol):
+    """An adapter that offers the ``threads`` profile (H1): the three methods below as well.
+
+    For a burst of publishes from threads the harness awaits :meth:`thread_publisher` and
+    :meth:`hold_threads`, starts real OS threads that call the handle at once (a barrier), joins
+    them *without* yielding to its own trio loop, then awaits :meth:`flush_threads` and settles.
+    """
+
+    async def thread_publisher(self, publisher: int) -> ThreadSafePublisher:
+        """The thread-safe handle of publisher ``publisher`` (the same publisher the other
+        operations name); the harness shares it between its threads."""
+        ...
+
+    async def hold_threads(self) -> None:
+        """Before the threads start: apply nothing they publish until :meth:`flush_threads`.
+
+        A hub that runs in the harness's own trio thread needs nothing here (the harness does
+        not yield while its threads run); a hub with a thread of its own must keep that thread
+        from applying and delivering, so that the whole burst is applied before anything of it
+        is delivered (the determinism rule of :class:`ConformanceAdapter`).
+        """
+        ...
+
+    async def flush_threads(self) -> None:
+        """After the threads ended: apply every call they made, in the order they were queued,
+        and return once all of them were applied (delivery is then up to :meth:`settle`)."""
+        ...
+
+
+def offers_threads(adapter_factory: object) -> bool:
+    """Whether an adapter factory offers the thread entry point (:class:`ThreadsAdapter`'s
+    methods as attributes of the factory: a class that defines them)."""
+    return all(
+        callable(getattr(adapter_factory, name, None))
+        for name in ("thread_publisher", "hold_threads", "flush_threads")
+    )
+
+
 AdapterFactory = Callable[[AdapterConfig], ConformanceAdapter]
 """Makes one fresh adapter per scenario; a class whose constructor takes the config will do."""
 
@@ -231,7 +296,8 @@ class HubAdapter:
 
     ``HubAdapter`` is itself an :data:`AdapterFactory`: ``check_conformance(HubAdapter)``.
     Callback observers use ``hub.observe(consumer)``; stream observers run
-    ``async for frame in stream`` in a task of the adapter's own nursery.
+    ``async for frame in stream`` in a task of the adapter's own nursery. Threads publish through
+    :class:`workflow_hub.ThreadPublisher` (the ``threads`` profile, :class:`ThreadsAdapter`).
     """
 
     def __init__(self, config: AdapterConfig) -> None:
@@ -291,6 +357,20 @@ class HubAdapter:
 
     async def dispose_publisher(self, publisher: int) -> None:
         self._publishers[publisher].dispose()
+
+    async def thread_publisher(self, publisher: int) -> ThreadSafePublisher:
+        return ThreadPublisher(self._publishers[publisher])
+
+    async def hold_threads(self) -> None:
+        # The hub runs in the harness's trio thread, which does not run while the threads do:
+        # their calls wait in trio's queue of calls from other threads.
+        pass
+
+    async def flush_threads(self) -> None:
+        # That queue is first in, first out: a marker queued now runs after every thread's call.
+        flushed = trio.Event()
+        trio.lowlevel.current_trio_token().run_sync_soon(flushed.set)
+        await flushed.wait()
 
     async def observe(self, style: ObserverStyle, failing: bool, since: Cursor | None) -> bool:
         if failing and style != "callback":

@@ -29,10 +29,11 @@ from hypothesis import seed as hypothesis_seed
 
 from .._contract import Cursor
 from . import defaults
-from ._adapter import AdapterFactory, ConformanceAdapter, ObserverStyle
+from ._adapter import AdapterFactory, ConformanceAdapter, ObserverStyle, offers_threads
 from ._operations import Scenario, check_playable
 from ._profiles import (
     PROFILES,
+    THREADS_NOT_OFFERED,
     WITHOUT_SCENARIOS,
     Profile,
     check_profiles,
@@ -40,7 +41,7 @@ from ._profiles import (
     describe_profiles,
 )
 from ._render import render
-from ._scenarios import scenarios
+from ._scenarios import scenarios, thread_scenarios
 from .model import HubModel
 
 __all__ = [
@@ -83,13 +84,16 @@ class ConformanceReport:
     """What a passing ``check_conformance`` run did."""
 
     examples: int
-    """Scenarios played."""
+    """Scenarios played (of the threads profile not included: see :attr:`thread_examples`)."""
     operations: int
     """Operations played, over all scenarios."""
     comparisons: int
     """Times the whole observable state was compared with the model."""
     profiles: tuple[Profile, ...] = PROFILES
     """The profiles checked (see :data:`~workflow_hub.testing.conformance.PROFILES`)."""
+    thread_examples: int = 0
+    """Thread scenarios played (bursts of publishes from OS threads), when ``threads`` was
+    checked: as many as :attr:`examples`, after them."""
 
 
 @final
@@ -483,8 +487,8 @@ class ConformancePlan:
 
     profiles: tuple[Profile, ...]
     """The profiles checked: what the adapter declared (or the subset asked for), less any the
-    options leave unchecked (no ``stream`` style, or only a zero history limit) and any the kit
-    has no scenarios for (``threads``)."""
+    options leave unchecked (no ``stream`` style, or only a zero history limit) and ``threads``
+    when the adapter offers no thread entry point (every JSON-lines adapter)."""
     history_limits: tuple[int, ...]
     styles: tuple[ObserverStyle, ...]
     declared: tuple[Profile, ...] = PROFILES
@@ -496,9 +500,16 @@ class ConformancePlan:
     def resume(self) -> bool:
         return "resume" in self.profiles
 
+    @property
+    def threads(self) -> bool:
+        return "threads" in self.profiles
+
     def describe(self) -> str:
         """The profiles, checked or not, one a line, with their requirement ids."""
-        return "Profiles checked:\n" + describe_profiles(self.profiles, self.chosen)
+        unchecked: dict[Profile, str] = {}
+        if "threads" in self.chosen and not self.threads:
+            unchecked["threads"] = THREADS_NOT_OFFERED
+        return "Profiles checked:\n" + describe_profiles(self.profiles, self.chosen, unchecked)
 
 
 def conformance_plan(
@@ -515,7 +526,8 @@ def conformance_plan(
     ``resume`` the history limit is 0 and no observer resumes; without ``stream`` only callback
     observers attach. ``history_limits`` and ``styles`` narrow further, and the plan says so: a
     run with only a zero history limit does not check ``resume``, one without the stream style
-    does not check ``stream``.
+    does not check ``stream``, and an adapter factory without the thread entry point
+    (:func:`~workflow_hub.testing.conformance.offers_threads`) does not check ``threads``.
     """
     declared = declared_profiles(adapter_factory)
     if profiles is None:
@@ -548,6 +560,7 @@ def conformance_plan(
         if profile not in WITHOUT_SCENARIOS
         and not (profile == "resume" and not any(limits))
         and not (profile == "stream" and "stream" not in chosen_styles)
+        and not (profile == "threads" and not offers_threads(adapter_factory))
     )
     return ConformancePlan(
         profiles=checked,
@@ -584,7 +597,9 @@ def check_conformance(
 
     ``profiles`` are the parts of the contract checked (see :func:`conformance_plan`): by
     default what the adapter declares in its ``profiles`` attribute, every profile when it
-    declares nothing. The report (and a failure's message) says which were checked.
+    declares nothing. The report (and a failure's message) says which were checked. With
+    ``threads`` checked, as many thread scenarios follow (bursts of publishes from OS threads,
+    see :class:`~workflow_hub.testing.conformance.ThreadsAdapter`), drawn with the same seed.
 
     Must be called from synchronous code: each scenario runs in its own ``trio.run``.
     """
@@ -592,9 +607,9 @@ def check_conformance(
     plan = conformance_plan(
         adapter_factory, profiles=profiles, history_limits=history_limits, styles=styles
     )
-    played = {"examples": 0, "operations": 0, "comparisons": 0}
+    played = {"examples": 0, "operations": 0, "comparisons": 0, "thread_examples": 0}
 
-    @settings(
+    run_settings = settings(
         max_examples=max_examples,
         deadline=None,
         database=None,
@@ -603,6 +618,16 @@ def check_conformance(
         suppress_health_check=list(HealthCheck),
         phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink),
     )
+
+    def play(scenario: Scenario, counter: str = "examples") -> None:
+        # The failure message is built here, from the scenario being played, so the exception
+        # hypothesis finally raises describes the shrunk scenario.
+        player = trio.run(_play, scenario, adapter_factory, timeout)
+        played[counter] += 1
+        played["operations"] += player.operations_played
+        played["comparisons"] += player.comparisons
+
+    @run_settings
     @given(
         scenarios(
             max_steps=max_steps,
@@ -614,18 +639,27 @@ def check_conformance(
         )
     )
     def conformance(scenario: Scenario) -> None:
-        # The failure message is built here, from the scenario being played, so the exception
-        # hypothesis finally raises describes the shrunk scenario.
-        player = trio.run(_play, scenario, adapter_factory, timeout)
-        played["examples"] += 1
-        played["operations"] += player.operations_played
-        played["comparisons"] += player.comparisons
+        play(scenario)
+
+    @run_settings
+    @given(
+        thread_scenarios(
+            max_steps=max_steps,
+            diagnostics_limits=diagnostics_limits,
+            history_limits=plan.history_limits,
+            styles=plan.styles,
+            resume=plan.resume,
+        )
+    )
+    def threads(scenario: Scenario) -> None:
+        play(scenario, "thread_examples")
 
     # pytest hides frames that set this: the failure's message is the report, our frames noise.
     __tracebackhide__ = True
-    test = conformance if seed is None else hypothesis_seed(seed)(conformance)
+    tests = [conformance, threads] if plan.threads else [conformance]
     try:
-        test()
+        for test in tests:
+            (test if seed is None else hypothesis_seed(seed)(test))()
     except ConformanceFailure as error:
         failure = error
     else:

@@ -33,6 +33,7 @@ from .._contract import (
     RootActivity,
 )
 from ._adapter import AdapterConfig, ConformanceAdapter, ObserverStyle
+from ._bursts import MAX_BURST, ThreadCall, ThreadDispose, play_burst
 from ._render import render
 from .model import HubModel
 
@@ -59,6 +60,7 @@ __all__ = [
     "Settle",
     "Since",
     "StallObserver",
+    "ThreadBurst",
     "playable",
 ]
 
@@ -238,6 +240,61 @@ class DisposePublisher:
     async def play(self, player: Player) -> None:
         player.model.dispose_publisher(self.publisher)
         await player.adapter.dispose_publisher(self.publisher)
+
+
+def _thread_tuple(threads: Iterable[Iterable[ThreadCall]]) -> tuple[tuple[ThreadCall, ...], ...]:
+    return tuple(tuple(calls) for calls in threads)
+
+
+def _check_threads(
+    instance: ThreadBurst,
+    attribute: attrs.Attribute[tuple[tuple[ThreadCall, ...], ...]],
+    threads: tuple[tuple[ThreadCall, ...], ...],
+) -> None:
+    if not threads:
+        raise ValueError("a burst needs at least one thread")
+    if sum(len(calls) for calls in threads) > MAX_BURST:
+        raise ValueError(f"a burst makes at most {MAX_BURST} calls")
+    owners: dict[str, int] = {}
+    for index, calls in enumerate(threads):
+        for number, call in enumerate(calls):
+            if isinstance(call, ThreadDispose) and number != len(calls) - 1:
+                raise ValueError("dispose() can only be a thread's last call")
+            root_run_id = getattr(call, "root_run_id", None)
+            root = getattr(call, "root", None)
+            if root is not None:
+                root_run_id = root.root_run_id
+            if root_run_id is not None and owners.setdefault(root_run_id, index) != index:
+                raise ValueError(f"root {root_run_id!r} is published by two threads")
+    if sum(isinstance(calls[-1], ThreadDispose) for calls in threads if calls) > 1:
+        raise ValueError("at most one thread of a burst disposes")
+
+
+@final
+@attrs.frozen
+class ThreadBurst:
+    """Real OS threads publish at once through publisher #n's thread-safe handle (H1).
+
+    Each thread makes its calls in order, on a root id no other thread uses; see ``_bursts``
+    for how the harness plays and checks it. Only thread scenarios (the ``threads`` profile)
+    draw bursts; observer #0 is then the witness the order is read from."""
+
+    publisher: int
+    threads: tuple[tuple[ThreadCall, ...], ...] = attrs.field(
+        converter=_thread_tuple, validator=_check_threads
+    )
+
+    def describe(self) -> str:
+        parts = [
+            f"thread#{index}: " + (", ".join(call.describe() for call in calls) or "nothing")
+            for index, calls in enumerate(self.threads)
+        ]
+        return f"publisher#{self.publisher} from {len(self.threads)} threads at once: " + "; ".join(
+            parts
+        )
+
+    async def play(self, player: Player) -> None:
+        await play_burst(player, self.publisher, self.threads)
 
 
 @final
@@ -427,6 +484,7 @@ Operation: TypeAlias = (
     | BindDispatcher
     | DisposeHub
     | Settle
+    | ThreadBurst
 )
 """One step of a scenario: a frozen value that describes itself and plays itself on a
 :class:`Player` (the model and the adapter)."""

@@ -3,7 +3,8 @@
 SPEC.md has a core every implementation shares, the *source* contract (what the source documents
 describe: publishers P, observers O1-O8, lifetime L, hooks K), and parts beyond it that an
 implementation may leave out: resuming (R1-R4), the pull style of observation (O9) and hosts
-beyond trio (threads, H1). An adapter declares the profiles it implements (the ``profiles``
+beyond trio (threads, H1: checked only when the adapter offers a thread entry point, which a
+JSON-lines adapter never does). An adapter declares the profiles it implements (the ``profiles``
 attribute of a Python adapter factory, the ``hello`` answer of the JSON-lines protocol); the kit
 checks exactly those. A missing declaration means every profile: a silent adapter is never let
 off.
@@ -20,6 +21,7 @@ from typing import Final, Literal, TypeAlias, cast
 __all__ = [
     "PROFILES",
     "PROFILE_REQUIREMENTS",
+    "THREADS_NOT_OFFERED",
     "WITHOUT_SCENARIOS",
     "Profile",
     "check_profiles",
@@ -43,9 +45,9 @@ PROFILE_REQUIREMENTS: Final[dict[Profile, str]] = {
 }
 """What each profile covers, in SPEC.md's requirement ids."""
 
-WITHOUT_SCENARIOS: Final[frozenset[Profile]] = frozenset({"threads"})
+WITHOUT_SCENARIOS: Final[frozenset[Profile]] = frozenset()
 """Profiles an adapter may declare that the kit has no scenarios for yet: a run never counts
-them as checked, and says so."""
+them as checked, and says so. (Empty since the kit checks ``threads``.)"""
 
 
 def check_profiles(profiles: Iterable[object], what: str = "profiles") -> tuple[Profile, ...]:
@@ -74,16 +76,30 @@ def declared_profiles(adapter_factory: object) -> tuple[Profile, ...]:
     return check_profiles(cast(Iterable[object], declared), "the adapter's declared profiles")
 
 
-def describe_profiles(checked: Iterable[Profile], declared: Iterable[Profile] = ()) -> str:
+THREADS_NOT_OFFERED: Final = (
+    "declared, not checked: the adapter has no thread entry point; a JSON-lines adapter never has"
+)
+"""Why a declared ``threads`` profile went unchecked: see ``ThreadsAdapter``."""
+
+
+def describe_profiles(
+    checked: Iterable[Profile],
+    declared: Iterable[Profile] = (),
+    unchecked: dict[Profile, str] | None = None,
+) -> str:
     """One line per profile: checked (``[x]``) or not, and what it covers; a declared profile
-    the kit has no scenarios for is marked ``[?]``."""
+    the kit has no scenarios for, or could not check (``unchecked``: profile -> why), is marked
+    ``[?]``."""
     chosen = set(checked)
     offered = set(declared)
+    reasons = unchecked or {}
     lines = []
     for profile in PROFILES:
         line = f"{profile}: {PROFILE_REQUIREMENTS[profile]}"
         if profile in chosen:
             lines.append(f"  [x] {line}")
+        elif profile in offered and profile in reasons:
+            lines.append(f"  [?] {line} ({reasons[profile]})")
         elif profile in offered and profile in WITHOUT_SCENARIOS:
             lines.append(f"  [?] {line} (declared; the kit has no scenarios for it yet)")
         else:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
+from typing import Any, cast
 
+import attrs
 from hypothesis import strategies as st
 
 from .._contract import (
@@ -15,6 +17,15 @@ from .._contract import (
 )
 from . import defaults
 from ._adapter import AdapterConfig, ObserverStyle
+from ._bursts import (
+    MAX_BURST,
+    ThreadBadInput,
+    ThreadCall,
+    ThreadChanged,
+    ThreadDispose,
+    ThreadRemoved,
+    thread_root_id,
+)
 from ._operations import (
     ROOT_IDS,
     At,
@@ -37,6 +48,7 @@ from ._operations import (
     Settle,
     Since,
     StallObserver,
+    ThreadBurst,
     playable,
 )
 from ._value_strategies import (
@@ -48,7 +60,14 @@ from ._value_strategies import (
     stage_targets,
 )
 
-__all__ = ["operation_sequences", "operations", "scenarios"]
+__all__ = [
+    "THREAD_QUEUE_LIMITS",
+    "operation_sequences",
+    "operations",
+    "scenarios",
+    "thread_bursts",
+    "thread_scenarios",
+]
 
 # --- strategies -------------------------------------------------------------------------------
 
@@ -187,3 +206,87 @@ def scenarios(
             max_size=max_steps, styles=styles, roots=roots, resume=resume
         ),
     )
+
+
+# --- the threads profile (H1) ------------------------------------------------------------------
+
+THREAD_QUEUE_LIMITS: tuple[int, ...] = (256, MAX_BURST)
+"""Queue limits of thread scenarios: the default, and the smallest that still holds a whole burst
+for the witness (stalled observers overflow over a few bursts)."""
+
+_CALLS: st.SearchStrategy[ThreadCall] = st.one_of(
+    st.builds(ThreadChanged, _default_roots()),
+    st.builds(ThreadChanged, _default_roots()),
+    st.builds(ThreadChanged, _default_roots()),
+    st.builds(ThreadRemoved, st.just("")),
+    st.builds(ThreadBadInput, st.sampled_from(["root", "root_run_id"])),
+)
+
+
+def _own_roots(index: int, calls: list[ThreadCall]) -> tuple[ThreadCall, ...]:
+    root_run_id = thread_root_id(index)
+    owned: list[ThreadCall] = []
+    for call in calls:
+        if isinstance(call, ThreadChanged):
+            call = ThreadChanged(attrs.evolve(cast(Any, call.root), root_run_id=root_run_id))
+        elif isinstance(call, ThreadRemoved):
+            call = ThreadRemoved(root_run_id)
+        owned.append(call)
+    return tuple(owned)
+
+
+def _burst(publisher: int, drawn: list[list[ThreadCall]], disposes: int | None) -> ThreadBurst:
+    threads: list[tuple[ThreadCall, ...]] = []
+    budget = MAX_BURST - (disposes is not None)
+    for index, calls in enumerate(drawn):
+        owned = _own_roots(index, calls[: max(0, budget)])
+        budget -= len(owned)
+        threads.append(owned)
+    if disposes is not None:
+        which = disposes % len(threads)
+        threads[which] = (*threads[which], ThreadDispose())
+    return ThreadBurst(publisher, tuple(threads))
+
+
+def thread_bursts() -> st.SearchStrategy[ThreadBurst]:
+    """Bursts of two or three threads publishing at once (at most ``MAX_BURST`` calls), now and
+    then one of them disposing the publisher as its last call."""
+    return st.builds(
+        _burst,
+        _NUMBERS,
+        st.lists(st.lists(_CALLS, min_size=1, max_size=4), min_size=2, max_size=3),
+        st.none() | st.none() | st.none() | st.integers(min_value=0, max_value=2),
+    )
+
+
+def _keep_the_witness(operations: tuple[Operation, ...]) -> tuple[Operation, ...]:
+    # Observer #0 is the witness bursts read the order from: nothing stalls or disposes it.
+    return tuple(operation for operation in operations if getattr(operation, "observer", None) != 0)
+
+
+def thread_scenarios(
+    *,
+    max_steps: int = defaults.MAX_STEPS,
+    diagnostics_limits: Sequence[int] = defaults.DIAGNOSTICS_LIMITS,
+    history_limits: Sequence[int] = defaults.HISTORY_LIMITS,
+    styles: Sequence[ObserverStyle] = _STYLES,
+    resume: bool = True,
+) -> st.SearchStrategy[Scenario]:
+    """Scenarios of the threads profile: a callback witness first (observer #0), then the usual
+    operations mixed with :func:`thread_bursts` (about one operation in two is a burst)."""
+    ordinary = operations(styles=styles, resume=resume)
+    mixed = st.one_of(ordinary, thread_bursts())
+    sequences = st.lists(
+        st.lists(mixed, min_size=1, max_size=max_steps), min_size=1, max_size=4
+    ).map(
+        lambda drawn: _keep_the_witness(
+            playable((Observe("callback"), *itertools.chain.from_iterable(drawn)))
+        )[:max_steps]
+    )
+    configs = st.builds(
+        AdapterConfig,
+        queue_limit=st.sampled_from(list(THREAD_QUEUE_LIMITS)),
+        diagnostics_limit=st.sampled_from(list(diagnostics_limits)),
+        history_limit=st.sampled_from(list(history_limits)),
+    )
+    return st.builds(Scenario, config=configs, operations=sequences)

@@ -24,6 +24,14 @@ from ._adapter import AdapterFactory as AdapterFactory
 from ._adapter import ConformanceAdapter as ConformanceAdapter
 from ._adapter import HubAdapter as HubAdapter
 from ._adapter import ObserverStyle as ObserverStyle
+from ._adapter import ThreadsAdapter as ThreadsAdapter
+from ._adapter import ThreadSafePublisher as ThreadSafePublisher
+from ._adapter import offers_threads as offers_threads
+from ._bursts import ThreadBadInput as ThreadBadInput
+from ._bursts import ThreadCall as ThreadCall
+from ._bursts import ThreadChanged as ThreadChanged
+from ._bursts import ThreadDispose as ThreadDispose
+from ._bursts import ThreadRemoved as ThreadRemoved
 from ._harness import Checkpoint as Checkpoint
 from ._harness import ConformanceFailure as ConformanceFailure
 from ._harness import ConformancePlan as ConformancePlan
@@ -60,6 +68,7 @@ from ._operations import SeenBy as SeenBy
 from ._operations import Settle as Settle
 from ._operations import Since as Since
 from ._operations import StallObserver as StallObserver
+from ._operations import ThreadBurst as ThreadBurst
 from ._operations import playable as playable
 from ._profiles import PROFILE_REQUIREMENTS as PROFILE_REQUIREMENTS
 from ._profiles import PROFILES as PROFILES
@@ -106,8 +115,17 @@ __all__ = [
     "SettleHook",
     "Since",
     "StallObserver",
+    "ThreadBadInput",
+    "ThreadBurst",
+    "ThreadCall",
+    "ThreadChanged",
+    "ThreadDispose",
+    "ThreadRemoved",
+    "ThreadSafePublisher",
+    "ThreadsAdapter",
     "check_conformance",
     "conformance_plan",
+    "offers_threads",
     "play_scenario",
     "playable",
     "serve",

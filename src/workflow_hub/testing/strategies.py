@@ -16,6 +16,8 @@ from .._public import fixup_module_metadata
 from ._scenarios import operation_sequences as operation_sequences
 from ._scenarios import operations as operations
 from ._scenarios import scenarios as scenarios
+from ._scenarios import thread_bursts as thread_bursts
+from ._scenarios import thread_scenarios as thread_scenarios
 from ._value_strategies import activity_changed_events as activity_changed_events
 from ._value_strategies import changed_frames as changed_frames
 from ._value_strategies import cursors as cursors
@@ -69,6 +71,8 @@ __all__ = [
     "stage_completed_events",
     "stage_nodes",
     "stage_targets",
+    "thread_bursts",
+    "thread_scenarios",
     "timestamps",
     "tool_nodes",
     "tool_targets",
