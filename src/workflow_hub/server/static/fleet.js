@@ -339,8 +339,6 @@
   function connect() {
     window.clearTimeout(retryTimer);
     if (stream) stream.close();
-    var asked = new Set();
-    rows.forEach(function (entry, name) { if (entry.ready) asked.add(name); });
     var source = new window.EventSource(streamUrl());
     var opened = false;
     stream = source;
@@ -349,7 +347,6 @@
       opened = true;
       retryDelay = MIN_RETRY_MS;
       downSince = null;
-      asked.forEach(function (name) { fresh.delete(name); });
       setConnection("live");
       rows.forEach(function (entry) { post(entry, { type: "connection", state: "live" }); });
     };
@@ -370,6 +367,10 @@
     FRAME_KINDS.forEach(function (kind) {
       on(kind, function (data, message) {
         var entry = rows.get(data.source);
+        // A newly opened source stays "fresh" (asked with snapshot=) until its snapshot has
+        // arrived, not merely until the stream opened: a second source opened right after the
+        // first replaces the stream, and the first one's snapshot must be asked for again.
+        if (kind === "snapshot") fresh.delete(data.source);
         if (entry) {
           post(entry, { type: "frame", data: JSON.stringify(data.frame), id: message.lastEventId });
         }
