@@ -44,27 +44,6 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
-# The files that take longest (a minute of `serve --redis`, browsers, planted-bug searches) go
-# first: `make test` hands whole files to its two workers in this order, and a long file handed
-# out last keeps one worker busy after the other has finished.
-_LONG_FILES = (
-    "tests/redis/test_cli_fleet.py",
-    "tests/dashboard/test_fleet_browser.py",
-    "tests/testing/test_conformance_threads.py",
-    "tests/package/test_benchmarks_smoke.py",
-    "tests/dashboard/test_dashboard_screenshot.py",
-    "tests/testing/test_conformance_js.py",
-)
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    def rank(item: pytest.Item) -> int:
-        path = item.nodeid.partition("::")[0]
-        return _LONG_FILES.index(path) if path in _LONG_FILES else len(_LONG_FILES)
-
-    items.sort(key=rank)  # stable: within a file, and for the other files, the usual order
-
-
 @pytest.fixture
 async def hub(request: pytest.FixtureRequest) -> AsyncIterator[WorkflowActivityHub]:
     """A running hub (counting epochs, options from ``hub_options``), disposed when the test ends."""
