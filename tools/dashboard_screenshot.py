@@ -88,6 +88,9 @@ class _Camera:
             timezone_id="UTC",
             locale="en-US",
         )
+        # A loaded machine (the test suite's two workers, each with a browser) can take longer
+        # than Playwright's 30 s default to draw the demo's first frames.
+        self._page.set_default_timeout(90_000)
         self._page.goto(url + view)
         self._page.wait_for_selector('[data-testid="connection"][data-state="live"]')
 

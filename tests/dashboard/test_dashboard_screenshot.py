@@ -18,12 +18,14 @@ TOOL = ROOT / "tools" / "dashboard_screenshot.py"
 
 
 def draw(chromium: str, output: Path, *options: str) -> str:
-    subprocess.run(
+    drawn = subprocess.run(
         [sys.executable, str(TOOL), "--chromium", chromium, "--output", str(output), *options],
-        check=True,
-        timeout=120,
+        check=False,
+        timeout=240,
         capture_output=True,
+        text=True,
     )
+    assert drawn.returncode == 0, drawn.stderr[-4000:]  # the tool's own words, when it fails
     return hashlib.sha256(output.read_bytes()).hexdigest()
 
 
