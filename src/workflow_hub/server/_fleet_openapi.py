@@ -260,7 +260,7 @@ def fleet_openapi_document(*, version: str, token: bool, page: bool) -> Schema:
                     ),
                     "503": problem_answer(
                         "No read from Redis within read_timeout: every source is shown unknown "
-                        "(status: unreadable)."
+                        "(`readable: false`)."
                     ),
                 },
                 open_path=True,
