@@ -1,7 +1,7 @@
 """``workflow-hub celery``, as a user runs it: a real process, a real worker, its dashboard.
 
 The command serves the hub from the sync host (token required here), mirrors it into a Redis
-fleet, shows a task's root ending, and stops on SIGINT with exit status 0 after its source's
+fleet with its hook events, shows a task's root ending, and stops on SIGINT with exit status 0 after its source's
 final ``unavailable`` frame reached the fleet (SPEC H1).
 """
 
@@ -17,7 +17,7 @@ import httpx
 
 import redis
 from tests.support.redis_server import RedisServer
-from workflow_hub import SnapshotFrame
+from workflow_hub import LifecycleEvent, SnapshotFrame, StageTarget, WorkflowEvent
 from workflow_hub.wire import loads
 
 from .app import add
@@ -94,6 +94,23 @@ def test_the_command_serves_the_roots_mirrors_them_and_stops_on_sigint(
             client = redis.Redis.from_url(broker.url)
             assert client.xlen("cmdtest:celery:frames") > 0
             assert httpx.get(f"{url}/", timeout=5).status_code == 200  # the dashboard page
+            # The tracker's lifecycle events are served (``watch``'s hook pane, the dashboard)
+            # and mirrored into the fleet: the task's stage events are there.
+            auth = {"Authorization": f"Bearer {TOKEN}"}
+            with httpx.stream("GET", f"{url}/v1/events", headers=auth, timeout=5) as events:
+                assert events.status_code == 200
+            mirrored = [
+                loads(WorkflowEvent, fields[b"event"].decode())
+                for _id, fields in client.xrange("cmdtest:celery:events")
+            ]
+            moves = [
+                (event.target.previous_status, event.target.status)
+                for event in mirrored
+                if isinstance(event, LifecycleEvent)
+                and isinstance(event.target, StageTarget)
+                and event.root_run_id == result.id
+            ]
+            assert ("running", "completed") in moves, mirrored
         finally:
             command.send_signal(signal.SIGINT)
             command.wait(timeout=20)

@@ -23,10 +23,11 @@ from workflow_hub import (
     RunTarget,
     SnapshotFrame,
     StageNode,
+    StageTarget,
     WorkflowEvent,
 )
 from workflow_hub._cli._demo import add_arguments, play_demo
-from workflow_hub._cli._output import describe_event, describe_running
+from workflow_hub._cli._output import describe_event, describe_running, short_ids
 from workflow_hub._cli._rich import RichOutput
 from workflow_hub.reporting import ActivityView
 
@@ -243,3 +244,109 @@ def test_the_watch_command_is_shown_whole_beside_the_dashboard_url() -> None:
         lines = render(output, width, 24)
         assert any("dashboard at http://127.0.0.1:43210/" in line for line in lines)
         assert any("workflow-hub watch http://127.0.0.1:43210" in line for line in lines)
+
+
+# --- root ids as long as Celery's (UUIDs), names that repeat, a server without hook events ---
+
+
+def celery_like_roots() -> tuple[RootActivity, ...]:
+    """Roots named by UUIDs, as ``workflow-hub celery`` shows them, with a long reason."""
+    stages = tuple(
+        StageNode(
+            id=f"{index}",
+            run_id="r",
+            node_id=f"{index}",
+            name="proj.step",
+            parent_ids=(),
+            depth=0,
+            status="running",
+        )
+        for index in range(2)
+    )
+    return (
+        RootActivity(
+            root_run_id="441b5302-7d77-42bb-8afd-f57687fd4aca",
+            owner_session_id="celery",
+            state="working",
+            reason="executing",
+            active_execution_count=2,
+            actionable_block_count=0,
+            needs_attention=False,
+            graph=RootGraph(nodes=stages),
+        ),
+        RootActivity(
+            root_run_id="82b3aee6-27d0-497c-a4e0-69c3c285b87c",
+            owner_session_id="celery",
+            state="working",
+            reason="automatic_continuation",
+            active_execution_count=0,
+            actionable_block_count=0,
+            needs_attention=True,
+            graph=RootGraph(nodes=()),
+        ),
+    )
+
+
+def test_uuid_root_ids_leave_every_other_column_whole_at_80_and_200_columns() -> None:
+    """Long root ids are cut, never the state, the reason, the counts or "now" (issue 24)."""
+    for width, height, headers in (
+        (80, 24, ["root", "state", "reason", "act", "blk", "!", "now"]),
+        (200, 50, ["root", "state", "reason", "active", "blocks", "attention", "now"]),
+    ):
+        lines = render(output_with(celery_like_roots(), []), width, height)
+        assert max(len(line) for line in lines) <= width
+        header = next(line for line in lines if line.lstrip("┃ ").startswith("root"))
+        assert header.replace("┃", " ").split() == headers, header
+        text = "\n".join(lines)
+        for whole in ("working", "executing", "automatic_continuation", "proj.step x2"):
+            assert whole in text, (whole, text)
+        assert "441b5302" in text
+        if width >= 200:
+            assert "441b5302-7d77-42bb-8afd-f57687fd4aca" in text  # room for the whole id
+        # Each root is one line: "now" fits, nothing wraps into a second line.
+        rows = [line for line in lines if "441b5302" in line or "82b3aee6" in line]
+        assert len(rows) == 2
+
+
+def test_running_nodes_of_one_name_are_counted_once() -> None:
+    assert describe_running(celery_like_roots()[0]) == "proj.step x2"
+
+
+def test_a_server_without_hook_events_gets_a_line_not_an_empty_pane() -> None:
+    output = output_with(celery_like_roots(), [])
+    assert any("(no hook events yet)" in line for line in render(output))
+    output.hooks_off("off (the server was started without a HookRunner)")
+    lines = render(output)
+    assert not any("(no hook events yet)" in line for line in lines)
+    assert "hook events: off (the server was started without a HookRunner)" in lines[-1]
+    assert len(lines) < HEIGHT  # the pane's lines are not drawn empty
+
+
+def test_the_hook_pane_says_what_happened_to_a_uuid_named_task_at_80_columns() -> None:
+    """A stage event of a Celery task (nested ``root:task`` ids of 73 characters) keeps its
+    move on the line: the ids are cut to 8 characters each, not the end of the line."""
+    root, task = "ccbd9c93-8016-47d5-a164-608e3915aca8", "d18f8889-ef01-4a79-b1e6-d79060f00000"
+    event = LifecycleEvent(
+        event_id="e1",
+        cursor=Cursor(epoch="e", revision=1),
+        run_id=root,
+        root_run_id=root,
+        owner_session_id="celery",
+        occurred_at=1,
+        observed_at=1,
+        delivery="live",
+        target=StageTarget(
+            run_id=root,
+            stage_id=f"{root}:{task}",
+            stage_name="proj.step",
+            status="running",
+            previous_status="pending",
+        ),
+    )
+    output = output_with(celery_like_roots(), [])
+    output.hook(event)
+    shown = "\n".join(render(output))
+    assert "stage  ccbd9c93…:d18f8889…: pending → running" in shown
+    # The line other outputs print (and the dashboard mirrors) keeps the ids whole.
+    assert f"{root}:{task}" in describe_event(event)
+    assert short_ids("build:compile") == "build:compile"

@@ -17,7 +17,7 @@ from typing import Any
 
 import trio
 
-from .. import WorkflowActivityHub
+from .. import HookRunner, WorkflowActivityHub
 from ..celery import DEFAULT_INSPECT_TIMEOUT, watch_celery
 from ..tracker import RunTracker
 
@@ -136,12 +136,15 @@ def _serve(args: argparse.Namespace, app: Any, stop: threading.Event) -> None:
         # of its own there: one hand-over per batch, where the thread-safe ``hub.tracker()``
         # would cost one per fact.
         tracker = hub.call(_tracker, hub.trio_hub)
+        # The tracker's lifecycle events (a task started, succeeded, failed ...) reach clients
+        # of ``/v1/events`` (``watch``'s hook pane, the dashboard) and the fleet.
+        runner = hub.call(_runner, hub.trio_hub)
         try:
-            url = hub.serve(host=args.host, port=args.port, token=args.token)
+            url = hub.serve(host=args.host, port=args.port, token=args.token, runner=runner)
             if args.redis is not None:
                 mirror = threading.Thread(
                     target=trio.from_thread.run,
-                    args=(_mirror, hub.trio_hub, args),
+                    args=(_mirror, hub.trio_hub, runner, args),
                     kwargs={"trio_token": hub.trio_token},
                     name="workflow-hub-mirror",
                     daemon=True,
@@ -173,11 +176,17 @@ def _tracker(hub: WorkflowActivityHub) -> RunTracker:
     return RunTracker(hub.register_publisher(), owner_session_id="celery", include_graph=True)
 
 
-async def _mirror(hub: WorkflowActivityHub, args: argparse.Namespace) -> None:
+def _runner(hub: WorkflowActivityHub) -> HookRunner:
+    runner = HookRunner(hub)
+    runner.bind()
+    return runner
+
+
+async def _mirror(hub: WorkflowActivityHub, runner: HookRunner, args: argparse.Namespace) -> None:
     import coredis
 
     from ..redis import DEFAULT_PREFIX, mirror_hub
 
     prefix = args.prefix or DEFAULT_PREFIX
     async with coredis.Redis.from_url(args.redis) as redis:
-        await mirror_hub(hub, redis, source=args.source, prefix=prefix)
+        await mirror_hub(hub, redis, source=args.source, prefix=prefix, runner=runner)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections import Counter
 from collections.abc import Callable
 from functools import partial
 from typing import IO, Protocol, Self
@@ -40,6 +41,7 @@ __all__ = [
     "describe_event",
     "describe_root",
     "describe_running",
+    "short_ids",
 ]
 
 
@@ -69,7 +71,7 @@ def describe_root(root: RootActivity) -> str:
 
 
 def describe_running(root: RootActivity) -> str:
-    """What runs or waits in a root, from its graph: 'compile, lint' or 'awaiting: Apply…?'."""
+    """What runs or waits in a root, from its graph: 'compile, lint x2' or 'awaiting: Apply…?'."""
     if root.graph is None:
         return ""
     running: list[str] = []
@@ -81,13 +83,29 @@ def describe_running(root: RootActivity) -> str:
             running.append(node.name)
     if waiting:
         return "awaiting: " + "; ".join(waiting)
-    return ", ".join(running)
+    # Tasks of one name run side by side in a Celery group or a LangGraph fan-out: one entry
+    # each, with a count, in the order they first appear.
+    counts = Counter(running)
+    return ", ".join(name if count == 1 else f"{name} x{count}" for name, count in counts.items())
 
 
-def describe_event(event: WorkflowEvent) -> str:
+def short_ids(text: str) -> str:
+    """``text`` with each ``:``-separated part longer than 16 characters cut to its first 8.
+
+    Generated ids (Celery's task UUIDs, nested ``root:task`` ids of 73 characters) would fill
+    a terminal's line before the line says what happened; their first 8 characters are
+    enough to tell them apart on a screen.
+    """
+    if len(text) <= 16:
+        return text
+    return ":".join(part if len(part) <= 16 else f"{part[:8]}…" for part in text.split(":"))
+
+
+def describe_event(event: WorkflowEvent, ids: Callable[[str], str] = str) -> str:
+    """One line for a hook event; ``ids`` may shorten the ids in it (a terminal's pane does)."""
     match event:
         case StageCompletedEvent():
-            return f"stage completed  {event.target.stage_id} ({event.delivery})"
+            return f"stage completed  {ids(event.target.stage_id)} ({event.delivery})"
         case LifecycleEvent():
             target = event.target
             before = getattr(target, "previous_status", None)
@@ -100,12 +118,13 @@ def describe_event(event: WorkflowEvent) -> str:
             name = getattr(target, "stage_id", None) or getattr(target, "tool_node_id", None)
             name = name or getattr(target, "prompt_id", None) or target.run_id
             replay = " (replay)" if event.delivery == "replay" else ""
-            return f"{target.kind:<6} {name}: {previous}{target.status}{action}{replay}"
+            return f"{target.kind:<6} {ids(name)}: {previous}{target.status}{action}{replay}"
         case ActivityChangedEvent():
-            return f"activity changed {event.root.root_run_id} → {event.root.state}/{event.root.reason}"
+            root = event.root
+            return f"activity changed {ids(root.root_run_id)} → {root.state}/{root.reason}"
         case HeartbeatEvent():
             at = time.strftime("%H:%M:%S", time.localtime(event.scheduled_at / 1000))
-            return f"heartbeat        {event.run_id} at {at}"
+            return f"heartbeat        {ids(event.run_id)} at {at}"
     return repr(event)  # pragma: no cover
 
 

@@ -26,7 +26,7 @@ from rich.text import Text
 
 from .._contract import Frame, WorkflowEvent
 from ..reporting import ActivityView, aggregate
-from ._output import describe_event, describe_running
+from ._output import describe_event, describe_running, short_ids
 from ._serving import dashboard_url
 
 __all__ = ["RichOutput", "Screen"]
@@ -37,7 +37,11 @@ _STATE_STYLES = {"working": "green", "blocked": "bold red", "idle": "dim", "unkn
 # Below this many columns the table drops its vertical rules and abbreviates the counts.
 _WIDE = 110
 # The "now" column never shrinks below this: it is the column that says what is happening.
-_NOW_MIN_WIDTH = 16
+_NOW_MIN_WIDTH = 12
+# A root id column narrower than this says too little (it is cut with an ellipsis).
+_ROOT_MIN_WIDTH = 12
+# What a table of seven columns spends on rules and padding, by layout (wide or not).
+_RULES = {True: 22, False: 18}
 _PANE_MIN_LINES = 3
 
 
@@ -54,11 +58,14 @@ class Screen:
         """For ``watch``: live, reconnecting, resynced from a snapshot."""
         self.updated_at: float | None = None
         """When the last frame arrived (wall clock), to say how old a stale picture is."""
+        self.hooks_off: str | None = None
+        """For ``watch``: why the server sends no hook events; one line then takes the pane's place."""
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         width = options.max_width
         height = options.height or console.height
-        top = Group(self._header(wide=width >= _WIDE), self._table(wide=width >= _WIDE))
+        wide = width >= _WIDE
+        top = Group(self._header(wide=wide), self._table(wide=wide, width=width))
         used = len(console.render_lines(top, options.update(height=None), pad=False))
         yield top
         yield self._pane(max(_PANE_MIN_LINES, height - used))
@@ -102,10 +109,10 @@ class Screen:
         """``watch`` lost its connection: what is drawn may no longer be true."""
         return self.view is not None and self.connection not in (None, "live", _RESYNCED)
 
-    def _table(self, *, wide: bool) -> Table:
+    def _table(self, *, wide: bool, width: int) -> Table:
         view = self.view
         table = Table(
-            expand=True,
+            width=width,
             box=box.HEAVY_HEAD if wide else box.SIMPLE_HEAD,
             pad_edge=wide,
             show_edge=wide,
@@ -117,9 +124,24 @@ class Screen:
             if wide
             else ("root", "state", "reason", "act", "blk", "!")
         )
-        for header in headers:
-            table.add_column(header, no_wrap=True, overflow="ellipsis")
-        table.add_column("now", ratio=1, min_width=_NOW_MIN_WIDTH, overflow="fold")
+        # Every column has a width of its own, computed here: when a no_wrap cell is too long,
+        # rich shrinks every column alike, which cut "working" to "worki…" and the counts'
+        # headers to "…" at 80 columns once root ids were UUIDs (Celery's). The state, the
+        # reason and the counts keep what their longest value needs; the root id and "now"
+        # share the rest, the root id at most half of it (cut with an ellipsis).
+        roots = view.roots if view is not None else ()
+        fixed = [
+            max([len(header), *(len(getattr(root, field)) for root in roots)])
+            for header, field in zip(headers[1:3], ("state", "reason"), strict=True)
+        ]
+        fixed += [len(header) for header in headers[3:]]
+        room = max(0, width - _RULES[wide] - sum(fixed))
+        longest = max([len("root"), *(len(root.root_run_id) for root in roots)])
+        root_width = min(longest, max(_ROOT_MIN_WIDTH, room // 2))
+        table.add_column(headers[0], no_wrap=True, overflow="ellipsis", width=root_width)
+        for header, column_width in zip(headers[1:], fixed, strict=True):
+            table.add_column(header, no_wrap=True, overflow="ellipsis", width=column_width)
+        table.add_column("now", overflow="fold", width=max(_NOW_MIN_WIDTH, room - root_width))
         if view is None:
             return table
         for root in view.roots:
@@ -143,7 +165,11 @@ class Screen:
             )
         return table
 
-    def _pane(self, lines: int) -> Panel:
+    def _pane(self, lines: int) -> RenderableType:
+        if self.hooks_off is not None:
+            return Text(
+                f"hook events: {self.hooks_off}", style="dim", no_wrap=True, overflow="ellipsis"
+            )
         shown = list(self._events)[-(lines - 2) :] if lines > 2 else []
         body = Text("\n".join(shown) or "(no hook events yet)", no_wrap=True, overflow="ellipsis")
         return Panel(body, title="hook events", height=lines)
@@ -199,8 +225,13 @@ class RichOutput:
         """Redraw now: the connection state changed without a frame."""
         self._live.update(self._screen)
 
+    def hooks_off(self, why: str) -> None:
+        """The server sends no hook events (``why``): a line says so where the pane was."""
+        self._screen.hooks_off = why
+        self._live.update(self._screen)
+
     def hook(self, event: WorkflowEvent) -> None:
-        self._events.append(describe_event(event))
+        self._events.append(describe_event(event, short_ids))
         self._live.update(self._screen)
 
     def renderable(self) -> RenderableType:

@@ -173,7 +173,16 @@ async def _show_hook_events(url: str, token: str | None, output: Output) -> None
             try:
                 async with client.stream("GET", f"{url.rstrip('/')}/v1/events") as response:
                     if response.status_code != 200:
-                        return  # no runner (404) or not allowed: no pane, the view goes on
+                        # No runner (404) or not allowed: the view goes on, and says why the
+                        # pane stays empty rather than waiting for events that never come.
+                        off = getattr(output, "hooks_off", None)
+                        if off is not None:
+                            off(
+                                "off (the server was started without a HookRunner)"
+                                if response.status_code == 404
+                                else f"not shown (HTTP {response.status_code})"
+                            )
+                        return
                     async for event in EventSource(response).aiter_sse():
                         if event.event == "dropped":
                             continue
