@@ -6,12 +6,14 @@ import copy
 import json
 import math
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
+import hypothesis
 import pytest
-from hypothesis import find, given
+from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
 from workflow_hub import (
@@ -47,6 +49,17 @@ from workflow_hub.wire import dumps, from_wire, loads, to_wire
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 
 # Every contract class and every union, with the strategy that draws it.
+_T = TypeVar("_T")
+# The first example that satisfies the condition, not shrunk: these tests ask whether a
+# strategy can draw something, not for the smallest such thing, and shrinking the contract's
+# nested values took most of this file's minute and a half under a loaded CI run.
+_FIRST = settings(max_examples=2000, phases=[Phase.generate], database=None)  # find()'s budget
+
+
+def find(strategy: st.SearchStrategy[_T], condition: Callable[[_T], object]) -> _T:
+    return hypothesis.find(strategy, condition, settings=_FIRST)
+
+
 TYPES: list[tuple[Any, st.SearchStrategy[Any]]] = [
     (Cursor, ws.cursors()),
     (NodePrompt, ws.node_prompts()),
