@@ -274,11 +274,15 @@ class RootState:
             node.counts = new
             self.refresh_run(run)
         if graph:
-            built = graph_node(run, node)
-            if built != node.graph_node:
-                node.graph_node = built
-                run.graph_nodes[node.position] = built
-                self.graph_changed()
+            self.refresh_graph_node(run, node)
+
+    def refresh_graph_node(self, run: RunRecord, node: NodeRecord) -> None:
+        """``node`` changed: rebuild its graph node, if it differs (with ``include_graph``)."""
+        built = graph_node(run, node)
+        if built != node.graph_node:
+            node.graph_node = built
+            run.graph_nodes[node.position] = built
+            self.graph_changed()
 
     def refresh_run(self, run: RunRecord) -> None:
         """``run``'s flags or node sums changed: fold the change of its counts into the root."""
