@@ -125,23 +125,20 @@ def _node_target(
     previous: StageStatus | ToolNodeStatus | None,
 ) -> StageTarget | ToolTarget:
     # Every field was checked when it was reported (ids and names) or is the tracker's own enum
-    # member: the target is built without validating again (issue 29).
-    node_id = nested_id(run.run_id, node.node_id)
-    if isinstance(node, StageRecord):
-        assert isinstance(status, StageStatus)
-        assert previous is None or isinstance(previous, StageStatus)
+    # member of the node's kind: the target is built without validating again (issue 29). Once
+    # per move of a node, so once per fact of a workflow that runs each stage once.
+    run_id = run.run_id
+    if type(node) is StageRecord:
         return _build_StageTarget(
-            run_id=run.run_id,
-            stage_id=node_id,
+            run_id=run_id,
+            stage_id=nested_id(run_id, node.node_id),
             stage_name=node.name,
             previous_status=previous,
             status=status,
         )
-    assert isinstance(status, ToolNodeStatus)
-    assert previous is None or isinstance(previous, ToolNodeStatus)
     return _build_ToolTarget(
-        run_id=run.run_id,
-        tool_node_id=node_id,
+        run_id=run_id,
+        tool_node_id=nested_id(run_id, node.node_id),
         tool_name=node.name,
         previous_status=previous,
         status=status,
