@@ -230,9 +230,16 @@ class WorkflowActivityPublisher(metaclass=NoPublicConstructor):
             # The one condition StageCompletedEvent's own check tests: this 1-tuple stands for
             # that event (the same envelope and cursor), built only if it is dispatched.
             events.append(((stamped,), self))
-        if len(events) > hub._hook_buffer_limit:
-            # The oldest go first, so this is what dropping one before each append leaves.
-            hub._drop_oldest_hook_events(len(events) - hub._hook_buffer_limit)
+        over = len(events) - hub._hook_buffer_limit
+        if over > 0:
+            # The oldest go first, so this is what dropping one before each append leaves:
+            # _drop_oldest_hook_events written out (a full buffer, no dispatcher bound, is the
+            # steady state of a tracker without hooks).
+            for _ in range(over):
+                events.popleft()
+            hub._hook_events_dropped += over
+            if hub._metrics is not None:
+                hub._metrics.hook_events_dropped(over)
         if hub._hook_waiter is not None and hub._dispatcher is not None:
             hub._wake_hooks()
         return cursor

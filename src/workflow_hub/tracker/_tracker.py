@@ -72,7 +72,14 @@ from ._records import (
     ToolRecord,
     nested_id,
 )
-from ._rootstate import RootState, node_counts, refresh_run_prompts, run_counts
+from ._rootstate import (
+    PLAIN_STAGE_COUNTS,
+    TOOL_COUNTS,
+    RootState,
+    node_counts,
+    refresh_run_prompts,
+    run_counts,
+)
 
 __all__ = ["RunTracker", "run_heartbeats"]
 
@@ -903,7 +910,15 @@ class RunTracker:
                         run.node_counts += counts - dependent.counts
                         dependent.counts = counts
                         changed = True
-        counts = node_counts(node)
+        # node_counts(node), looked up for a plain stage (no prompt, hosted run or retry) or a
+        # tool that is not pending: the usual fact.
+        own = None
+        if type(node) is StageRecord:
+            if node.prompt is None and not node.retrying and not node.hosted:
+                own = PLAIN_STAGE_COUNTS.get(status)
+        else:
+            own = TOOL_COUNTS.get(status)
+        counts = node_counts(node) if own is None else own
         if counts != node.counts:
             run.node_counts += counts - node.counts
             node.counts = counts
