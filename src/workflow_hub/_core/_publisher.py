@@ -9,6 +9,10 @@ instance) can never overwrite its successor's picture.
 
 Arguments are validated before the fencing check: a bad argument is a bug in the caller and is
 raised as :class:`ContractError` whatever the publisher's state, and it changes nothing (C1).
+
+The two calls made once per fact, ``publish_changed`` and the lifecycle path, do the hub's work
+here themselves, written out (issue 29: each call saved is a few percent of a publish); the
+other operations ask the hub to act (``_apply_snapshot``, ``_apply_removed`` ...).
 """
 
 from __future__ import annotations
