@@ -11,12 +11,16 @@ Issue 18's goals, each a ratio measured in the same run:
 - without graph, the cost per fact at 1 000 stages is at most 2x the cost at 10 stages;
 - with graph, the cost per fact at 1 000 stages is at most 5x the cost without graph at 1 000.
 
-Issue 29's goal: a fact costs at most 2.5x a bare ``publish_changed`` of a prebuilt root on the
-same kind of hub (no observers), timed the same way in the same run, at every size without graph.
+Issue 29's goals, at every size without graph, each timed the same way in the same run:
 
-The rows at 100 stages are for information, and so is the hub's part of a fact: what
-``publish_lifecycle`` and ``publish_changed`` of prebuilt values cost, against the same bare
-``publish_changed`` (the floor under any tracker, since every timed fact publishes both). This benchmark compares tracker configurations
+- a fact costs at most 2.5x a bare ``publish_changed`` of a prebuilt root on the same kind of
+  hub (no observers) (known to be out of reach: the hub's part of a fact alone is more);
+- a fact costs at most 2.5x the hub's part of a fact: what ``publish_lifecycle`` and
+  ``publish_changed`` of prebuilt values cost (the floor under any tracker, since every timed
+  fact publishes both), so the tracker's own work is at most 1.5x the hub's.
+
+Issue 18's rows at 100 stages are for information, and so is the hub's part of a fact against the
+bare ``publish_changed``. This benchmark compares tracker configurations
 itself; it runs once, for the plain ``hub`` variant.
 """
 
@@ -48,6 +52,9 @@ from workflow_hub import (
 
 STAGES = (10, 100, 1_000)
 FACTS = {"full": 4_000, "quick": 2_000, "smoke": 40}
+HUB_PART_GOAL = 2.5
+"""Issue 29: a fact costs at most 2.5x the hub's part of it (what the tracker adds is at most
+1.5x what the hub must do anyway), at every size without graph."""
 
 
 def _tracker(stages: int, *, graph: bool) -> RunTracker:
@@ -198,6 +205,20 @@ def run(
                 reference="bare publish_changed",
                 reference_value=best[0, False],
                 goal=Goal(op="<=", threshold=2.5),
+                note="issue 29",
+            )
+        )
+    for stages in STAGES:
+        rows.append(
+            Row(
+                benchmark="tracker",
+                case=f"per fact, {stages} stages, no graph",
+                variant=label,
+                value=best[stages, False],
+                unit="ns",
+                reference="hub part of a fact",
+                reference_value=best[0, True],
+                goal=Goal(op="<=", threshold=HUB_PART_GOAL),
                 note="issue 29",
             )
         )

@@ -1,7 +1,8 @@
 """The hub's unchecked builders make exactly what the validating constructors make (C1, §2).
 
 The hub builds its cursors, frames, hook events and diagnostics with generated builders that
-validate nothing (issue 29: validation of values already valid was most of the publish cost).
+validate nothing (issue 29: validation of values already valid was most of the publish cost),
+or, on the publish paths, with the same stores written out (``publisher.py``).
 These properties hold them to the attrs constructors on every valid input the public strategies
 draw: same type, equal, same hash, same repr, every field the same object (or an equal tuple).
 """
@@ -30,6 +31,7 @@ from workflow_hub import (
     StageCompletedEvent,
     StageStatus,
     StageTarget,
+    WorkflowActivityHub,
 )
 from workflow_hub._core import _build
 from workflow_hub.testing.strategies import (
@@ -146,3 +148,60 @@ def test_a_builder_must_set_every_field() -> None:
     """A builder that forgot a field (the contract grew one) refuses to exist."""
     with pytest.raises(TypeError, match="epoch"):
         _build.generate_builder(Cursor, "revision", {"revision": "revision"})
+
+
+def _queued(hub: WorkflowActivityHub) -> list[object]:
+    """The hook queue's items without their publishers (each an event or what stands for one)."""
+    return [item for item, _ in hub._hook_events]
+
+
+@given(roots=st.lists(root_activities(), min_size=1, max_size=4))
+def test_publish_changed_builds_what_the_constructors_build(roots: list[RootActivity]) -> None:
+    """P4: the written-out publish path's cursor and frame (in the history and in the hook
+    queue, standing for its ActivityChangedEvent) are the validated values of their fields."""
+    hub = WorkflowActivityHub(epoch_factory=iter(["e0", "e1"]).__next__)
+    publisher = hub.register_publisher()
+    for revision, root in enumerate(roots, start=1):
+        cursor = publisher.publish_changed(root)
+        assert cursor is not None
+        assert_same_value(cursor, Cursor(epoch="e1", revision=revision))
+        assert hub.cursor is cursor
+        (frame,) = hub._history.replay(revision - 1, revision) or []
+        assert_same_value(frame, ChangedFrame(cursor=cursor, root=root))
+        assert _queued(hub)[-1] is frame
+
+
+@given(event=lifecycle_inputs())
+def test_publish_lifecycle_stamps_what_the_constructor_builds(event: LifecycleInput) -> None:
+    """P6: the written-out lifecycle path stamps the input's envelope with the next cursor, and
+    queues a completed stage's second event as the stamped event it is built from."""
+    hub = WorkflowActivityHub(epoch_factory=iter(["e0", "e1"]).__next__)
+    publisher = hub.register_publisher()
+    cursor = publisher.publish_lifecycle(event)
+    assert_same_value(cursor, Cursor(epoch="e1", revision=1))
+    queued = _queued(hub)
+    assert cursor is not None
+    assert_same_value(queued[0], LifecycleEvent(cursor=cursor, **_envelope(event)))
+    target = event.target
+    if type(target) is StageTarget and target.status is StageStatus.COMPLETED:
+        assert queued[1:] == [(queued[0],)]
+    else:
+        assert queued[1:] == []
+
+
+@given(event=lifecycle_inputs())
+def test_the_checked_lifecycle_entry_is_publish_lifecycle(event: LifecycleInput) -> None:
+    """P6: the tracker's entry (fields it checked, no LifecycleInput) queues what
+    ``publish_lifecycle`` of the input queues, and returns the same cursor."""
+    public = WorkflowActivityHub(epoch_factory=iter(["e0", "e1"]).__next__)
+    private = WorkflowActivityHub(epoch_factory=iter(["e0", "e1"]).__next__)
+    through_input = public.register_publisher().publish_lifecycle(event)
+    through_fields = private.register_publisher()._publish_checked_lifecycle(
+        *attrs.astuple(event, recurse=False)
+    )
+    assert through_fields is not None
+    assert through_fields == through_input
+    mine, theirs = _queued(private), _queued(public)
+    assert mine == theirs
+    assert_same_value(mine[0], LifecycleEvent(cursor=through_fields, **_envelope(event)))
+    assert mine[1:] == [(mine[0],)] * (len(mine) - 1)

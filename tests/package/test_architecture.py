@@ -74,6 +74,15 @@ FORBIDDEN: tuple[tuple[str, str, str], ...] = (
     ("_core._instruments", "metrics", "the core owns the interface; metrics implement it"),
 )
 
+# Private methods of the core's classes that a module of another folder may call: each one a
+# decision in docs/decisions.md. (calling module, method name).
+CORE_PRIVATE_ENTRIES: frozenset[tuple[str, str]] = frozenset(
+    {
+        # "A private entry for the tracker's lifecycle events" (issue 29, perf4).
+        ("tracker._tracker", "_publish_checked_lifecycle"),
+    }
+)
+
 # What the core (layers up to CLIENTS) may import besides the standard library.
 CORE_THIRD_PARTY = {"trio", "attrs", "cattrs"}
 # What `import workflow_hub` must not load: the optional extras and prometheus-client.
@@ -217,6 +226,55 @@ def test_other_folders_are_reached_through_their_surface(name: str) -> None:
             reaching.append(f"{module} (a private module of {top(module)}/)")
         reaching.extend(f"{module}.{n}" for n in names if _is_private(n) and n != "*")
     assert not reaching, f"{name} reaches into another folder: {reaching}"
+
+
+def core_private_methods() -> set[str]:
+    """The underscored (not dunder) methods defined in the classes of the core's modules."""
+    found: set[str] = set()
+    for name, path in MODULES.items():
+        if top(name) != FRIENDS:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef):
+                found.update(
+                    member.name
+                    for member in node.body
+                    if isinstance(member, ast.FunctionDef | ast.AsyncFunctionDef)
+                    and _is_private(member.name)
+                )
+    return found
+
+
+CORE_PRIVATE_METHODS = core_private_methods()
+
+
+@pytest.mark.parametrize("name", sorted(name for name in MODULES if top(name) != FRIENDS))
+def test_the_core_s_private_methods_stay_in_the_core(name: str) -> None:
+    """Outside ``_core/`` no module calls a private method of the core's classes on another
+    object (a publisher, a hub), except the entries listed in ``CORE_PRIVATE_ENTRIES``: the
+    imports above cannot see an attribute, so this reads every ``x._name`` with a core
+    method's name."""
+    tree = ast.parse(MODULES[name].read_text(encoding="utf-8"))
+    reaching = sorted(
+        f"{ast.unparse(node.value)}.{node.attr} (line {node.lineno})"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute)
+        and node.attr in CORE_PRIVATE_METHODS
+        and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
+        and (name, node.attr) not in CORE_PRIVATE_ENTRIES
+    )
+    assert not reaching, f"{name} calls private methods of the core: {reaching}"
+
+
+def test_the_core_s_private_entries_exist_and_are_used() -> None:
+    """Every allowed entry is a private method of the core that its module does call (a stale
+    entry would allow a call nobody decided on)."""
+    for module, method in CORE_PRIVATE_ENTRIES:
+        assert method in CORE_PRIVATE_METHODS, method
+        tree = ast.parse(MODULES[module].read_text(encoding="utf-8"))
+        assert any(
+            isinstance(node, ast.Attribute) and node.attr == method for node in ast.walk(tree)
+        ), (module, method)
 
 
 def _strongly_connected(graph: dict[str, set[str]]) -> list[set[str]]:

@@ -39,6 +39,7 @@ __all__ = [
     "diagnostic",
     "lifecycle_event",
     "removed_frame",
+    "slot_stores",
     "snapshot_frame",
     "stage_completed_event",
     "stage_completed_event_of",
@@ -71,6 +72,13 @@ def generate_builder(
     build: Callable[..., _T] = namespace["build"]
     build.__qualname__ = build.__name__ = f"build_{cls.__name__}"
     return build
+
+
+def slot_stores(cls: type[Any]) -> tuple[Callable[[Any, Any], None], ...]:
+    """The slot store of each attrs field of ``cls``, in field order, for a path that builds a
+    ``cls`` written out (``object.__new__`` and one store per field, as a builder does, without
+    the builder's own call). Such a path must store every field; it is tested like a builder."""
+    return tuple(cls.__dict__[field.name].__set__ for field in attrs.fields(cls))
 
 
 def _same_names(names: str) -> dict[str, str]:

@@ -30,19 +30,14 @@ from .._contract import (
     DiagnosticKind,
     Frame,
     LifecycleEvent,
-    LifecycleInput,
     RootActivity,
     SnapshotFrame,
-    StageStatus,
-    StageTarget,
     WorkflowEvent,
     epoch_text_problem,
 )
 from ._build import (
     activity_changed_event,
-    changed_frame,
     diagnostic,
-    lifecycle_event,
     removed_frame,
     snapshot_frame,
     stage_completed_event_of,
@@ -387,39 +382,6 @@ class WorkflowActivityHub:
         self._broadcast(self.snapshot_frame())
         return cursor
 
-    def _apply_changed(self, root: RootActivity, publisher: WorkflowActivityPublisher) -> Cursor:
-        # The hottest path there is, so _advance, _broadcast and _emit_hook are written out.
-        revision = self._revision = self._revision + 1
-        cursor = self._cursor = new_cursor(self._epoch, revision)
-        self._snapshot = None
-        self._roots[root.root_run_id] = root
-        frame = changed_frame(cursor, root)
-        self._record_change(frame)
-        if self._metrics is None:
-            for queue in self._observers:
-                # ObserverQueue.push when there is room, written out: one call less per delivery.
-                pending = queue._frames
-                if len(pending) < queue._limit:
-                    pending.append(frame)
-                    if queue._waiter is not None:
-                        queue._wake()
-                else:
-                    queue.push(frame)
-        else:
-            self._deliver_measured(frame)
-        events = self._hook_events
-        if len(events) >= self._hook_buffer_limit:
-            # Full (no dispatcher bound, typically): every change drops the oldest, so this is
-            # written out too (a call and a loop here cost a quarter of one observer's fan-out).
-            events.popleft()
-            self._hook_events_dropped += 1
-            if self._metrics is not None:
-                self._metrics.hook_events_dropped(1)
-        events.append((frame, publisher))  # its ActivityChangedEvent, when dispatched
-        if self._hook_waiter is not None and self._dispatcher is not None:
-            self._wake_hooks()
-        return cursor
-
     def _apply_removed(self, root_run_id: str) -> Cursor:
         cursor = self._advance()
         self._roots.pop(root_run_id, None)
@@ -430,29 +392,6 @@ class WorkflowActivityHub:
                 queue.push(frame)
         else:
             self._deliver_measured(frame)
-        return cursor
-
-    def _apply_lifecycle(
-        self, event: LifecycleInput, publisher: WorkflowActivityPublisher
-    ) -> Cursor:
-        # Once per fact of a tracker, so _advance and _emit_hook are written out (both events are
-        # queued before the hook task is woken, which changes nothing: it runs later anyway).
-        revision = self._revision = self._revision + 1
-        cursor = self._cursor = new_cursor(self._epoch, revision)
-        self._snapshot = None
-        events = self._hook_events
-        # The input was validated when it was built, and the cursor is the hub's own.
-        stamped = lifecycle_event(event, cursor)
-        target = event.target
-        events.append((stamped, publisher))
-        if type(target) is StageTarget and target.status is StageStatus.COMPLETED:
-            # The one condition StageCompletedEvent's own check tests. Built when dispatched.
-            events.append(((stamped,), publisher))
-        if len(events) > self._hook_buffer_limit:
-            # The oldest go first, so this is what dropping one before each append leaves.
-            self._drop_oldest_hook_events(len(events) - self._hook_buffer_limit)
-        if self._hook_waiter is not None and self._dispatcher is not None:
-            self._wake_hooks()
         return cursor
 
     def _apply_publisher_disposed(self) -> None:
@@ -476,7 +415,7 @@ class WorkflowActivityHub:
         assert metrics is not None
         metrics.frame_built(frame)
         for queue in self._observers:
-            # ObserverQueue.push when there is room, written out as in _apply_changed.
+            # ObserverQueue.push when there is room, written out as in publish_changed.
             pending = queue._frames
             if len(pending) < queue._limit:
                 pending.append(frame)

@@ -9,6 +9,10 @@ instance) can never overwrite its successor's picture.
 
 Arguments are validated before the fencing check: a bad argument is a bug in the caller and is
 raised as :class:`ContractError` whatever the publisher's state, and it changes nothing (C1).
+
+The two calls made once per fact, ``publish_changed`` and the lifecycle path, do the hub's work
+here themselves, written out (issue 29: each call saved is a few percent of a publish); the
+other operations ask the hub to act (``_apply_snapshot``, ``_apply_removed`` ...).
 """
 
 from __future__ import annotations
@@ -17,17 +21,26 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, final
 
 from .._contract import (
+    Attribution,
     Availability,
+    ChangedFrame,
     Cursor,
+    Delivery,
     DiagnosticKind,
     HeartbeatEvent,
+    LifecycleEvent,
     LifecycleInput,
+    LifecycleTarget,
     RootActivity,
+    StageStatus,
+    StageTarget,
+    Timestamp,
     check_str,
     instance_check,
     snapshot_arguments,
 )
 from .._public import NoPublicConstructor
+from ._build import slot_stores
 
 if TYPE_CHECKING:
     from ._hub import WorkflowActivityHub
@@ -37,6 +50,27 @@ __all__ = ["WorkflowActivityPublisher"]
 _check_root = instance_check(RootActivity)
 _check_lifecycle = instance_check(LifecycleInput)
 _check_heartbeat = instance_check(HeartbeatEvent)
+
+# The publish paths build their cursor, frame and lifecycle event written out: ``object.__new__``
+# and one slot store per field, as the builders of ``_build.py`` do, without their calls (the
+# values are held to the validating constructors in tests/core/test_builders.py).
+_new = object.__new__
+_cursor_epoch, _cursor_revision = slot_stores(Cursor)
+_frame_cursor, _frame_root = slot_stores(ChangedFrame)
+(
+    _event_id,
+    _event_cursor,
+    _event_run_id,
+    _event_root_run_id,
+    _event_owner_session_id,
+    _event_occurred_at,
+    _event_observed_at,
+    _event_delivery,
+    _event_target,
+    _event_attribution,
+) = slot_stores(LifecycleEvent)
+_FENCED = DiagnosticKind.PUBLISHER_FENCED
+_COMPLETED = StageStatus.COMPLETED
 
 
 @final
@@ -86,14 +120,50 @@ class WorkflowActivityPublisher(metaclass=NoPublicConstructor):
 
     def publish_changed(self, root: RootActivity) -> Cursor | None:
         """Store or replace one whole root and tell observers and hooks (P4)."""
-        # The hottest call there is: the checks of _check_root and _record_if_fenced, inline.
+        # The hottest call there is, so the whole path is written out here: the checks of
+        # _check_root and _record_if_fenced, the hub's _advance, _broadcast and _emit_hook, and
+        # the cursor's and the frame's builders.
         if type(root) is not RootActivity:
             _check_root(root, "root")  # raises unless it is an instance of a subclass
         hub = self._hub
         if hub._current_publisher is not self:
-            hub._record(DiagnosticKind.PUBLISHER_FENCED)
+            hub._record(_FENCED)
             return None
-        return hub._apply_changed(root, self)
+        revision = hub._revision = hub._revision + 1
+        cursor = _new(Cursor)
+        _cursor_epoch(cursor, hub._epoch)
+        _cursor_revision(cursor, revision)
+        hub._cursor = cursor
+        hub._snapshot = None
+        hub._roots[root.root_run_id] = root
+        frame = _new(ChangedFrame)
+        _frame_cursor(frame, cursor)
+        _frame_root(frame, root)
+        hub._record_change(frame)
+        if hub._metrics is not None:
+            hub._deliver_measured(frame)
+        elif hub._observers:
+            for queue in hub._observers:
+                # ObserverQueue.push when there is room, written out: one call less per delivery.
+                pending = queue._frames
+                if len(pending) < queue._limit:
+                    pending.append(frame)
+                    if queue._waiter is not None:
+                        queue._wake()
+                else:
+                    queue.push(frame)
+        events = hub._hook_events
+        if len(events) >= hub._hook_buffer_limit:
+            # Full (no dispatcher bound, typically): every change drops the oldest, so this is
+            # written out too (a call and a loop here cost a quarter of one observer's fan-out).
+            events.popleft()
+            hub._hook_events_dropped += 1
+            if hub._metrics is not None:
+                hub._metrics.hook_events_dropped(1)
+        events.append((frame, self))  # its ActivityChangedEvent, when dispatched
+        if hub._hook_waiter is not None and hub._dispatcher is not None:
+            hub._wake_hooks()
+        return cursor
 
     def publish_removed(self, root_run_id: str) -> Cursor | None:
         """Delete one root; an id the hub does not know is allowed (P5)."""
@@ -104,14 +174,79 @@ class WorkflowActivityPublisher(metaclass=NoPublicConstructor):
 
     def publish_lifecycle(self, event: LifecycleInput) -> Cursor | None:
         """Stamp a lifecycle event with the next cursor and hand it to the hooks (P6). No frame."""
-        # Called once per fact by a tracker: the checks written out as in publish_changed.
         if type(event) is not LifecycleInput:
             _check_lifecycle(event, "event")  # raises unless it is an instance of a subclass
+        # The input was validated when it was built: its fields are checked values.
+        return self._publish_checked_lifecycle(
+            event.event_id,
+            event.run_id,
+            event.root_run_id,
+            event.owner_session_id,
+            event.occurred_at,
+            event.observed_at,
+            event.delivery,
+            event.target,
+            event.attribution,
+        )
+
+    def _publish_checked_lifecycle(
+        self,
+        event_id: str,
+        run_id: str,
+        root_run_id: str,
+        owner_session_id: str,
+        occurred_at: Timestamp,
+        observed_at: Timestamp,
+        delivery: Delivery,
+        target: LifecycleTarget,
+        attribution: Attribution | None,
+    ) -> Cursor | None:
+        """``publish_lifecycle`` of the ``LifecycleInput`` of these fields, which the caller
+        has checked as that constructor would (nothing is checked here): the hub's own paths,
+        and a ``RunTracker``'s facts, whose fields are checked values (docs/decisions.md, "A
+        private entry for the tracker's lifecycle events"). Fenced as every call is (P2)."""
         hub = self._hub
         if hub._current_publisher is not self:
-            hub._record(DiagnosticKind.PUBLISHER_FENCED)
+            hub._record(_FENCED)
             return None
-        return hub._apply_lifecycle(event, self)
+        # The hub's _advance and _emit_hook, and the builders, written out (both events are
+        # queued before the hook task is woken, which changes nothing: it runs later anyway).
+        revision = hub._revision = hub._revision + 1
+        cursor = _new(Cursor)
+        _cursor_epoch(cursor, hub._epoch)
+        _cursor_revision(cursor, revision)
+        hub._cursor = cursor
+        hub._snapshot = None
+        stamped = _new(LifecycleEvent)
+        _event_id(stamped, event_id)
+        _event_cursor(stamped, cursor)
+        _event_run_id(stamped, run_id)
+        _event_root_run_id(stamped, root_run_id)
+        _event_owner_session_id(stamped, owner_session_id)
+        _event_occurred_at(stamped, occurred_at)
+        _event_observed_at(stamped, observed_at)
+        _event_delivery(stamped, delivery)
+        _event_target(stamped, target)
+        _event_attribution(stamped, attribution)
+        events = hub._hook_events
+        events.append((stamped, self))
+        if type(target) is StageTarget and target.status is _COMPLETED:
+            # The one condition StageCompletedEvent's own check tests: this 1-tuple stands for
+            # that event (the same envelope and cursor), built only if it is dispatched.
+            events.append(((stamped,), self))
+        over = len(events) - hub._hook_buffer_limit
+        if over > 0:
+            # The oldest go first, so this is what dropping one before each append leaves:
+            # _drop_oldest_hook_events written out (a full buffer, no dispatcher bound, is the
+            # steady state of a tracker without hooks).
+            for _ in range(over):
+                events.popleft()
+            hub._hook_events_dropped += over
+            if hub._metrics is not None:
+                hub._metrics.hook_events_dropped(over)
+        if hub._hook_waiter is not None and hub._dispatcher is not None:
+            hub._wake_hooks()
+        return cursor
 
     def publish_heartbeat(self, event: HeartbeatEvent) -> None:
         """Hand a heartbeat to the hooks as given (P7): no cursor, no frame."""

@@ -42,10 +42,20 @@ from ._records import (
     PromptRecord,
     RunRecord,
     StageRecord,
+    ToolRecord,
     nested_id,
 )
 
-__all__ = ["RootState", "graph_node", "node_counts", "refresh_run_prompts", "run_counts", "unpack"]
+__all__ = [
+    "PLAIN_STAGE_COUNTS",
+    "TOOL_COUNTS",
+    "RootState",
+    "graph_node",
+    "node_counts",
+    "refresh_run_prompts",
+    "run_counts",
+    "unpack",
+]
 
 # Built from values checked when they were reported, without validating again (issue 29).
 _build_NodePrompt = unchecked_builder(NodePrompt)
@@ -127,6 +137,27 @@ def node_counts(node: NodeRecord) -> int:
     elif status is ToolNodeStatus.PENDING and node.unmet_parents == 0:
         counts += _READY
     return counts
+
+
+def _counts_by_status() -> tuple[dict[str, int], dict[str, int]]:
+    stage = StageRecord(node_id="", name="", parent_ids=(), status=StageStatus.PENDING)
+    tool = ToolRecord(node_id="", name="", parent_ids=(), status=ToolNodeStatus.PENDING)
+    stages: dict[str, int] = {}
+    for stage.status in StageStatus:
+        if stage.status is not StageStatus.PENDING:
+            stages[stage.status] = node_counts(stage)
+    tools: dict[str, int] = {}
+    for tool.status in ToolNodeStatus:
+        if tool.status is not ToolNodeStatus.PENDING:
+            tools[tool.status] = node_counts(tool)
+    return stages, tools
+
+
+PLAIN_STAGE_COUNTS, TOOL_COUNTS = _counts_by_status()
+"""What :func:`node_counts` returns, by status, for a stage with no open prompt, no hosted run and
+no retry, and for a tool, in any status but ``pending``: such a node's counts depend on its status
+alone (its parents not done count only while it is pending), so a fact can look them up. Computed
+by ``node_counts`` itself, once."""
 
 
 def run_counts(run: RunRecord) -> int:
@@ -274,11 +305,15 @@ class RootState:
             node.counts = new
             self.refresh_run(run)
         if graph:
-            built = graph_node(run, node)
-            if built != node.graph_node:
-                node.graph_node = built
-                run.graph_nodes[node.position] = built
-                self.graph_changed()
+            self.refresh_graph_node(run, node)
+
+    def refresh_graph_node(self, run: RunRecord, node: NodeRecord) -> None:
+        """``node`` changed: rebuild its graph node, if it differs (with ``include_graph``)."""
+        built = graph_node(run, node)
+        if built != node.graph_node:
+            node.graph_node = built
+            run.graph_nodes[node.position] = built
+            self.graph_changed()
 
     def refresh_run(self, run: RunRecord) -> None:
         """``run``'s flags or node sums changed: fold the change of its counts into the root."""

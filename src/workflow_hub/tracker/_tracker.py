@@ -72,7 +72,14 @@ from ._records import (
     ToolRecord,
     nested_id,
 )
-from ._rootstate import RootState, refresh_run_prompts
+from ._rootstate import (
+    PLAIN_STAGE_COUNTS,
+    TOOL_COUNTS,
+    RootState,
+    node_counts,
+    refresh_run_prompts,
+    run_counts,
+)
 
 __all__ = ["RunTracker", "run_heartbeats"]
 
@@ -101,6 +108,8 @@ _check_timestamp = optional(check_number)
 _check_publisher = instance_check(WorkflowActivityPublisher)
 
 _STOP_ACTIONS = frozenset({ControlAction.QUIT, ControlAction.KILL})
+_LIVE = Delivery.LIVE
+_REPLAY = Delivery.REPLAY
 
 _NOT_STARTED = (
     "the tracker has not published its first snapshot: call tracker.start(), "
@@ -123,23 +132,20 @@ def _node_target(
     previous: StageStatus | ToolNodeStatus | None,
 ) -> StageTarget | ToolTarget:
     # Every field was checked when it was reported (ids and names) or is the tracker's own enum
-    # member: the target is built without validating again (issue 29).
-    node_id = nested_id(run.run_id, node.node_id)
-    if isinstance(node, StageRecord):
-        assert isinstance(status, StageStatus)
-        assert previous is None or isinstance(previous, StageStatus)
+    # member of the node's kind: the target is built without validating again (issue 29). Once
+    # per move of a node, so once per fact of a workflow that runs each stage once.
+    run_id = run.run_id
+    if type(node) is StageRecord:
         return _build_StageTarget(
-            run_id=run.run_id,
-            stage_id=node_id,
+            run_id=run_id,
+            stage_id=nested_id(run_id, node.node_id),
             stage_name=node.name,
             previous_status=previous,
             status=status,
         )
-    assert isinstance(status, ToolNodeStatus)
-    assert previous is None or isinstance(previous, ToolNodeStatus)
     return _build_ToolTarget(
-        run_id=run.run_id,
-        tool_node_id=node_id,
+        run_id=run_id,
+        tool_node_id=nested_id(run_id, node.node_id),
         tool_name=node.name,
         previous_status=previous,
         status=status,
@@ -867,7 +873,8 @@ class RunTracker:
         if type(now) is not float or now - now != 0.0:  # not a finite float: the full check
             now = check_number(now, "clock")
         previous = node.status
-        event = None
+        event_id = None
+        target = None
         if status is not previous and run.live and self._started and not self._hydrating:
             event_id = self._event_id_factory()
             if type(event_id) is not str or not event_id.isascii():
@@ -878,35 +885,96 @@ class RunTracker:
             target = node.targets.get(key)
             if target is None:
                 target = node.targets[key] = _node_target(run, node, status, previous)
-            event = _build_LifecycleInput(
-                event_id=event_id,
-                run_id=run.run_id,
-                root_run_id=run.root_run_id,
-                owner_session_id=self._owner_session_id,
-                occurred_at=now,
-                observed_at=now,
-                delivery=Delivery.REPLAY if replay else Delivery.LIVE,
-                target=target,
-                attribution=None,
-            )
         was_done = previous in _DONE
         node.status = status
         if retrying is not None:
             node.retrying = retrying  # type: ignore[union-attr]  # a stage: only stages retry
         if node.execution_order is None and status != "pending":
             self._order(run, node)
-        state = self._root_states[run.root_run_id]
+        root_run_id = run.root_run_id
+        state = self._root_states[root_run_id]
+        # RootState.refresh_node of the node and of its dependents, written out for the counts,
+        # and its refresh_run once for all of them (a run's counts are a function of its nodes'
+        # sums and its flags: folding them once after every node is folding them after each).
+        changed = False
         done = status in _DONE
         if done is not was_done:
             # D6: its dependents may have become runnable, or stopped being runnable.
             step = -1 if done else 1
             for dependent in node.dependents:
                 dependent.unmet_parents += step
-                state.refresh_node(run, dependent, graph=False)
-        state.refresh_node(run, node, graph=self._include_graph)
-        if event is not None:
-            self._publisher.publish_lifecycle(event)
-        self._touched(run, now)
+                # node_counts reads the parents not done only of a pending node (D6: ready).
+                if dependent.status == "pending":
+                    counts = node_counts(dependent)
+                    if counts != dependent.counts:
+                        run.node_counts += counts - dependent.counts
+                        dependent.counts = counts
+                        changed = True
+        # node_counts(node), looked up for a plain stage (no prompt, hosted run or retry) or a
+        # tool that is not pending: the usual fact.
+        own = None
+        if type(node) is StageRecord:
+            if node.prompt is None and not node.retrying and not node.hosted:
+                own = PLAIN_STAGE_COUNTS.get(status)
+        else:
+            own = TOOL_COUNTS.get(status)
+        counts = node_counts(node) if own is None else own
+        if counts != node.counts:
+            run.node_counts += counts - node.counts
+            node.counts = counts
+            changed = True
+        if changed:
+            # RootState.refresh_run, written out.
+            counts = run_counts(run)
+            if counts != run.counts:
+                state._totals += counts - run.counts
+                run.counts = counts
+                state.summary = None
+        include_graph = self._include_graph
+        if include_graph:
+            state.refresh_graph_node(run, node)
+        if event_id is not None:
+            # publish_lifecycle of the event's LifecycleInput, without building that value: every
+            # field is a checked value (docs/decisions.md, "A private entry for the tracker's
+            # lifecycle events").
+            self._publisher._publish_checked_lifecycle(
+                event_id,
+                run.run_id,
+                root_run_id,
+                self._owner_session_id,
+                now,
+                now,
+                _REPLAY if replay else _LIVE,
+                target,  # type: ignore[arg-type]  # set with event_id
+                None,
+            )
+        if root_run_id in self._heartbeats.watched or self._batch_depth:
+            self._touched(run, now)
+            return
+        if not self._started or self._hydrating:
+            return
+        # _publish_root, written out; without a graph the kept summary of the root's totals is
+        # looked up here (RootState.activity's first step).
+        activity = state.summary
+        if activity is None:
+            if not include_graph:
+                activity = state._summaries.get((self._owner_session_id, state._totals))
+                state.summary = activity
+            if activity is None:
+                activity = state.activity(
+                    self._runs, self._owner_session_id, include_graph=include_graph
+                )
+        published = self._published.get(root_run_id)
+        if published is activity:
+            return
+        kept = state.kept
+        if (
+            published is None
+            or (id(published) in kept and id(activity) in kept)
+            or published != activity
+        ):
+            self._published[root_run_id] = activity
+            self._publisher.publish_changed(activity)
 
     def _prompts_changed(self, run: RunRecord, stage: StageRecord | None, *, opened: int) -> None:
         state = self._root_states[run.root_run_id]
