@@ -93,24 +93,17 @@ class _ChangedTemplate:
         ).encode()
 
 
-@final
-class _Encoded:
-    __slots__ = ("_json", "frame", "sse", "ws")
+_Entry = tuple[Frame, bytes, str | None, str | None]
+"""A frame's cache entry: the frame (held so that its id() stays its own as long as the entry
+lives), its SSE event, and its wire JSON and WebSocket message once asked for (a changed frame's
+event is made without its JSON). A tuple: building one costs a fraction of an object's
+``__init__``, and there is one per frame."""
 
-    def __init__(self, frame: Frame, sse: bytes, json: str | None) -> None:
-        # Held so that the frame (and so its id()) stays alive as long as the entry does.
-        self.frame = frame
-        self.sse = sse
-        self._json = json
-        self.ws: str | None = None
 
-    @property
-    def json(self) -> str:
-        """The wire JSON; a changed frame's event is made without it, so it is made on demand."""
-        text = self._json
-        if text is None:
-            text = self._json = dumps(self.frame)
-        return text
+def _parts(template: _ChangedTemplate | None) -> tuple[str | None, str, str]:
+    if template is None:
+        return None, "", ""
+    return template.epoch, template.id_head, template.data_head
 
 
 def _generic_event(frame: Frame) -> tuple[bytes, str]:
@@ -133,8 +126,8 @@ class FrameEncoder:
     )
 
     def __init__(self) -> None:
-        self._current: dict[int, _Encoded] = {}
-        self._previous: dict[int, _Encoded] = {}
+        self._current: dict[int, _Entry] = {}
+        self._previous: dict[int, _Entry] = {}
         self._batches: dict[tuple[int, int, int], tuple[Frame, Frame, bytes]] = {}
         self._changed: _ChangedTemplate | None = None
         self.batches_joined = 0
@@ -142,52 +135,66 @@ class FrameEncoder:
         self.encodings = 0
         """How many times a frame was encoded (once per distinct frame while it is cached)."""
 
-    def _missed(self, frame: Frame, key: int) -> _Encoded:
-        """The entry of a frame (``key``: its id) that the current generation does not hold:
-        the previous generation's, or a new encoding, stored in the current generation."""
-        entry = self._previous.get(key)
-        if entry is None or entry.frame is not frame:
-            cursor = frame.cursor
-            template = self._changed
-            if (
-                type(frame) is ChangedFrame
-                and template is not None
-                and cursor.epoch == template.epoch
-                and cursor.revision < _REVISIONS_WITH_TEXT
-            ):
-                # The hot path: a changed frame of the epoch before it, from the template.
-                entry = _Encoded(frame, template.render(cursor.revision, dumps(frame.root)), None)
-            else:
-                sse, text = _generic_event(frame)  # refuses an epoch with no text form (R4)
-                if type(frame) is ChangedFrame:
-                    self._changed = _ChangedTemplate.of(frame, sse)
-                entry = _Encoded(frame, sse, text)
-            self.encodings += 1
+    def _store(self, key: int, entry: _Entry) -> None:
         current = self._current
         if len(current) >= GENERATION_SIZE:
             self._previous = current
             current = self._current = {}
         current[key] = entry
+
+    def _encode(self, frame: Frame) -> _Entry:
+        """A new entry for ``frame``: its event from the epoch's template if it is a changed
+        frame of the template's epoch, else the ordinary way (which makes the template of a
+        changed frame's epoch). Counted in :attr:`encodings`."""
+        cursor = frame.cursor
+        template = self._changed
+        if (
+            type(frame) is ChangedFrame
+            and template is not None
+            and cursor.epoch == template.epoch
+            and cursor.revision < _REVISIONS_WITH_TEXT
+        ):
+            entry: _Entry = (frame, template.render(cursor.revision, dumps(frame.root)), None, None)
+        else:
+            sse, text = _generic_event(frame)  # refuses an epoch with no text form (R4)
+            if type(frame) is ChangedFrame:
+                self._changed = _ChangedTemplate.of(frame, sse)
+            entry = (frame, sse, text, None)
+        self.encodings += 1
         return entry
 
-    def _entry(self, frame: Frame) -> _Encoded:
+    def _missed(self, frame: Frame, key: int) -> _Entry:
+        """The entry of a frame (``key``: its id) that the current generation does not hold:
+        the previous generation's, or a new encoding, stored in the current generation."""
+        entry = self._previous.get(key)
+        if entry is None or entry[0] is not frame:
+            entry = self._encode(frame)
+        self._store(key, entry)
+        return entry
+
+    def _entry(self, frame: Frame) -> _Entry:
         key = id(frame)
         entry = self._current.get(key)
-        if entry is not None and entry.frame is frame:
+        if entry is not None and entry[0] is frame:
             return entry
         return self._missed(frame, key)
 
     def json(self, frame: Frame) -> str:
         """The frame's wire JSON (what a WebSocket message carries)."""
-        return self._entry(frame).json
+        entry = self._entry(frame)
+        text = entry[2]
+        if text is None:
+            text = dumps(frame)
+            self._store(id(frame), (frame, entry[1], text, entry[3]))
+        return text
 
     def sse(self, frame: Frame) -> bytes:
         """The frame as one SSE event: ``id``, ``event`` (its kind) and one ``data`` line."""
         # The hot path (every client after the first): one lookup, no further call.
         entry = self._current.get(id(frame))
-        if entry is not None and entry.frame is frame:
-            return entry.sse
-        return self._entry(frame).sse
+        if entry is not None and entry[0] is frame:
+            return entry[1]
+        return self._entry(frame)[1]
 
     def backlog(self, frames: Sequence[Frame]) -> bytes:
         """``frames`` (at least one) as one chunk of SSE events, to be sent in one write.
@@ -208,19 +215,7 @@ class FrameEncoder:
         cached = self._batches.get(key)
         if cached is not None and cached[0] is first and cached[1] is last:
             return cached[2]
-        current = self._current
-        missed = self._missed
-        parts: list[bytes] = []
-        add = parts.append
-        for frame in frames:
-            # FrameEncoder.sse, written out: the loop over every frame of every write.
-            ident = id(frame)
-            entry = current.get(ident)
-            if entry is None or entry.frame is not frame:
-                entry = missed(frame, ident)
-                current = self._current  # a new generation may have begun
-            add(entry.sse)
-        body = b"".join(parts)
+        body = self._join(frames)
         self.batches_joined += 1
         if len(self._batches) >= BATCHES_KEPT:
             self._batches.clear()
@@ -228,13 +223,63 @@ class FrameEncoder:
         self._batches[key] = (first, last, body)
         return body
 
+    def _join(self, frames: Sequence[Frame]) -> bytes:
+        """Every frame's event, encoded if it is not cached, joined: the loop over every frame
+        of every write, so the common case (a changed frame of the template's epoch, new to
+        the cache) is written out here rather than called."""
+        if len(self._current) + len(frames) > GENERATION_SIZE:
+            # A new generation for this backlog as a whole, so that none begins inside the
+            # loop: a generation holds at most the larger of its size and one backlog.
+            self._previous = self._current
+            self._current = {}
+        current = self._current
+        previous = self._previous
+        template = self._changed
+        epoch, id_head, data_head = _parts(template)
+        changed = ChangedFrame
+        encoded = 0
+        parts: list[bytes] = []
+        add = parts.append
+        try:
+            for frame in frames:
+                ident = id(frame)
+                entry = current.get(ident)
+                if entry is None or entry[0] is not frame:
+                    entry = previous.get(ident)
+                    if entry is None or entry[0] is not frame:
+                        cursor = frame.cursor
+                        if (
+                            type(frame) is changed
+                            and cursor.epoch == epoch
+                            and cursor.revision < _REVISIONS_WITH_TEXT
+                        ):
+                            # _ChangedTemplate.render, written out.
+                            revision = cursor.revision
+                            sse = (
+                                f"{id_head}{revision}\nevent: changed\ndata: "
+                                f'{data_head}{revision}}},"root":{dumps(frame.root)}}}\n\n'
+                            ).encode()
+                            entry = (frame, sse, None, None)
+                            encoded += 1
+                        else:
+                            entry = self._encode(frame)
+                            template = self._changed  # a new epoch may have begun
+                            epoch, id_head, data_head = _parts(template)
+                    current[ident] = entry
+                add(entry[1])
+        finally:
+            self.encodings += encoded
+        return b"".join(parts)
+
     def message(self, frame: Frame) -> str:
         """The frame as one WebSocket text message: ``{"id": <cursor text>, "frame": {...}}``."""
         entry = self._entry(frame)
-        text = entry.ws
+        text = entry[3]
         if text is None:
             id_text = json.dumps(cursor_text(frame.cursor))
-            text = entry.ws = f'{{"id":{id_text},"frame":{entry.json}}}'
+            frame_text = self.json(frame)
+            text = f'{{"id":{id_text},"frame":{frame_text}}}'
+            self._store(id(frame), (frame, entry[1], frame_text, text))
         return text
 
 
