@@ -20,7 +20,15 @@ import json
 from collections.abc import Sequence
 from typing import Final, final
 
-from .._contract import ChangedFrame, Cursor, Frame, WorkflowEvent, dumps, format_cursor
+from .._contract import (
+    ChangedFrame,
+    Cursor,
+    Frame,
+    RootActivity,
+    WorkflowEvent,
+    dumps,
+    format_cursor,
+)
 
 __all__ = ["FrameEncoder", "cursor_text", "encode_hook_event", "sse_comment", "sse_event"]
 
@@ -29,6 +37,15 @@ GENERATION_SIZE: Final = 4096
 
 BATCHES_KEPT: Final = 16
 """Joined backlogs kept for reuse: clients that keep up share the latest one or two."""
+
+ROOTS_KEPT: Final = 1024
+"""Roots' JSON texts kept at most (all dropped at once when full, a cheaper bound per miss
+than generations: a miss is paid on every changed frame whose root is new to the cache)."""
+
+ROOTS_PAUSE: Final = 16 * ROOTS_KEPT
+"""Frames encoded without the roots' cache after it filled up with fewer hits than half its
+size: roots that do not repeat (more of them changing than it holds) make every lookup a miss,
+which costs more than it saves; after this many frames the cache is tried again."""
 
 _REVISIONS_WITH_TEXT: Final = 1 << 63
 """Revisions below this have a text form (``format_cursor`` refuses the others, R4)."""
@@ -121,6 +138,9 @@ class FrameEncoder:
         "_changed",
         "_current",
         "_previous",
+        "_root_hits",
+        "_root_pause",
+        "_roots",
         "batches_joined",
         "encodings",
     )
@@ -130,6 +150,15 @@ class FrameEncoder:
         self._previous: dict[int, _Entry] = {}
         self._batches: dict[tuple[int, int, int], tuple[Frame, Frame, bytes]] = {}
         self._changed: _ChangedTemplate | None = None
+        # A root's JSON text by the root object's identity, the object held (so that its id()
+        # stays its own): a tracker hands the hub the same immutable RootActivity again for
+        # a summary it has had before, so the same root is encoded again and again.
+        # None while paused (ROOTS_PAUSE).
+        self._roots: dict[int, tuple[RootActivity, str]] | None = {}
+        self._root_hits = 0
+        """Hits since the roots' cache was last emptied."""
+        self._root_pause = 0
+        """Frames left to encode without the roots' cache."""
         self.batches_joined = 0
         """How many backlogs were joined into one write (the others reused one of those)."""
         self.encodings = 0
@@ -154,7 +183,12 @@ class FrameEncoder:
             and cursor.epoch == template.epoch
             and cursor.revision < _REVISIONS_WITH_TEXT
         ):
-            entry: _Entry = (frame, template.render(cursor.revision, dumps(frame.root)), None, None)
+            entry: _Entry = (
+                frame,
+                template.render(cursor.revision, self._root(frame.root)),
+                None,
+                None,
+            )
         else:
             sse, text = _generic_event(frame)  # refuses an epoch with no text form (R4)
             if type(frame) is ChangedFrame:
@@ -162,6 +196,42 @@ class FrameEncoder:
             entry = (frame, sse, text, None)
         self.encodings += 1
         return entry
+
+    def _root(self, root: RootActivity) -> str:
+        """``dumps(root)``, from the cache of recent roots if the same object is in it."""
+        roots = self._roots_now(1)
+        if roots is None:
+            return dumps(root)
+        key = id(root)
+        kept = roots.get(key)
+        if kept is not None and kept[0] is root:
+            self._root_hits += 1
+            return kept[1]
+        text = dumps(root)
+        if len(roots) >= ROOTS_KEPT:
+            roots = self._roots_full()
+        if roots is not None:
+            roots[key] = (root, text)
+        return text
+
+    def _roots_now(self, frames: int) -> dict[int, tuple[RootActivity, str]] | None:
+        """The roots' cache for the next ``frames`` frames, or None while it is paused."""
+        roots = self._roots
+        if roots is None:
+            self._root_pause -= frames
+            if self._root_pause <= 0:
+                roots = self._roots = {}
+        return roots
+
+    def _roots_full(self) -> dict[int, tuple[RootActivity, str]] | None:
+        """The roots' cache, full, is emptied; or paused if it did not pay (see ROOTS_PAUSE)."""
+        roots: dict[int, tuple[RootActivity, str]] | None = {}
+        if self._root_hits < ROOTS_KEPT // 2:
+            roots = None
+            self._root_pause = ROOTS_PAUSE
+        self._roots = roots
+        self._root_hits = 0
+        return roots
 
     def _missed(self, frame: Frame, key: int) -> _Entry:
         """The entry of a frame (``key``: its id) that the current generation does not hold:
@@ -237,7 +307,9 @@ class FrameEncoder:
         template = self._changed
         epoch, id_head, data_head = _parts(template)
         changed = ChangedFrame
+        roots = self._roots_now(len(frames))
         encoded = 0
+        hits = 0
         parts: list[bytes] = []
         add = parts.append
         try:
@@ -253,11 +325,28 @@ class FrameEncoder:
                             and cursor.epoch == epoch
                             and cursor.revision < _REVISIONS_WITH_TEXT
                         ):
-                            # _ChangedTemplate.render, written out.
+                            # _ChangedTemplate.render and _root, written out.
+                            root = frame.root
+                            if roots is None:
+                                text = dumps(root)
+                            else:
+                                key = id(root)
+                                kept = roots.get(key)
+                                if kept is not None and kept[0] is root:
+                                    text = kept[1]
+                                    hits += 1
+                                else:
+                                    text = dumps(root)
+                                    if len(roots) >= ROOTS_KEPT:
+                                        self._root_hits += hits
+                                        hits = 0
+                                        roots = self._roots_full()
+                                    if roots is not None:
+                                        roots[key] = (root, text)
                             revision = cursor.revision
                             sse = (
                                 f"{id_head}{revision}\nevent: changed\ndata: "
-                                f'{data_head}{revision}}},"root":{dumps(frame.root)}}}\n\n'
+                                f'{data_head}{revision}}},"root":{text}}}\n\n'
                             ).encode()
                             entry = (frame, sse, None, None)
                             encoded += 1
@@ -265,10 +354,12 @@ class FrameEncoder:
                             entry = self._encode(frame)
                             template = self._changed  # a new epoch may have begun
                             epoch, id_head, data_head = _parts(template)
+                            roots = self._roots
                     current[ident] = entry
                 add(entry[1])
         finally:
             self.encodings += encoded
+            self._root_hits += hits
         return b"".join(parts)
 
     def message(self, frame: Frame) -> str:
