@@ -11,7 +11,9 @@ that tests and benchmarks can check the ratio to frames is 1.
 A changed frame, the one a scheduler publishes on every fact, is framed from its epoch's template
 (cut from the epoch's first changed frame, encoded the ordinary way): its event is that text with
 the revision and the root's JSON put in, in one format and one ``encode`` (issue 29). Its wire
-JSON alone (for a WebSocket message) is made only when asked for.
+JSON alone (for a WebSocket message) is made only when asked for. The root's JSON comes from a
+small cache keyed by the root object's identity (the object held): a tracker republishes the same
+immutable summary objects, so the same root is encoded again and again otherwise.
 """
 
 from __future__ import annotations
