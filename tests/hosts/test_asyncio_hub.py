@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+import trio
 
 from tests.support.builders import counting_epochs, root
 from workflow_hub import (
@@ -108,6 +109,30 @@ def test_an_asyncio_subscriber_that_falls_behind_gets_a_fresh_snapshot() -> None
             assert rest[-1].cursor == hub.cursor
             kinds = [diagnostic.kind for diagnostic in hub.diagnostics()]
             assert DiagnosticKind.OBSERVER_OVERFLOW in kinds
+
+    run(main)
+
+
+def test_an_asyncio_stream_takes_its_backlog_without_waiting() -> None:
+    """H1, O9: receive_all_nowait gives what receive_all would (snapshot first, then FIFO);
+    nothing pending is WouldBlock, an ended subscription EndOfChannel."""
+
+    async def main() -> None:
+        async with open_hub() as hub:
+            publisher = hub.register_publisher()
+            publisher.publish_snapshot("ready", [])
+            async with hub.subscribe() as frames:
+                for n in range(3):
+                    publisher.publish_changed(root(active=n))
+                taken = frames.receive_all_nowait()
+                with pytest.raises(trio.WouldBlock):
+                    frames.receive_all_nowait()
+                frames.lease.dispose()
+                with pytest.raises(trio.EndOfChannel):
+                    frames.receive_all_nowait()
+            assert isinstance(taken[0], SnapshotFrame)
+            assert continuous(taken)
+            assert taken[-1].cursor == hub.cursor
 
     run(main)
 

@@ -42,3 +42,30 @@ async def test_receive_nowait_after_disposal_is_end_of_channel(hub: WorkflowActi
         stream.lease.dispose()
         with pytest.raises(trio.EndOfChannel):
             stream.receive_nowait()
+
+
+async def test_receive_all_nowait_takes_the_backlog_without_a_checkpoint(
+    hub: WorkflowActivityHub,
+) -> None:
+    """O9: what receive_all returns (snapshot first, then FIFO), without a checkpoint; nothing
+    pending is WouldBlock, a disposed subscription EndOfChannel."""
+    publisher = hub.register_publisher()
+    publisher.publish_snapshot("ready", [])
+    async with hub.subscribe() as stream:
+        publisher.publish_changed(root(active=1))
+        publisher.publish_changed(root(active=2))
+        with trio.testing.assert_no_checkpoints():
+            frames = stream.receive_all_nowait()
+            with pytest.raises(trio.WouldBlock):
+                stream.receive_all_nowait()
+        assert isinstance(frames[0], SnapshotFrame)
+        assert [
+            f.root.active_execution_count for f in frames[1:] if isinstance(f, ChangedFrame)
+        ] == [
+            1,
+            2,
+        ]
+        assert stream.lease.pending == 0
+        stream.lease.dispose()
+        with pytest.raises(trio.EndOfChannel):
+            stream.receive_all_nowait()

@@ -138,3 +138,16 @@ def test_network_compares_sse_with_both_baselines_and_counts_encodings(
     assert encodings
     assert all(row.value == 1 for row in encodings)  # type: ignore[attr-defined]
     assert any(row.case.startswith("publish cost") for row in rows)  # type: ignore[attr-defined]
+
+
+def test_network_takes_the_hubs_publish_off_the_servers_own_cpu_row(
+    smoke_rows: list[object],
+) -> None:
+    """Issue 29: the one-client server CPU, less the hub's publish to a plain subscriber."""
+    rows = {row.case: row for row in smoke_rows if row.benchmark == "network"}  # type: ignore[attr-defined]
+    own = rows["SSE, 1 clients, server's own CPU"]
+    whole = rows["SSE, 1 clients, server CPU"]
+    assert own.goal is not None  # type: ignore[attr-defined]
+    assert own.reference == whole.reference == "(b) 100 events per write"  # type: ignore[attr-defined]
+    # Less cost per event than the whole, so more events per CPU second.
+    assert own.value > whole.value  # type: ignore[attr-defined]

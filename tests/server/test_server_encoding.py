@@ -5,7 +5,9 @@ The encoder is internal (``workflow_hub.server._encode``); these tests are about
 
 from __future__ import annotations
 
+import gc
 import json
+import weakref
 
 import httpx
 import pytest
@@ -19,7 +21,7 @@ from tests.support.builders import root
 from tests.support.netutil import sse
 from workflow_hub import ChangedFrame, ContractError, Cursor, Frame, open_hub
 from workflow_hub.server import create_app
-from workflow_hub.server._encode import FrameEncoder, sse_event
+from workflow_hub.server._encode import ROOTS_KEPT, ROOTS_PAUSE, FrameEncoder, sse_event
 from workflow_hub.testing.strategies import (
     changed_frames,
     cursors,
@@ -115,6 +117,23 @@ def _encoded_event(encoder: FrameEncoder, frame: Frame) -> bytes | type[Contract
 
 _EPOCHS = st.sampled_from(["e", "epoch:with:colons", "é", " padded", "line\nbreak", ""]) | ids()
 
+# Root objects shared by many frames, as a tracker shares its kept summaries: the encoder's
+# cache of roots' JSON (by the object's identity) is hit by these.
+_SHARED_ROOTS = [
+    root("a"),
+    root("b", state="blocked", reason="awaiting_input", blocks=2, attention=True),
+    root("é-ünïcode", state="idle", reason="quiescent", active=0),
+]
+_SHARED = st.builds(
+    ChangedFrame,
+    cursor=st.builds(
+        Cursor,
+        epoch=st.sampled_from(["e", "f"]),
+        revision=st.sampled_from([0, 1, 7, 2**63 - 1, 2**63]) | st.integers(0, 10**6),
+    ),
+    root=st.sampled_from(_SHARED_ROOTS),
+)
+
 
 @given(
     st.lists(
@@ -134,6 +153,7 @@ _EPOCHS = st.sampled_from(["e", "epoch:with:colons", "é", " padded", "line\nbre
                 ),
                 root=root_activities(),
             ),
+            _SHARED,
             frames(),
         ),
         max_size=12,
@@ -180,3 +200,73 @@ def test_a_revision_past_the_text_form_is_refused_after_a_good_one() -> None:
     with pytest.raises(ContractError, match=r"cursor\.revision"):
         encoder.sse(too_far)
     assert encoder.encodings == 1
+
+
+@given(
+    st.lists(st.one_of(_SHARED, _SHARED, changed_frames(), frames()), max_size=30),
+    st.lists(st.integers(1, 8), min_size=1, max_size=6),
+)
+@settings(max_examples=300, deadline=None)
+def test_every_backlog_is_its_frames_events_joined(frames_: list[Frame], cuts: list[int]) -> None:
+    """W1, R4, N1: backlogs of many frames (the server's path), roots shared between frames,
+    epochs changing: each backlog is its frames' events, exactly, and each frame object is
+    encoded once however many backlogs hold it."""
+    good = [frame for frame in frames_ if _reference_event(frame) is not ContractError]
+    encoder = FrameEncoder()
+    start = 0
+    for size in cuts * 4:
+        # Overlapping backlogs, as clients that are behind by different amounts hold.
+        batch = good[start : start + size]
+        if batch:
+            assert encoder.backlog(batch) == b"".join(_reference_event(f) for f in batch)  # type: ignore[misc]
+        start = max(0, start + size - 2)
+    assert encoder.encodings <= len({id(frame) for frame in good})
+
+
+def test_roots_that_do_not_repeat_pause_the_roots_cache_and_stay_exact() -> None:
+    """More distinct roots than the cache holds, none repeating: the cache pauses (a lookup
+    would only ever miss), every event is still the reference, and after the pause the cache
+    is used again."""
+    encoder = FrameEncoder()
+    count = ROOTS_KEPT + 10
+    frames_ = [
+        ChangedFrame(cursor=Cursor(epoch="e", revision=index + 1), root=root(f"r{index}"))
+        for index in range(count)
+    ]
+    for start in range(0, count, 100):
+        batch = frames_[start : start + 100]
+        assert encoder.backlog(batch) == b"".join(_reference_event(f) for f in batch)  # type: ignore[misc]
+    assert encoder._roots is None  # paused
+    shared = root("shared")
+    revision = count
+    for _ in range(ROOTS_PAUSE):
+        if encoder._roots is not None:
+            break
+        revision += 1
+        encoder.backlog(
+            [ChangedFrame(cursor=Cursor(epoch="e", revision=revision), root=shared)] * 2
+        )
+    assert encoder._roots is not None
+    later = [
+        ChangedFrame(cursor=Cursor(epoch="e", revision=revision + index + 1), root=shared)
+        for index in range(3)
+    ]
+    assert encoder.backlog(later) == b"".join(_reference_event(f) for f in later)  # type: ignore[misc]
+    assert encoder._roots is not None
+    assert encoder._root_hits >= 2  # the same root object, encoded once
+
+
+def test_the_roots_cache_holds_the_root_so_that_its_id_stays_its_own() -> None:
+    """A root's text is found by the object's identity; the entry holds the object, so that no
+    other object can take its id() while the text is kept."""
+    encoder = FrameEncoder()
+    kept = root("kept")
+    alive = weakref.ref(kept)
+    frames_ = [ChangedFrame(cursor=Cursor(epoch="e", revision=n), root=kept) for n in (1, 2, 3)]
+    encoder.backlog(frames_)
+    del kept, frames_
+    encoder._current.clear()
+    encoder._previous.clear()
+    encoder._batches.clear()
+    gc.collect()
+    assert alive() is not None

@@ -403,3 +403,20 @@ class FrameStream(metaclass=NoPublicConstructor):
         if not queue._frames and not await queue.wait():
             raise trio.EndOfChannel
         return queue.take_all()
+
+    def receive_all_nowait(self) -> list[Frame]:
+        """Every pending frame, oldest first, without waiting or checkpointing.
+
+        Raises ``trio.WouldBlock`` when none is pending, ``trio.EndOfChannel`` once the
+        subscription is disposed. The guarantees are those of :meth:`receive_all`. For a
+        consumer that has just yielded, so that the checkpoint :meth:`receive_all` makes
+        before taking a backlog would be a second one: a transport whose write let other tasks
+        run (they are what pushed the frames now pending).
+        """
+        queue = self._queue
+        if queue._frames:
+            self._streak = 0
+            return queue.take_all()
+        if queue.disposed:
+            raise trio.EndOfChannel
+        raise trio.WouldBlock

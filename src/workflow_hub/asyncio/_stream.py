@@ -103,6 +103,25 @@ class FrameStream(metaclass=NoPublicConstructor):
             taken.append(frame)
         return taken
 
+    def receive_all_nowait(self) -> list[Frame]:
+        """Every frame pending, oldest first, without waiting; raises ``trio.WouldBlock`` when
+        none is, ``trio.EndOfChannel`` once the subscription has ended."""
+        taken = list(self._held)
+        self._held.clear()
+        if not self._ended:
+            try:
+                taken += self._stream.receive_all_nowait()
+            except trio.WouldBlock:
+                pass
+            except trio.EndOfChannel:
+                if not taken:
+                    raise
+        elif not taken:
+            raise trio.EndOfChannel
+        if not taken:
+            raise trio.WouldBlock
+        return taken
+
     # --- the asyncio side ------------------------------------------------------------------
 
     def _take_now(self) -> Frame | None:

@@ -83,6 +83,8 @@ class _Frames(Protocol):
 
     async def receive_all(self) -> list[Frame]: ...
 
+    def receive_all_nowait(self) -> list[Frame]: ...
+
 
 class _FrameSource(Protocol):
     def subscribe(self, *, since: Cursor | None = None) -> AbstractAsyncContextManager[_Frames]: ...
@@ -165,8 +167,12 @@ class _ActivityStream(Response):
             # bounds this: past its limit the hub replaced the backlog with one snapshot.
             if lease.pending:
                 # Frames came in during the last write: no wait, so no idle timer (a cancel
-                # scope with a deadline costs more than the rest of this loop, per write).
-                frames = await stream.receive_all()
+                # scope with a deadline costs more than the rest of this loop, per write), and
+                # no checkpoint either: other tasks pushed them, so this one has let them run
+                # since it last took its frames (the checkpoint of receive_all would be a
+                # second one, a scheduler round per write). Only the first frames (the attach
+                # snapshot, or a resume's) are pending without that, once.
+                frames = stream.receive_all_nowait()
             else:
                 with anyio.move_on_after(keepalive) as idle:
                     frames = await stream.receive_all()

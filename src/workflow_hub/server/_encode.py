@@ -11,7 +11,9 @@ that tests and benchmarks can check the ratio to frames is 1.
 A changed frame, the one a scheduler publishes on every fact, is framed from its epoch's template
 (cut from the epoch's first changed frame, encoded the ordinary way): its event is that text with
 the revision and the root's JSON put in, in one format and one ``encode`` (issue 29). Its wire
-JSON alone (for a WebSocket message) is made only when asked for.
+JSON alone (for a WebSocket message) is made only when asked for. The root's JSON comes from a
+small cache keyed by the root object's identity (the object held): a tracker republishes the same
+immutable summary objects, so the same root is encoded again and again otherwise.
 """
 
 from __future__ import annotations
@@ -20,15 +22,36 @@ import json
 from collections.abc import Sequence
 from typing import Final, final
 
-from .._contract import ChangedFrame, Cursor, Frame, WorkflowEvent, dumps, format_cursor
+from .._contract import (
+    ChangedFrame,
+    Cursor,
+    Frame,
+    RootActivity,
+    WorkflowEvent,
+    dumps,
+    format_cursor,
+)
 
 __all__ = ["FrameEncoder", "cursor_text", "encode_hook_event", "sse_comment", "sse_event"]
 
-GENERATION_SIZE: Final = 4096
-"""Frames per cache generation: far more than a hub queue holds (256 by default)."""
+GENERATION_SIZE: Final = 1024
+"""Frames per cache generation: four times what a hub queue holds by default (256), so that a
+frame stays cached while any client that keeps up holds it. Smaller is faster: with 4 096 the
+cache's working set outgrew the CPU's caches, and one client cost about 0.3 µs more per event
+(issue 29). A client whose queue is longer than this (a hub with a larger ``queue_limit``, the
+client far behind) may have a frame encoded again: a cost, never a different byte."""
 
 BATCHES_KEPT: Final = 16
 """Joined backlogs kept for reuse: clients that keep up share the latest one or two."""
+
+ROOTS_KEPT: Final = 1024
+"""Roots' JSON texts kept at most (all dropped at once when full, a cheaper bound per miss
+than generations: a miss is paid on every changed frame whose root is new to the cache)."""
+
+ROOTS_PAUSE: Final = 16 * ROOTS_KEPT
+"""Frames encoded without the roots' cache after it filled up with fewer hits than half its
+size: roots that do not repeat (more of them changing than it holds) make every lookup a miss,
+which costs more than it saves; after this many frames the cache is tried again."""
 
 _REVISIONS_WITH_TEXT: Final = 1 << 63
 """Revisions below this have a text form (``format_cursor`` refuses the others, R4)."""
@@ -93,24 +116,17 @@ class _ChangedTemplate:
         ).encode()
 
 
-@final
-class _Encoded:
-    __slots__ = ("_json", "frame", "sse", "ws")
+_Entry = tuple[Frame, bytes, str | None, str | None]
+"""A frame's cache entry: the frame (held so that its id() stays its own as long as the entry
+lives), its SSE event, and its wire JSON and WebSocket message once asked for (a changed frame's
+event is made without its JSON). A tuple: building one costs a fraction of an object's
+``__init__``, and there is one per frame."""
 
-    def __init__(self, frame: Frame, sse: bytes, json: str | None) -> None:
-        # Held so that the frame (and so its id()) stays alive as long as the entry does.
-        self.frame = frame
-        self.sse = sse
-        self._json = json
-        self.ws: str | None = None
 
-    @property
-    def json(self) -> str:
-        """The wire JSON; a changed frame's event is made without it, so it is made on demand."""
-        text = self._json
-        if text is None:
-            text = self._json = dumps(self.frame)
-        return text
+def _parts(template: _ChangedTemplate | None) -> tuple[str | None, str, str]:
+    if template is None:
+        return None, "", ""
+    return template.epoch, template.id_head, template.data_head
 
 
 def _generic_event(frame: Frame) -> tuple[bytes, str]:
@@ -128,66 +144,133 @@ class FrameEncoder:
         "_changed",
         "_current",
         "_previous",
+        "_root_hits",
+        "_root_pause",
+        "_roots",
         "batches_joined",
         "encodings",
     )
 
     def __init__(self) -> None:
-        self._current: dict[int, _Encoded] = {}
-        self._previous: dict[int, _Encoded] = {}
+        self._current: dict[int, _Entry] = {}
+        self._previous: dict[int, _Entry] = {}
         self._batches: dict[tuple[int, int, int], tuple[Frame, Frame, bytes]] = {}
         self._changed: _ChangedTemplate | None = None
+        # A root's JSON text by the root object's identity, the object held (so that its id()
+        # stays its own): a tracker hands the hub the same immutable RootActivity again for
+        # a summary it has had before, so the same root is encoded again and again.
+        # None while paused (ROOTS_PAUSE).
+        self._roots: dict[int, tuple[RootActivity, str]] | None = {}
+        self._root_hits = 0
+        """Hits since the roots' cache was last emptied."""
+        self._root_pause = 0
+        """Frames left to encode without the roots' cache."""
         self.batches_joined = 0
         """How many backlogs were joined into one write (the others reused one of those)."""
         self.encodings = 0
         """How many times a frame was encoded (once per distinct frame while it is cached)."""
 
-    def _missed(self, frame: Frame, key: int) -> _Encoded:
-        """The entry of a frame (``key``: its id) that the current generation does not hold:
-        the previous generation's, or a new encoding, stored in the current generation."""
-        entry = self._previous.get(key)
-        if entry is None or entry.frame is not frame:
-            cursor = frame.cursor
-            template = self._changed
-            if (
-                type(frame) is ChangedFrame
-                and template is not None
-                and cursor.epoch == template.epoch
-                and cursor.revision < _REVISIONS_WITH_TEXT
-            ):
-                # The hot path: a changed frame of the epoch before it, from the template.
-                entry = _Encoded(frame, template.render(cursor.revision, dumps(frame.root)), None)
-            else:
-                sse, text = _generic_event(frame)  # refuses an epoch with no text form (R4)
-                if type(frame) is ChangedFrame:
-                    self._changed = _ChangedTemplate.of(frame, sse)
-                entry = _Encoded(frame, sse, text)
-            self.encodings += 1
+    def _store(self, key: int, entry: _Entry) -> None:
         current = self._current
         if len(current) >= GENERATION_SIZE:
             self._previous = current
             current = self._current = {}
         current[key] = entry
+
+    def _encode(self, frame: Frame) -> _Entry:
+        """A new entry for ``frame``: its event from the epoch's template if it is a changed
+        frame of the template's epoch, else the ordinary way (which makes the template of a
+        changed frame's epoch). Counted in :attr:`encodings`."""
+        cursor = frame.cursor
+        template = self._changed
+        if (
+            type(frame) is ChangedFrame
+            and template is not None
+            and cursor.epoch == template.epoch
+            and cursor.revision < _REVISIONS_WITH_TEXT
+        ):
+            entry: _Entry = (
+                frame,
+                template.render(cursor.revision, self._root(frame.root)),
+                None,
+                None,
+            )
+        else:
+            sse, text = _generic_event(frame)  # refuses an epoch with no text form (R4)
+            if type(frame) is ChangedFrame:
+                self._changed = _ChangedTemplate.of(frame, sse)
+            entry = (frame, sse, text, None)
+        self.encodings += 1
         return entry
 
-    def _entry(self, frame: Frame) -> _Encoded:
+    def _root(self, root: RootActivity) -> str:
+        """``dumps(root)``, from the cache of recent roots if the same object is in it."""
+        roots = self._roots_now(1)
+        if roots is None:
+            return dumps(root)
+        key = id(root)
+        kept = roots.get(key)
+        if kept is not None and kept[0] is root:
+            self._root_hits += 1
+            return kept[1]
+        text = dumps(root)
+        if len(roots) >= ROOTS_KEPT:
+            roots = self._roots_full()
+        if roots is not None:
+            roots[key] = (root, text)
+        return text
+
+    def _roots_now(self, frames: int) -> dict[int, tuple[RootActivity, str]] | None:
+        """The roots' cache for the next ``frames`` frames, or None while it is paused."""
+        roots = self._roots
+        if roots is None:
+            self._root_pause -= frames
+            if self._root_pause <= 0:
+                roots = self._roots = {}
+        return roots
+
+    def _roots_full(self) -> dict[int, tuple[RootActivity, str]] | None:
+        """The roots' cache, full, is emptied; or paused if it did not pay (see ROOTS_PAUSE)."""
+        roots: dict[int, tuple[RootActivity, str]] | None = {}
+        if self._root_hits < ROOTS_KEPT // 2:
+            roots = None
+            self._root_pause = ROOTS_PAUSE
+        self._roots = roots
+        self._root_hits = 0
+        return roots
+
+    def _missed(self, frame: Frame, key: int) -> _Entry:
+        """The entry of a frame (``key``: its id) that the current generation does not hold:
+        the previous generation's, or a new encoding, stored in the current generation."""
+        entry = self._previous.get(key)
+        if entry is None or entry[0] is not frame:
+            entry = self._encode(frame)
+        self._store(key, entry)
+        return entry
+
+    def _entry(self, frame: Frame) -> _Entry:
         key = id(frame)
         entry = self._current.get(key)
-        if entry is not None and entry.frame is frame:
+        if entry is not None and entry[0] is frame:
             return entry
         return self._missed(frame, key)
 
     def json(self, frame: Frame) -> str:
         """The frame's wire JSON (what a WebSocket message carries)."""
-        return self._entry(frame).json
+        entry = self._entry(frame)
+        text = entry[2]
+        if text is None:
+            text = dumps(frame)
+            self._store(id(frame), (frame, entry[1], text, entry[3]))
+        return text
 
     def sse(self, frame: Frame) -> bytes:
         """The frame as one SSE event: ``id``, ``event`` (its kind) and one ``data`` line."""
         # The hot path (every client after the first): one lookup, no further call.
         entry = self._current.get(id(frame))
-        if entry is not None and entry.frame is frame:
-            return entry.sse
-        return self._entry(frame).sse
+        if entry is not None and entry[0] is frame:
+            return entry[1]
+        return self._entry(frame)[1]
 
     def backlog(self, frames: Sequence[Frame]) -> bytes:
         """``frames`` (at least one) as one chunk of SSE events, to be sent in one write.
@@ -208,19 +291,7 @@ class FrameEncoder:
         cached = self._batches.get(key)
         if cached is not None and cached[0] is first and cached[1] is last:
             return cached[2]
-        current = self._current
-        missed = self._missed
-        parts: list[bytes] = []
-        add = parts.append
-        for frame in frames:
-            # FrameEncoder.sse, written out: the loop over every frame of every write.
-            ident = id(frame)
-            entry = current.get(ident)
-            if entry is None or entry.frame is not frame:
-                entry = missed(frame, ident)
-                current = self._current  # a new generation may have begun
-            add(entry.sse)
-        body = b"".join(parts)
+        body = self._join(frames)
         self.batches_joined += 1
         if len(self._batches) >= BATCHES_KEPT:
             self._batches.clear()
@@ -228,13 +299,84 @@ class FrameEncoder:
         self._batches[key] = (first, last, body)
         return body
 
+    def _join(self, frames: Sequence[Frame]) -> bytes:
+        """Every frame's event, encoded if it is not cached, joined: the loop over every frame
+        of every write, so the common case (a changed frame of the template's epoch, new to
+        the cache) is written out here rather than called."""
+        if len(self._current) + len(frames) > GENERATION_SIZE:
+            # A new generation for this backlog as a whole, so that none begins inside the
+            # loop: a generation holds at most the larger of its size and one backlog.
+            self._previous = self._current
+            self._current = {}
+        current = self._current
+        previous = self._previous
+        template = self._changed
+        epoch, id_head, data_head = _parts(template)
+        changed = ChangedFrame
+        roots = self._roots_now(len(frames))
+        encoded = 0
+        hits = 0
+        parts: list[bytes] = []
+        add = parts.append
+        try:
+            for frame in frames:
+                ident = id(frame)
+                entry = current.get(ident)
+                if entry is None or entry[0] is not frame:
+                    entry = previous.get(ident)
+                    if entry is None or entry[0] is not frame:
+                        cursor = frame.cursor
+                        if (
+                            type(frame) is changed
+                            and cursor.epoch == epoch
+                            and cursor.revision < _REVISIONS_WITH_TEXT
+                        ):
+                            # _ChangedTemplate.render and _root, written out.
+                            root = frame.root
+                            if roots is None:
+                                text = dumps(root)
+                            else:
+                                key = id(root)
+                                kept = roots.get(key)
+                                if kept is not None and kept[0] is root:
+                                    text = kept[1]
+                                    hits += 1
+                                else:
+                                    text = dumps(root)
+                                    if len(roots) >= ROOTS_KEPT:
+                                        self._root_hits += hits
+                                        hits = 0
+                                        roots = self._roots_full()
+                                    if roots is not None:
+                                        roots[key] = (root, text)
+                            revision = cursor.revision
+                            sse = (
+                                f"{id_head}{revision}\nevent: changed\ndata: "
+                                f'{data_head}{revision}}},"root":{text}}}\n\n'
+                            ).encode()
+                            entry = (frame, sse, None, None)
+                            encoded += 1
+                        else:
+                            entry = self._encode(frame)
+                            template = self._changed  # a new epoch may have begun
+                            epoch, id_head, data_head = _parts(template)
+                            roots = self._roots
+                    current[ident] = entry
+                add(entry[1])
+        finally:
+            self.encodings += encoded
+            self._root_hits += hits
+        return b"".join(parts)
+
     def message(self, frame: Frame) -> str:
         """The frame as one WebSocket text message: ``{"id": <cursor text>, "frame": {...}}``."""
         entry = self._entry(frame)
-        text = entry.ws
+        text = entry[3]
         if text is None:
             id_text = json.dumps(cursor_text(frame.cursor))
-            text = entry.ws = f'{{"id":{id_text},"frame":{entry.json}}}'
+            frame_text = self.json(frame)
+            text = f'{{"id":{id_text},"frame":{frame_text}}}'
+            self._store(id(frame), (frame, entry[1], frame_text, text))
         return text
 
 
