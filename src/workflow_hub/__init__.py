@@ -3,17 +3,16 @@
 The public API is what this module exports; everything in a ``_private`` module is an internal.
 ``workflow_hub.__version__`` is the installed distribution's version.
 
-The contract's values are imported with the package; the hub, the thread publisher and the tracker
-(which load trio) are imported on first access (PEP 562), so a command or a reporter that needs
-only values and wire decoding does not pay for trio: ``from workflow_hub import open_hub`` works
-as ever and loads them then.
+Every name is imported on first access (PEP 562): the contract's values (which load attrs), and
+the hub, the thread publisher and the tracker (which load trio). ``import workflow_hub`` alone
+costs almost nothing, so a command that needs none of them (``workflow-hub status`` reading a
+plain snapshot) does not pay for them; ``from workflow_hub import open_hub`` works as ever and
+loads them then.
 """
 
-from typing import TYPE_CHECKING
-
-from ._public import declare_root_names, fixup_module_metadata
-from .contract import *  # noqa: F403  (the contract's own __all__ is the list)
-from .contract import __all__ as _contract_all
+# ``typing`` is not imported: this module runs before every command of the package.
+TYPE_CHECKING = False
+from ._public import declare_root_names  # noqa: E402
 
 if TYPE_CHECKING:
     from ._core import HOOK_EVENT_TYPES as HOOK_EVENT_TYPES
@@ -30,11 +29,51 @@ if TYPE_CHECKING:
     from ._core import WorkflowActivityPublisher as WorkflowActivityPublisher
     from ._core import open_hub as open_hub
     from ._threads import ThreadPublisher as ThreadPublisher
+    from .contract import *  # noqa: F403  (the contract's own __all__ is the list)
     from .tracker import RunTracker as RunTracker
     from .tracker import run_heartbeats as run_heartbeats
 
-# name -> the module it is loaded from on first access
+# name -> the module it is loaded from on first access; the contract's names are exactly
+# ``workflow_hub.contract.__all__`` (tests/package/test_lazy_root.py holds them to it)
 _LAZY = {
+    "ActivityChangedEvent": "contract",
+    "Attribution": "contract",
+    "Availability": "contract",
+    "ChangedFrame": "contract",
+    "ContractError": "contract",
+    "ControlAction": "contract",
+    "Cursor": "contract",
+    "Delivery": "contract",
+    "Diagnostic": "contract",
+    "DiagnosticKind": "contract",
+    "Frame": "contract",
+    "GraphNode": "contract",
+    "HeartbeatEvent": "contract",
+    "LifecycleEvent": "contract",
+    "LifecycleInput": "contract",
+    "LifecycleTarget": "contract",
+    "NodePrompt": "contract",
+    "PromptKind": "contract",
+    "PromptStatus": "contract",
+    "PromptTarget": "contract",
+    "Reason": "contract",
+    "RemovedFrame": "contract",
+    "RootActivity": "contract",
+    "RootGraph": "contract",
+    "RunPrompt": "contract",
+    "RunStatus": "contract",
+    "RunTarget": "contract",
+    "SnapshotFrame": "contract",
+    "StageCompletedEvent": "contract",
+    "StageNode": "contract",
+    "StageStatus": "contract",
+    "StageTarget": "contract",
+    "State": "contract",
+    "Timestamp": "contract",
+    "ToolNode": "contract",
+    "ToolNodeStatus": "contract",
+    "ToolTarget": "contract",
+    "WorkflowEvent": "contract",
     "Dispatch": "_core",
     "ExtensionHooks": "_core",
     "HOOK_EVENT_TYPES": "_core",
@@ -53,13 +92,13 @@ _LAZY = {
     "run_heartbeats": "tracker",
 }
 
-__all__ = [*_contract_all, *_LAZY]
+__all__ = list(_LAZY)
 
-# Declared before any lazy module can load: each of them ends with ``claim_root_names()``, so what
-# the package exports says ``workflow_hub`` whichever way (and whenever) it is first imported.
+# Declared before any lazy module can load: each of them (``_contract`` among them) ends with
+# ``claim_root_names()``, so what the package exports says ``workflow_hub`` whichever way (and
+# whenever) it is first imported.
 declare_root_names(__all__)
-fixup_module_metadata(__name__, {**globals(), "__all__": _contract_all})
-del fixup_module_metadata, declare_root_names
+del declare_root_names
 
 if TYPE_CHECKING:
     __version__: str
@@ -67,7 +106,9 @@ else:
 
     def __getattr__(name: str) -> object:
         where = _LAZY.get(name)
-        if where == "_core":
+        if where == "contract":
+            from . import contract as module
+        elif where == "_core":
             from . import _core as module
         elif where == "tracker":
             from . import tracker as module

@@ -11,11 +11,15 @@ first, while its own module is still its home. (A function's annotations are eva
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Mapping
-from typing import Any, NoReturn, TypeVar
+# Nothing is imported at the top: the package root imports this module, and a one-shot command
+# (``workflow-hub status``) that needs none of the contract should not pay for ``inspect``,
+# ``typing`` or attrs. The functions import what they use.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any, NoReturn, TypeVar
 
-import attrs
+    _T = TypeVar("_T")
 
 __all__ = [
     "NoPublicConstructor",
@@ -23,8 +27,6 @@ __all__ = [
     "declare_root_names",
     "fixup_module_metadata",
 ]
-
-_T = TypeVar("_T")
 
 
 class NoPublicConstructor(type):
@@ -61,6 +63,10 @@ def fixup_module_metadata(module_name: str, namespace: Mapping[str, object]) -> 
     package root is the exception: what ``workflow_hub`` itself exports (the contract, the hub,
     the tracker) says ``workflow_hub``, whichever public module also has it.
     """
+    import inspect
+
+    import attrs
+
     claim_public = module_name == "workflow_hub"
     names = namespace["__all__"]
     assert isinstance(names, list | tuple)
@@ -93,6 +99,10 @@ def claim_root_names(namespace: Mapping[str, object]) -> None:
     end: the names then say ``workflow_hub`` however the module was first imported (through the
     root, or directly as ``workflow_hub.tracker``, or by another module of the package).
     """
+    import inspect
+
+    import attrs
+
     for name in sorted(_root_names.intersection(namespace)):
         value = namespace[name]
         if not (inspect.isclass(value) or inspect.isfunction(value)):

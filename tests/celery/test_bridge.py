@@ -189,3 +189,18 @@ def test_a_retry_event_that_arrives_after_the_next_attempt_changes_nothing() -> 
         2.0,
     )
     assert tracker.activity("b").reason == "retrying"
+
+
+def test_a_failed_root_ends_at_once_and_a_retry_of_its_task_waits_to_settle_again() -> None:
+    """A failed or revoked task has no continuation, so its root ends without the settle wait;
+    once the task is retried (received again) the root waits out the settle time as any other."""
+    bridge, tracker = setup(settle=10.0)
+    bridge.apply([event("task-failed", "a", name="t", root_id="a")], 0.0)
+    assert tracker.run_status("a") == "failed"
+    bridge.apply([event("task-received", "a", name="t", root_id="a", retries=1)], 1.0)
+    assert tracker.run_status("a") == "running"
+    bridge.apply([event("task-succeeded", "a")], 2.0)
+    bridge.tick(3.0)
+    assert tracker.run_status("a") == "running"  # it may still continue: not stopped any more
+    bridge.tick(12.5)
+    assert tracker.run_status("a") == "completed"

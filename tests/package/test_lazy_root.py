@@ -1,9 +1,10 @@
-"""The package root loads the hub, the tracker and trio on first access (issue 24, PEP 562).
+"""The package root loads every name on first access (issue 24, PEP 562).
 
-``import workflow_hub`` gives the contract's values at once; the names that need trio (the hub,
-its handles, the tracker, the thread publisher; ``reporting.run_reporter``) load when first used,
-and say ``workflow_hub`` however they were reached. ``workflow-hub status URL`` loads neither trio
-nor any transport. Each check runs in a fresh interpreter, where nothing is imported yet.
+``import workflow_hub`` imports nothing heavy: the contract's values (attrs) load when one of
+them is first used, and the names that need trio (the hub, its handles, the tracker, the thread
+publisher; ``reporting.run_reporter``) likewise; all say ``workflow_hub`` however they were
+reached. ``workflow-hub status URL`` loads neither trio nor any transport. Each check runs in a
+fresh interpreter, where nothing is imported yet.
 """
 
 from __future__ import annotations
@@ -32,6 +33,46 @@ def test_importing_the_package_does_not_load_trio() -> None:
         "workflow_hub.RootActivity, workflow_hub.ContractError\n"
         "assert 'trio' not in sys.modules\n"
     )
+
+
+def test_importing_the_package_loads_neither_attrs_nor_the_contract() -> None:
+    _run(
+        "import sys, workflow_hub\n"
+        "loaded = sorted(m for m in ('attr', 'attrs', 'typing', 'inspect', "
+        "'workflow_hub._contract', 'workflow_hub.contract') if m in sys.modules)\n"
+        "assert not loaded, loaded\n"
+        "assert workflow_hub.RootActivity.__module__ == 'workflow_hub'\n"
+        "assert 'workflow_hub._contract' in sys.modules\n"
+    )
+
+
+def test_the_roots_contract_names_are_the_contracts() -> None:
+    """The root writes the contract's names out (to load them lazily); they are exactly its list."""
+    contract_names = [
+        name
+        for name, home in workflow_hub._LAZY.items()  # type: ignore[attr-defined]
+        if home == "contract"
+    ]
+    assert contract_names == list(workflow_hub.contract.__all__)
+
+
+@pytest.mark.parametrize(
+    "first",
+    [
+        "import workflow_hub.reporting",
+        "import workflow_hub.wire",
+        "from workflow_hub.contract import RootActivity",
+        "from workflow_hub.testing import strategies",
+    ],
+)
+def test_contract_names_say_the_package_whichever_module_loads_them_first(first: str) -> None:
+    out = _run(
+        f"{first}\n"
+        "import workflow_hub._contract as contract\n"
+        "print(sorted({contract.RootActivity.__module__, contract.State.__module__, "
+        "contract.ContractError.__module__, contract.SnapshotFrame.__module__}))\n"
+    )
+    assert out.split() == ["['workflow_hub']"]
 
 
 def test_status_loads_only_values_wire_and_aggregate() -> None:

@@ -793,3 +793,21 @@ def test_replace_publisher_refuses_a_non_publisher() -> None:
     with pytest.raises(ContractError, match="publisher"):
         tracker.replace_publisher(object())  # type: ignore[arg-type]
     assert tracker.publisher is publisher
+
+
+def test_the_default_event_ids_are_uuid4_text() -> None:
+    """Without an ``event_id_factory`` every lifecycle event's id is a random version-4 UUID in
+    its canonical text (what ``str(uuid.uuid4())`` gives), and ids do not repeat."""
+    import uuid
+
+    from workflow_hub.tracker import _tracker
+
+    made = [_tracker._uuid4() for _ in range(5000)]
+    assert len(set(made)) == len(made)
+    for text in made:
+        value = uuid.UUID(text)
+        assert str(value) == text
+        assert (value.version, value.variant) == (4, uuid.RFC_4122)
+    # Every variant digit and every other random digit shows up: the bits stay random.
+    assert {text[19] for text in made} == set("89ab")
+    assert {text[15] for text in made} == set("0123456789abcdef")

@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Sequence
-from types import ModuleType
-from typing import Any
 
 from ._errors import DEBUG_VARIABLE, Parser, debug_requested, run_reported
+
+TYPE_CHECKING = False  # not from typing: a one-shot command (status) does not load it
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from types import ModuleType
+    from typing import Any
 
 __all__ = ["main"]
 

@@ -18,9 +18,12 @@ import argparse
 import errno
 import os
 import sys
-from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
-from typing import NoReturn
+
+TYPE_CHECKING = False  # not from typing: every command runs through here, status too
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+    from typing import NoReturn
 
 __all__ = [
     "DEBUG_VARIABLE",

@@ -11,18 +11,20 @@ from __future__ import annotations
 
 import json
 import socket
-from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from ._errors import CommandError, UsageError, describe_os_error
 
+TYPE_CHECKING = False  # not from typing: a status refresh does not load it
 if TYPE_CHECKING:
     from .._contract import SnapshotFrame
 
 __all__ = [
     "REDIS_SCHEMES",
     "check_redis_url",
+    "decode_snapshot",
     "fetch_snapshot",
+    "fetch_snapshot_body",
     "hub_url",
     "is_redis_url",
     "short_reason",
@@ -84,9 +86,14 @@ def fetch_snapshot(
     url: str, token: str | None, *, timeout: float = DEFAULT_TIMEOUT
 ) -> SnapshotFrame:
     """``GET {url}/v1/snapshot`` once; :class:`CommandError` saying what to do when it fails."""
-    from .._contract import ContractError, SnapshotFrame
-    from ..wire import loads
+    return decode_snapshot(url, *fetch_snapshot_body(url, token, timeout=timeout))
 
+
+def fetch_snapshot_body(
+    url: str, token: str | None, *, timeout: float = DEFAULT_TIMEOUT
+) -> tuple[bytes, str]:
+    """The body and content type of ``GET {url}/v1/snapshot`` answered 200, not decoded;
+    :class:`CommandError` saying what to do when it is not."""
     status, content_type, body = _get(f"{url}/v1/snapshot", token, timeout)
     if status == 401:
         raise CommandError(
@@ -98,6 +105,14 @@ def fetch_snapshot(
         raise CommandError(_not_found(url, token, timeout))
     if status != 200:
         raise CommandError(f"{url}: the server answered {status} for /v1/snapshot")
+    return body, content_type
+
+
+def decode_snapshot(url: str, body: bytes, content_type: str) -> SnapshotFrame:
+    """The snapshot ``url`` answered; :class:`CommandError` when it is not one."""
+    from .._contract import ContractError, SnapshotFrame
+    from ..wire import loads
+
     try:
         return loads(SnapshotFrame, body)
     except (ContractError, ValueError):

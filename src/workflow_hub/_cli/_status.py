@@ -8,7 +8,9 @@ state (:data:`EXIT_STATUSES`); ``--format`` makes the line of the fields of :dat
 only when the line changes (for status bars that read a pipe).
 
 One refresh of a served hub is one ``GET /v1/snapshot`` with the standard library: no httpx,
-no trio run, no rich, no server, no Redis client (``--follow`` and ``redis://`` load theirs).
+no trio run, no rich, no server, no Redis client (``--follow`` and ``redis://`` load theirs), and
+for a snapshot that is plainly valid not even the contract's classes nor attrs: ``_summary``
+reads its JSON (anything else takes the ordinary path, ``wire.loads`` and ``aggregate``).
 What cannot be known (the hub is not running, the token is refused) is a line too:
 ``activity unknown: connection refused``, exit status 3, and the whole reason on stderr.
 """
@@ -19,23 +21,29 @@ import argparse
 import json
 import string
 import sys
-from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
 
 from ._errors import CommandError, UsageError, leaves
 from ._http import (
     check_redis_url,
-    fetch_snapshot,
+    decode_snapshot,
+    fetch_snapshot_body,
     hub_url,
     is_redis_url,
     short_reason,
     why_down,
 )
 from ._options import seconds
+from ._summary import Summary, summarize
 
+TYPE_CHECKING = False  # not from typing: a status refresh does not load it
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator, Mapping
+    from typing import Any, TypeAlias
+
     from ..reporting import AggregateStatus
+
+    Status: TypeAlias = AggregateStatus | Summary
 
 __all__ = ["EXIT_STATUSES", "FIELDS", "add_arguments", "exit_status", "fields", "run"]
 
@@ -122,7 +130,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def fields(status: AggregateStatus) -> dict[str, Any]:
+def fields(status: Status) -> dict[str, Any]:
     """What ``--format`` and ``--json`` can show of a status."""
     return {
         "message": status.message,
@@ -137,7 +145,7 @@ def fields(status: AggregateStatus) -> dict[str, Any]:
     }
 
 
-def exit_status(status: AggregateStatus) -> int:
+def exit_status(status: Status) -> int:
     """0 idle, 1 working, 2 blocked or needs attention, 3 unknown."""
     state = str(status.state)
     if state == "unknown":
@@ -149,10 +157,10 @@ def exit_status(status: AggregateStatus) -> int:
     return EXIT_STATUSES["idle"]
 
 
-def _formatter(args: argparse.Namespace) -> Callable[[AggregateStatus], str]:
+def _formatter(args: argparse.Namespace) -> Callable[[Status], str]:
     if args.json:
 
-        def as_json(status: AggregateStatus) -> str:
+        def as_json(status: Status) -> str:
             values = fields(status)
             values["attention"] = status.attention
             values["reason"] = values["reason"] or None
@@ -195,12 +203,12 @@ def unknown_status(why: str) -> AggregateStatus:
 class _Printer:
     """Prints a status's line, with ``--follow`` only when it differs from the last one."""
 
-    def __init__(self, line: Callable[[AggregateStatus], str]) -> None:
+    def __init__(self, line: Callable[[Status], str]) -> None:
         self._line = line
         self._last: str | None = None
-        self.status: AggregateStatus | None = None
+        self.status: Status | None = None
 
-    def show(self, status: AggregateStatus) -> None:
+    def show(self, status: Status) -> None:
         self.status = status
         text = self._line(status)
         if text != self._last:
@@ -261,10 +269,15 @@ def _first_command_error() -> Iterator[None]:
 # --- a served hub -----------------------------------------------------------------------------
 
 
-def _hub_once(args: argparse.Namespace) -> AggregateStatus:
+def _hub_once(args: argparse.Namespace) -> Status:
+    body, content_type = fetch_snapshot_body(args.url, args.token, timeout=args.timeout)
+    summary = summarize(body)
+    if summary is not None:
+        return summary
+    # Not plainly a valid snapshot: the decoder decides, and says what is wrong.
     from ..reporting import aggregate
 
-    return aggregate(fetch_snapshot(args.url, args.token, timeout=args.timeout))
+    return aggregate(decode_snapshot(args.url, body, content_type))
 
 
 async def _follow_hub(args: argparse.Namespace, printer: _Printer) -> None:

@@ -5,8 +5,13 @@ wire codec and the cursor's text form. It imports nothing of the package but thi
 every other part of workflow_hub can build on it. Siblings import from this ``__init__``, never
 from the private modules inside; the public homes of these names are ``workflow_hub.contract``
 and ``workflow_hub.wire``.
+
+The package root exports the contract's values and loads them on first access (PEP 562), so
+this folder may be reached first by any module of the package: it ends by claiming the root's
+names (they say ``workflow_hub`` however they were first imported).
 """
 
+from .._public import claim_root_names
 from ._cursor_text import epoch_text_problem as epoch_text_problem
 from ._cursor_text import format_cursor as format_cursor
 from ._cursor_text import parse_cursor as parse_cursor
@@ -67,3 +72,6 @@ from ._wire import dumps as dumps
 from ._wire import from_wire as from_wire
 from ._wire import loads as loads
 from ._wire import to_wire as to_wire
+
+claim_root_names(globals())
+del claim_root_names

@@ -29,6 +29,7 @@ FAILED: Final = "failed"
 REVOKED: Final = "revoked"
 LOST: Final = "lost"
 _ENDED = frozenset({SUCCEEDED, FAILED, REVOKED})
+_STOPPED = frozenset({FAILED, REVOKED})  # ends with no continuation to wait for
 
 # Celery's own rule (celery.events.state): a worker is offline once twice its heartbeat interval
 # has passed without a heartbeat.
@@ -96,6 +97,7 @@ class _Root:
     root_id: str
     tasks: dict[str, _Task] = attrs.field(factory=dict)
     open: int = 0  # tasks not ended (lost ones included)
+    stopped: int = 0  # tasks failed or revoked: they end the root without waiting to settle
     ended: bool = False
     quiet_since: float | None = None  # when the last open task ended
     ended_at: float = 0.0
@@ -360,6 +362,7 @@ class CeleryBridge:
         was_lost = task.state == LOST
         if retries is not None:
             task.retries = retries
+        root.stopped += (state in _STOPPED) - (task.state in _STOPPED)
         task.state = state
         is_open = state not in _ENDED
         if was_lost and state != LOST:
@@ -482,9 +485,7 @@ class CeleryBridge:
                 root.quiet_since = now
             # Only success has continuations (a chain's next step, a chord's body): a failed or
             # revoked task stops its chain, so a root with one ends as soon as nothing runs.
-            if now - root.quiet_since >= self._settle or any(
-                task.state in (FAILED, REVOKED) for task in root.tasks.values()
-            ):
+            if root.stopped or now - root.quiet_since >= self._settle:
                 del self._quiet[root_id]
                 self._end(root, now)
 

@@ -21,8 +21,8 @@ thread (other threads use ``ThreadPublisher.call_soon``).
 
 from __future__ import annotations
 
+import os
 import time
-import uuid
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import final
@@ -121,8 +121,19 @@ def _wall_clock_ms() -> float:
     return time.time() * 1000
 
 
+# The hex digit at a uuid4's variant position, from the random digit it replaces: its top two
+# bits become 10 (RFC 4122), its low two stay random.
+_VARIANT_DIGIT = {digit: "89ab"[int(digit, 16) & 3] for digit in "0123456789abcdef"}
+
+
 def _uuid4() -> str:
-    return str(uuid.uuid4())
+    """``str(uuid.uuid4())``, written out: the same 122 random bits from ``os.urandom`` and the
+    same text, without building a ``UUID`` (a third of the cost; every lifecycle event pays it)."""
+    digits = os.urandom(16).hex()
+    return (
+        f"{digits[:8]}-{digits[8:12]}-4{digits[13:16]}-"
+        f"{_VARIANT_DIGIT[digits[16]]}{digits[17:20]}-{digits[20:]}"
+    )
 
 
 def _node_target(

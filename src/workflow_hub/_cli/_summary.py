@@ -1,0 +1,327 @@
+"""One ``status`` refresh without the contract's classes: a snapshot's JSON read and summed up.
+
+``workflow-hub status URL`` prints :func:`~workflow_hub.reporting.aggregate` of the snapshot a
+served hub answers. Decoding that snapshot into the contract's values costs attrs and the
+classes themselves (some 50 ms of a refresh of about 100 ms), and the line needs none of them:
+it is counts and reasons. So :func:`summarize` checks the decoded JSON against the wire format's
+rules for a snapshot (the same keys, types and values ``wire.loads(SnapshotFrame, body)``
+accepts) and computes the same status with the standard library alone.
+
+It is a fast path, never a second judge: whenever it is not sure (anything the decoder would
+refuse, and anything it does not know how to check, such as a string with a lone surrogate), it
+returns ``None`` and the command takes the ordinary path, which decides and explains as before.
+tests/cli/test_status_summary.py holds it to the ordinary path on every snapshot the public
+strategies draw and on broken ones. The enumerations' values and the reason priorities below are
+the contract's (``_contract/_enums.py``, ``_contract/_rules.py``); the same test holds them to it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+__all__ = ["Summary", "summarize"]
+
+STATES = frozenset({"working", "blocked", "idle"})
+REASONS = frozenset(
+    {
+        "executing",
+        "retrying",
+        "automatic_continuation",
+        "stopping",
+        "awaiting_input",
+        "manual_intervention",
+        "paused",
+        "quiescent",
+    }
+)
+AVAILABILITIES = frozenset({"recovering", "ready", "unavailable"})
+STAGE_STATUSES = frozenset(
+    {"awaiting_input", "blocked", "completed", "failed", "paused", "pending", "running", "skipped"}
+)
+TOOL_STATUSES = frozenset({"cached", "cancelled", "completed", "failed", "pending", "running"})
+PROMPT_KINDS = frozenset({"confirm", "custom", "editor", "input", "select"})
+WORKING_PRIORITY = ("retrying", "executing", "automatic_continuation")
+BLOCKED_PRIORITY = ("awaiting_input", "manual_intervention")
+
+_SEPARATOR = " · "
+
+
+class _Refused(Exception):
+    """Not sure: the ordinary path decides."""
+
+
+class Summary:
+    """What ``status`` shows of a snapshot: the attributes of an ``AggregateStatus``, with the
+    state and the reason as their wire strings (what ``str()`` of the enum members gives)."""
+
+    __slots__ = (
+        "attention",
+        "awaiting_input",
+        "blocked",
+        "message",
+        "reason",
+        "roots",
+        "state",
+        "working",
+    )
+
+    def __init__(
+        self,
+        *,
+        state: str,
+        reason: str | None,
+        attention: bool,
+        roots: int,
+        working: int,
+        blocked: int,
+        awaiting_input: int,
+        message: str,
+    ) -> None:
+        self.state = state
+        self.reason = reason
+        self.attention = attention
+        self.roots = roots
+        self.working = working
+        self.blocked = blocked
+        self.awaiting_input = awaiting_input
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def summarize(body: bytes) -> Summary | None:
+    """The status of a snapshot's JSON text, or ``None`` when the ordinary path must decide."""
+    try:
+        document = json.loads(body, parse_constant=_refuse_constant)
+        roots = _snapshot(document)
+    except (_Refused, ValueError, RecursionError):
+        return None
+    return _aggregate(document["availability"], roots)
+
+
+# --- the wire format's rules for a snapshot (_contract/_values.py, _contract/_wire.py) ---------
+
+
+def _refuse_constant(text: str) -> object:
+    raise _Refused(text)
+
+
+def _object(value: object) -> dict[str, object]:
+    if type(value) is not dict:
+        raise _Refused
+    return value
+
+
+def _str(value: object) -> None:
+    if type(value) is not str:
+        raise _Refused
+    if not value.isascii():
+        try:
+            value.encode()
+        except UnicodeEncodeError:
+            raise _Refused from None
+
+
+def _count(value: object) -> None:
+    if type(value) is not int or value < 0:
+        raise _Refused
+
+
+def _number(value: object) -> None:
+    if type(value) is float:
+        if not math.isfinite(value):
+            raise _Refused
+    elif type(value) is not int:
+        raise _Refused
+
+
+def _member(values: frozenset[str]) -> Callable[[object], None]:
+    def check(value: object) -> None:
+        if type(value) is not str or value not in values:
+            raise _Refused
+
+    return check
+
+
+def _strs(value: object) -> None:
+    if type(value) is not list:
+        raise _Refused
+    for item in value:
+        _str(item)
+
+
+def _fields(
+    document: dict[str, object],
+    required: tuple[tuple[str, Callable[[object], None]], ...],
+    optional: tuple[tuple[str, Callable[[object], None]], ...] = (),
+) -> None:
+    """Each required key present and valid, each optional one absent or valid (never null)."""
+    for key, check in required:
+        if key not in document:
+            raise _Refused
+        check(document[key])
+    for key, check in optional:
+        if key in document:
+            check(document[key])
+
+
+def _discriminated(document: dict[str, object], key: str, tag: str) -> None:
+    if document.get(key) != tag:
+        raise _Refused
+
+
+def _prompt_fields(prompt: dict[str, object]) -> None:
+    _fields(
+        prompt,
+        (("id", _str), ("kind", _member(PROMPT_KINDS)), ("message", _str), ("createdAt", _number)),
+        (("choices", _strs),),
+    )
+
+
+def _node_prompt(value: object) -> None:
+    _prompt_fields(_object(value))
+
+
+def _run_prompts(value: object) -> None:
+    if type(value) is not list:
+        raise _Refused
+    for item in value:
+        prompt = _object(item)
+        _prompt_fields(prompt)
+        _fields(prompt, (("runId", _str),))
+
+
+_NODE_FIELDS = (
+    ("id", _str),
+    ("runId", _str),
+    ("nodeId", _str),
+    ("name", _str),
+    ("parentIds", _strs),
+    ("depth", _count),
+)
+_STAGE_FIELDS = (*_NODE_FIELDS, ("status", _member(STAGE_STATUSES)))
+_STAGE_OPTIONAL = (("executionOrder", _count), ("pendingPrompt", _node_prompt))
+_TOOL_FIELDS = (*_NODE_FIELDS, ("status", _member(TOOL_STATUSES)), ("ordinal", _count))
+_TOOL_OPTIONAL = (("executionOrder", _count),)
+
+
+def _nodes(value: object) -> None:
+    if type(value) is not list:
+        raise _Refused
+    for item in value:
+        node = _object(item)
+        kind = node.get("kind")
+        if kind == "stage":
+            _fields(node, _STAGE_FIELDS, _STAGE_OPTIONAL)
+        elif kind == "tool":
+            _fields(node, _TOOL_FIELDS, _TOOL_OPTIONAL)
+        else:
+            raise _Refused
+
+
+def _graph(value: object) -> None:
+    _fields(_object(value), (("nodes", _nodes),), (("runPrompts", _run_prompts),))
+
+
+_ROOT_FIELDS = (
+    ("rootRunId", _str),
+    ("ownerSessionId", _str),
+    ("state", _member(STATES)),
+    ("reason", _member(REASONS)),
+    ("activeExecutionCount", _count),
+    ("actionableBlockCount", _count),
+    ("needsAttention", lambda value: None if type(value) is bool else _refuse()),
+)
+_ROOT_OPTIONAL = (("graph", _graph),)
+
+
+def _refuse() -> None:
+    raise _Refused
+
+
+def _cursor(value: object) -> None:
+    _fields(_object(value), (("epoch", _str), ("revision", _count)))
+
+
+def _snapshot(data: object) -> list[dict[str, object]]:
+    """The roots of a valid snapshot document (none unless it is ready); refused otherwise."""
+    document = _object(data)
+    _discriminated(document, "kind", "snapshot")
+    _fields(document, (("cursor", _cursor), ("availability", _member(AVAILABILITIES))))
+    if (document["availability"] == "ready") != ("roots" in document):
+        raise _Refused  # ready exactly when it carries roots (SnapshotFrame's own check)
+    if "roots" not in document:
+        return []
+    roots = document["roots"]
+    if type(roots) is not list:
+        raise _Refused
+    for root in roots:
+        _fields(_object(root), _ROOT_FIELDS, _ROOT_OPTIONAL)
+    return roots
+
+
+# --- reporting.aggregate() of a snapshot, on wire strings ---------------------------------------
+
+
+def _verb(count: int, singular: str, plural: str) -> str:
+    return f"{count} {singular if count == 1 else plural}"
+
+
+def _first_by_rank(reasons: list[str], priority: tuple[str, ...]) -> str | None:
+    rank = {reason: index for index, reason in enumerate(priority)}
+    return min(reasons, key=lambda reason: rank.get(reason, len(rank)), default=None)
+
+
+def _aggregate(availability: str, roots: list[dict[str, object]]) -> Summary:
+    states = [(root["state"], root["reason"], root["needsAttention"] is True) for root in roots]
+    working = [str(reason) for state, reason, _ in states if state == "working"]
+    blocked = [str(reason) for state, reason, _ in states if state == "blocked"]
+    awaiting = blocked.count("awaiting_input")
+    manual = blocked.count("manual_intervention")
+    attention = any(needs or state == "blocked" for state, _, needs in states)
+    other_attention = sum(1 for state, _, needs in states if needs and state != "blocked")
+
+    blocked_parts: list[str] = []
+    if awaiting:
+        blocked_parts.append(f"{awaiting} waiting for input")
+    if manual:
+        blocked_parts.append(_verb(manual, "needs intervention", "need intervention"))
+    if len(blocked) > awaiting + manual:
+        blocked_parts.append(f"{len(blocked) - awaiting - manual} blocked")
+    attention_parts: list[str] = []
+    if other_attention:
+        attention_parts.append(_verb(other_attention, "needs attention", "need attention"))
+
+    paused = sum(1 for _, reason, _ in states if reason == "paused")
+    reason: str | None
+    if working:
+        state = "working"
+        independent = [r for r in working if r != "stopping"]
+        reason = _first_by_rank(independent, WORKING_PRIORITY) or "stopping"
+        parts = [f"{len(working)} working", *blocked_parts, *attention_parts]
+    elif blocked:
+        state = "blocked"
+        reason = _first_by_rank(blocked, BLOCKED_PRIORITY)
+        parts = [*blocked_parts, *attention_parts]
+    elif availability != "ready":
+        state, reason = "unknown", None
+        parts = [f"activity unknown: source {availability}", *attention_parts]
+    else:
+        state, reason = "idle", "paused" if paused else "quiescent"
+        parts = [f"{paused} paused" if paused else "idle", *attention_parts]
+    return Summary(
+        state=state,
+        reason=reason,
+        attention=attention,
+        roots=len(roots),
+        working=len(working),
+        blocked=len(blocked),
+        awaiting_input=awaiting,
+        message=_SEPARATOR.join(parts),
+    )
