@@ -20,6 +20,8 @@ from __future__ import annotations
 import json
 import math
 
+from .._status_line import SEPARATOR, decide, root_parts
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -47,8 +49,6 @@ TOOL_STATUSES = frozenset({"cached", "cancelled", "completed", "failed", "pendin
 PROMPT_KINDS = frozenset({"confirm", "custom", "editor", "input", "select"})
 WORKING_PRIORITY = ("retrying", "executing", "automatic_continuation")
 BLOCKED_PRIORITY = ("awaiting_input", "manual_intervention")
-
-_SEPARATOR = " · "
 
 
 class _Refused(Exception):
@@ -269,59 +269,42 @@ def _snapshot(data: object) -> list[dict[str, object]]:
 # --- reporting.aggregate() of a snapshot, on wire strings ---------------------------------------
 
 
-def _verb(count: int, singular: str, plural: str) -> str:
-    return f"{count} {singular if count == 1 else plural}"
-
-
-def _first_by_rank(reasons: list[str], priority: tuple[str, ...]) -> str | None:
-    rank = {reason: index for index, reason in enumerate(priority)}
-    return min(reasons, key=lambda reason: rank.get(reason, len(rank)), default=None)
+_WORKING_RANK = {reason: index for index, reason in enumerate(WORKING_PRIORITY)}
+_BLOCKED_RANK = {reason: index for index, reason in enumerate(BLOCKED_PRIORITY)}
 
 
 def _aggregate(availability: str, roots: list[dict[str, object]]) -> Summary:
-    states = [(root["state"], root["reason"], root["needsAttention"] is True) for root in roots]
-    working = [str(reason) for state, reason, _ in states if state == "working"]
-    blocked = [str(reason) for state, reason, _ in states if state == "blocked"]
-    awaiting = blocked.count("awaiting_input")
-    manual = blocked.count("manual_intervention")
-    attention = any(needs or state == "blocked" for state, _, needs in states)
-    other_attention = sum(1 for state, _, needs in states if needs and state != "blocked")
-
-    blocked_parts: list[str] = []
-    if awaiting:
-        blocked_parts.append(f"{awaiting} waiting for input")
-    if manual:
-        blocked_parts.append(_verb(manual, "needs intervention", "need intervention"))
-    if len(blocked) > awaiting + manual:
-        blocked_parts.append(f"{len(blocked) - awaiting - manual} blocked")
-    attention_parts: list[str] = []
-    if other_attention:
-        attention_parts.append(_verb(other_attention, "needs attention", "need attention"))
-
+    # What reporting.aggregate computes from contract values, from checked JSON: the same
+    # rule (``_status_line``), fed strings.
+    states = [
+        (str(root["state"]), str(root["reason"]), root["needsAttention"] is True) for root in roots
+    ]
+    working = [reason for state, reason, _ in states if state == "working"]
+    blocked = [reason for state, reason, _ in states if state == "blocked"]
     paused = sum(1 for _, reason, _ in states if reason == "paused")
-    reason: str | None
-    if working:
-        state = "working"
-        independent = [r for r in working if r != "stopping"]
-        reason = _first_by_rank(independent, WORKING_PRIORITY) or "stopping"
-        parts = [f"{len(working)} working", *blocked_parts, *attention_parts]
-    elif blocked:
-        state = "blocked"
-        reason = _first_by_rank(blocked, BLOCKED_PRIORITY)
-        parts = [*blocked_parts, *attention_parts]
-    elif availability != "ready":
-        state, reason = "unknown", None
-        parts = [f"activity unknown: source {availability}", *attention_parts]
-    else:
-        state, reason = "idle", "paused" if paused else "quiescent"
-        parts = [f"{paused} paused" if paused else "idle", *attention_parts]
+    state, reason = decide(
+        working,
+        blocked,
+        unknown=availability != "ready",
+        paused=paused > 0,
+        working_rank=_WORKING_RANK,
+        blocked_rank=_BLOCKED_RANK,
+    )
+    parts = root_parts(
+        state,
+        working=len(working),
+        blocked=blocked,
+        other_attention=sum(1 for state, _, needs in states if needs and state != "blocked"),
+        paused=paused,
+        unknown_detail=f"source {availability}",
+    )
     return Summary(
         state=state,
         reason=reason,
-        attention=attention,
+        attention=any(needs or state == "blocked" for state, _, needs in states),
         roots=len(roots),
         working=len(working),
         blocked=len(blocked),
-        awaiting_input=awaiting,
-        message=_SEPARATOR.join(parts),
+        awaiting_input=blocked.count("awaiting_input"),
+        message=SEPARATOR.join(parts),
     )

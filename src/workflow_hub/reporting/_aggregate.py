@@ -30,6 +30,7 @@ from .._contract import (
     SnapshotFrame,
     State,
 )
+from .._status_line import SEPARATOR, decide, root_parts
 from ._view import ActivityView
 
 __all__ = ["AggregateState", "AggregateStatus", "aggregate", "combine"]
@@ -76,22 +77,10 @@ class AggregateStatus:
         return self.message
 
 
-# The priorities are SPEC §5's, shared with the derivation of one root (``_rules.py``).
-# ``stopping`` is reported only when every working root is stopping: independent work that
-# continues keeps its own reason, across roots as within one.
-_WORKING_RANK: Mapping[Reason, int] = {reason: i for i, reason in enumerate(WORKING_PRIORITY)}
-_BLOCKED_RANK: Mapping[Reason, int] = {reason: i for i, reason in enumerate(BLOCKED_PRIORITY)}
-_SEPARATOR = " · "
-
-
-def _first_by_rank(reasons: Iterable[Reason], rank: Mapping[Reason, int]) -> Reason | None:
-    # A reason outside the table (a root published with an unusual pair) ranks last; ties keep
-    # the view's order. The reason is reported as published, never invented.
-    return min(reasons, key=lambda reason: rank.get(reason, len(rank)), default=None)
-
-
-def _verb(count: int, singular: str, plural: str) -> str:
-    return f"{count} {singular if count == 1 else plural}"
+# The priorities are SPEC §5's, shared with the derivation of one root (``_rules.py``); the
+# table and the message are ``_status_line``'s, shared with ``workflow-hub status``.
+_WORKING_RANK: Mapping[str, int] = {reason: i for i, reason in enumerate(WORKING_PRIORITY)}
+_BLOCKED_RANK: Mapping[str, int] = {reason: i for i, reason in enumerate(BLOCKED_PRIORITY)}
 
 
 def aggregate(source: ActivityView | SnapshotFrame) -> AggregateStatus:
@@ -117,45 +106,30 @@ def aggregate(source: ActivityView | SnapshotFrame) -> AggregateStatus:
 
     working = [root.reason for root in roots if root.state is State.WORKING]
     blocked = [root.reason for root in roots if root.state is State.BLOCKED]
-    awaiting = blocked.count(Reason.AWAITING_INPUT)
-    manual = blocked.count(Reason.MANUAL_INTERVENTION)
     attention = any(root.needs_attention or root.state is State.BLOCKED for root in roots)
     # Attention that the blocked counts do not already tell (e.g. an ended failure).
     other_attention = sum(
         1 for root in roots if root.needs_attention and root.state is not State.BLOCKED
     )
-
-    blocked_parts: list[str] = []
-    if awaiting:
-        blocked_parts.append(f"{awaiting} waiting for input")
-    if manual:
-        blocked_parts.append(_verb(manual, "needs intervention", "need intervention"))
-    if len(blocked) > awaiting + manual:
-        blocked_parts.append(f"{len(blocked) - awaiting - manual} blocked")
-    attention_parts: list[str] = []
-    if other_attention:
-        attention_parts.append(_verb(other_attention, "needs attention", "need attention"))
-
     unknown = availability is not Availability.READY or not in_sync
     paused = sum(1 for root in roots if root.reason is Reason.PAUSED)
     state, reason = _decide(working, blocked, unknown=unknown, paused=paused > 0)
-    if state is AggregateState.WORKING:
-        parts = [f"{len(working)} working", *blocked_parts, *attention_parts]
-    elif state is AggregateState.BLOCKED:
-        parts = [*blocked_parts, *attention_parts]
-    elif state is AggregateState.UNKNOWN:
-        if availability is None:
-            detail = "no snapshot yet"
-        elif availability is not Availability.READY:
-            detail = f"source {availability}"
-        elif superseded:
-            detail = "source replaced"
-        else:
-            detail = "view out of sync"
-        parts = [f"activity unknown: {detail}", *attention_parts]
+    if availability is None:
+        detail = "no snapshot yet"
+    elif availability is not Availability.READY:
+        detail = f"source {availability}"
+    elif superseded:
+        detail = "source replaced"
     else:
-        parts = [f"{paused} paused" if paused else "idle", *attention_parts]
-
+        detail = "view out of sync"
+    parts = root_parts(
+        state,
+        working=len(working),
+        blocked=blocked,
+        other_attention=other_attention,
+        paused=paused,
+        unknown_detail=detail,
+    )
     return AggregateStatus(
         state=state,
         reason=reason,
@@ -163,8 +137,8 @@ def aggregate(source: ActivityView | SnapshotFrame) -> AggregateStatus:
         roots=len(roots),
         working=len(working),
         blocked=len(blocked),
-        awaiting_input=awaiting,
-        message=_SEPARATOR.join(parts),
+        awaiting_input=blocked.count(Reason.AWAITING_INPUT),
+        message=SEPARATOR.join(parts),
     )
 
 
@@ -175,25 +149,16 @@ def _decide(
     unknown: bool,
     paused: bool,
 ) -> tuple[AggregateState, Reason | None]:
-    """The decision table of the module docstring, for roots and for whole sources alike.
-
-    ``working`` and ``blocked`` are the reasons of the parts in those states (a part whose
-    reason is unknown counts, and decides nothing about the reason); ``unknown`` says that some
-    part is unknown; ``paused`` that some idle part is paused.
-    """
-    working = list(working)
-    blocked = list(blocked)
-    if working:
-        independent = [r for r in working if r is not None and r is not Reason.STOPPING]
-        return AggregateState.WORKING, _first_by_rank(independent, _WORKING_RANK) or (
-            Reason.STOPPING
-        )
-    if blocked:
-        known = [reason for reason in blocked if reason is not None]
-        return AggregateState.BLOCKED, _first_by_rank(known, _BLOCKED_RANK)
-    if unknown:
-        return AggregateState.UNKNOWN, None
-    return AggregateState.IDLE, Reason.PAUSED if paused else Reason.QUIESCENT
+    """``_status_line.decide`` with the contract's priorities, as this module's enums."""
+    state, reason = decide(
+        working,
+        blocked,
+        unknown=unknown,
+        paused=paused,
+        working_rank=_WORKING_RANK,
+        blocked_rank=_BLOCKED_RANK,
+    )
+    return AggregateState(state), None if reason is None else Reason(reason)
 
 
 def combine(statuses: Iterable[AggregateStatus]) -> AggregateStatus:
@@ -243,5 +208,5 @@ def combine(statuses: Iterable[AggregateStatus]) -> AggregateStatus:
         working=working,
         blocked=blocked,
         awaiting_input=awaiting,
-        message=_SEPARATOR.join(parts),
+        message=SEPARATOR.join(parts),
     )
