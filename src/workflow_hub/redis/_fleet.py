@@ -58,11 +58,16 @@ _ROUND_PER_SOURCE = 10e-6
 _DOORBELL_SPACING = 0.002
 """Seconds from one doorbell round to the next (each costs in the number of sources that
 appended)."""
-_DOORBELL_FROM = round(_DOORBELL_SPACING / _ROUND_PER_SOURCE)
-"""Sources from which doorbell rounds are used: a full round's spacing would be longer than a
-doorbell round's (below, a blocking XREAD of every stream wakes sooner and costs little)."""
+_DOORBELL_FROM = 200
+"""Sources from which doorbell rounds are used: from here on a full round's spacing (2 ms at
+200 sources) is no shorter than a doorbell round's (below, a blocking XREAD of every stream
+wakes sooner and costs little)."""
 _IDLE_AFTER = 3
 """Doorbell rounds in a row that read nothing before the follower waits in a blocking XREAD."""
+_SLICE = 100
+"""Streams read from their last entries alongside a doorbell round, in turn, so that every
+stream is read at least every ``poll_interval`` without a full round (an ``XREAD`` of every
+stream, several milliseconds at 1 000 sources) holding up the frames of busy sources."""
 
 DOORBELL_SCRIPT = """
 -- KEYS: sources. ARGV: a server time (ms), or '' for none; the frames key of a source is
@@ -101,7 +106,7 @@ _QUIET_BATCH = 500
 _SWEEP_BATCH = 100
 """Quiet checks per script in the background sweep: small enough that neither the server nor
 this task holds up the read loop for long."""
-_DISCOVERY_SLICE = 200
+_DISCOVERY_SLICE = 50
 """Sources a discovery folds between two checkpoints (the read loop runs in between)."""
 
 
@@ -460,6 +465,8 @@ class _FleetReader:
         self._next_full = -math.inf  # ... and one comes no later than this
         self._empty = 0  # doorbell rounds in a row that read nothing
         self._last_ok = -math.inf  # when the last doorbell round completed
+        self._sliced = 0  # where the next slice of streams starts (in discovery order)
+        self._next_slice = math.inf  # when a doorbell round reads the next slice too
         self._waiting: trio.CancelScope | None = None  # a full round's blocking XREAD
         self._swept: dict[SourceStream, str | None] = {}
 
@@ -585,6 +592,11 @@ class _FleetReader:
         if got and since is not None and not self._full_due:
             self._since = since  # entries are coming: doorbell rounds from here on
             self._empty = 0
+            # Doorbell rounds read every stream in slices meanwhile (a full round comes for
+            # sources in trouble, or when something changed that only a full round handles).
+            self._next_full = troubled
+            self._sliced = 0
+            self._next_slice = trio.current_time() + self._slice_every(len(streams))
 
     async def _doorbell_round(
         self, streams: Mapping[str, SourceStream], now: float
@@ -629,6 +641,13 @@ class _FleetReader:
             if len(found[3]) >= self._count and stream._last_id is not None:
                 exact[stream._keys.frames] = stream  # more may follow
         self._since = since
+        if now >= self._next_slice:
+            await self._deliver(touched)  # what the hints brought need not wait for the slice
+            for stream in self._slice(streams, now):
+                if stream._keys.frames not in exact:
+                    stream._prepare()
+                    touched.append(stream)
+                    exact[stream._keys.frames] = stream
         if exact:
             got = bool(await self._read(exact, block=False)) or got
         self._last_ok = now
@@ -644,6 +663,22 @@ class _FleetReader:
             if self._empty >= _IDLE_AFTER:
                 self._since = None  # quiet again: wait on every stream in a blocking XREAD
         return touched
+
+    def _slice_every(self, streams: int) -> float:
+        """Seconds between two slices: every stream is read within ``quiet_every``."""
+        return self._quiet_every / max(1, math.ceil(streams / _SLICE))
+
+    def _slice(self, streams: Mapping[str, SourceStream], now: float) -> list[SourceStream]:
+        """The next ``_SLICE`` streams in turn that can be read now."""
+        names = list(streams)
+        start = self._sliced if self._sliced < len(names) else 0
+        self._sliced = start + _SLICE
+        self._next_slice = now + self._slice_every(len(names))
+        return [
+            stream
+            for name in names[start : start + _SLICE]
+            if (stream := streams[name])._last_id is not None and stream._retry_at <= now
+        ]
 
     async def _server_ms(self) -> int | None:
         """The server's time (ms), from the doorbell script; ``None`` when the registry is not
