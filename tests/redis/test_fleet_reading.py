@@ -277,3 +277,37 @@ async def test_a_hinted_entry_after_unhinted_ones_brings_them_all_in_order(
         assert revisions == list(range(1, raw.revision[late] + 1))
         assert isinstance(frames[late][0], SnapshotFrame)
         assert all(isinstance(frame, ChangedFrame) for frame in frames[late][1:])
+
+
+async def test_a_frames_key_of_the_wrong_type_in_a_busy_fleet_makes_that_source_unknown(
+    redis_server: RedisServer,
+) -> None:
+    """Bad data in one source of a busy fleet (its frames key replaced by a string while
+    doorbell rounds run, and its registry score refreshed so that the rounds' script looks at
+    it) makes that source unknown, never anything more: the others keep folding every entry."""
+    async with coredis.Redis.from_url(redis_server.url) as redis:
+        raw = RawFleet(redis, f"type-{uuid.uuid4().hex[:8]}", SOURCES)
+        broken = raw.names[5]
+        others = [name for name in raw.names if name != broken]
+        with trio.fail_after(60):
+            for name in raw.names:
+                await raw.snapshot(name)
+            async with followed(redis_server.url, raw) as (fleet_view, frames):
+                await eventually(lambda: all(frames[name] for name in raw.names))
+
+                async def traffic(count: int) -> None:
+                    for index in range(count):
+                        await raw.changed(others[index % len(others)], f"r{index % 7}")
+                        if index % 4 == 3:
+                            await trio.sleep(0.001)
+                            await raw.refresh([broken])
+
+                await traffic(500)
+                await redis.delete([f"{raw.prefix}:{broken}:frames"])
+                await redis.set(f"{raw.prefix}:{broken}:frames", "not a stream")
+                await traffic(1_000)
+                await eventually(
+                    lambda: fleet_view.views[broken].availability is Availability.UNAVAILABLE
+                )
+                await traffic(500)
+                await eventually(lambda: all(matches(fleet_view, raw, name) for name in others))
