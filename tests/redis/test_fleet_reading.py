@@ -122,7 +122,7 @@ async def eventually(predicate: Callable[[], bool]) -> None:
 
 @asynccontextmanager
 async def followed(
-    url: str, raw: RawFleet
+    url: str, raw: RawFleet, *, poll_interval: float = 0.2
 ) -> AsyncIterator[tuple[FleetView, dict[str, list[Frame]]]]:
     """A ``follow_fleet`` folding into a ``FleetView``, and every frame by source."""
     fleet_view = FleetView()
@@ -130,7 +130,9 @@ async def followed(
     async with coredis.Redis.from_url(url) as reader, trio.open_nursery() as nursery:
 
         async def fold() -> None:
-            async with follow_fleet(reader, prefix=raw.prefix, poll_interval=0.2) as fleet:
+            async with follow_fleet(
+                reader, prefix=raw.prefix, poll_interval=poll_interval
+            ) as fleet:
                 async for source, frame in fleet:
                     if frame is not None:
                         frames[source].append(frame)
@@ -231,3 +233,81 @@ async def test_a_gap_or_a_deleted_stream_in_a_busy_fleet_is_never_folded_over(
                 await eventually(lambda: all(matches(fleet_view, raw, name) for name in busy))
                 assert fleet_view.views[gapped].known
                 assert not fleet_view.views[idle].known
+
+
+async def test_a_hinted_entry_after_unhinted_ones_brings_them_all_in_order(
+    redis_server: RedisServer,
+) -> None:
+    """N2 for doorbell rounds (one script returns a busy source's latest entries): a source
+    appends entries the registry does not hint at, then, rounds later, one it does. The script
+    returns only the latest, so the follower must see that they do not follow on from the last
+    entry it read and read the source from there: all four arrive in order, long before the
+    next full round (``poll_interval`` 30 s), with no gap, no resync and no snapshot between."""
+    async with coredis.Redis.from_url(redis_server.url) as redis:
+        raw = RawFleet(redis, f"hint-{uuid.uuid4().hex[:8]}", SOURCES)
+        late = raw.names[11]
+        others = [name for name in raw.names if name != late]
+        with trio.fail_after(60):
+            for name in raw.names:
+                await raw.snapshot(name)
+            async with (
+                followed(redis_server.url, raw, poll_interval=30) as (fleet_view, frames),
+                trio.open_nursery() as nursery,
+            ):
+                await eventually(lambda: all(frames[name] for name in raw.names))
+
+                async def traffic() -> None:  # keeps the follower in doorbell rounds
+                    index = 0
+                    while True:
+                        await raw.changed(others[index % len(others)], f"r{index % 7}")
+                        index += 1
+                        if index % 4 == 3:
+                            await trio.sleep(0.001)
+
+                nursery.start_soon(traffic)
+                await trio.sleep(0.1)
+                for index in range(3):
+                    await raw.changed(late, f"unhinted-{index}", registry=False)
+                await trio.sleep(0.05)  # several rounds: the entries are well before the next
+                await raw.changed(late, "hinted")
+                with trio.fail_after(5):  # well before the next full round
+                    await eventually(lambda: matches(fleet_view, raw, late))
+                nursery.cancel_scope.cancel()
+        revisions = [frame.cursor.revision for frame in frames[late]]
+        assert revisions == list(range(1, raw.revision[late] + 1))
+        assert isinstance(frames[late][0], SnapshotFrame)
+        assert all(isinstance(frame, ChangedFrame) for frame in frames[late][1:])
+
+
+async def test_a_frames_key_of_the_wrong_type_in_a_busy_fleet_makes_that_source_unknown(
+    redis_server: RedisServer,
+) -> None:
+    """Bad data in one source of a busy fleet (its frames key replaced by a string while
+    doorbell rounds run, and its registry score refreshed so that the rounds' script looks at
+    it) makes that source unknown, never anything more: the others keep folding every entry."""
+    async with coredis.Redis.from_url(redis_server.url) as redis:
+        raw = RawFleet(redis, f"type-{uuid.uuid4().hex[:8]}", SOURCES)
+        broken = raw.names[5]
+        others = [name for name in raw.names if name != broken]
+        with trio.fail_after(60):
+            for name in raw.names:
+                await raw.snapshot(name)
+            async with followed(redis_server.url, raw) as (fleet_view, frames):
+                await eventually(lambda: all(frames[name] for name in raw.names))
+
+                async def traffic(count: int) -> None:
+                    for index in range(count):
+                        await raw.changed(others[index % len(others)], f"r{index % 7}")
+                        if index % 4 == 3:
+                            await trio.sleep(0.001)
+                            await raw.refresh([broken])
+
+                await traffic(500)
+                await redis.delete([f"{raw.prefix}:{broken}:frames"])
+                await redis.set(f"{raw.prefix}:{broken}:frames", "not a stream")
+                await traffic(1_000)
+                await eventually(
+                    lambda: fleet_view.views[broken].availability is Availability.UNAVAILABLE
+                )
+                await traffic(500)
+                await eventually(lambda: all(matches(fleet_view, raw, name) for name in others))

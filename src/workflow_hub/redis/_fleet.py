@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, final, overload
+from typing import TYPE_CHECKING, Any, NamedTuple, final, overload
 
 import attrs
 import trio
@@ -58,22 +58,45 @@ _ROUND_PER_SOURCE = 10e-6
 _DOORBELL_SPACING = 0.002
 """Seconds from one doorbell round to the next (each costs in the number of sources that
 appended)."""
-_DOORBELL_FROM = round(_DOORBELL_SPACING / _ROUND_PER_SOURCE)
-"""Sources from which doorbell rounds are used: a full round's spacing would be longer than a
-doorbell round's (below, a blocking XREAD of every stream wakes sooner and costs little)."""
+_DOORBELL_FROM = 200
+"""Sources from which doorbell rounds are used: from here on a full round's spacing (2 ms at
+200 sources) is no shorter than a doorbell round's (below, a blocking XREAD of every stream
+wakes sooner and costs little)."""
 _IDLE_AFTER = 3
 """Doorbell rounds in a row that read nothing before the follower waits in a blocking XREAD."""
+_SLICE = 100
+"""Streams read from their last entries alongside a doorbell round, in turn, so that every
+stream is read at least every ``poll_interval`` without a full round (an ``XREAD`` of every
+stream, several milliseconds at 1 000 sources) holding up the frames of busy sources."""
 
 DOORBELL_SCRIPT = """
--- KEYS: sources. ARGV: a server time (ms), or '' for none. The server's time now (ms) and the
--- sources whose mirror appended or refreshed at that time or later (mirrors score their source
--- with the server time in the script that appends).
+-- KEYS: sources. ARGV: a server time (ms), or '' for none; the frames key of a source is
+-- ARGV[2] .. name .. ARGV[3]; ARGV[4] the most entries per source. The server's time now (ms)
+-- and, for every source whose mirror appended or refreshed at that time or later (mirrors score
+-- their source with the server time in the script that appends): its name, 'ok', the id of its
+-- last entry before that millisecond ('' if none: the follower's last entry tells whether the
+-- entries returned follow on from it) and its entries from that millisecond on; or its name and
+-- 'wrongtype' when its frames key is not a stream. (The frames keys are not declared: a fleet
+-- is read from one server, never a cluster, since one XREAD names every stream.)
 local kind = redis.call('TYPE', KEYS[1])['ok']
 if kind ~= 'none' and kind ~= 'zset' then return {'wrongtype', kind} end
 local now = redis.call('TIME')
 local ms = string.format('%.0f', tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000))
 if ARGV[1] == '' then return {'ok', ms, {}} end
-return {'ok', ms, redis.call('ZRANGEBYSCORE', KEYS[1], ARGV[1], '+inf')}
+-- A millisecond early: an entry's id and its score may be a millisecond apart.
+local start = string.format('%.0f', math.max(1, tonumber(ARGV[1]) - 1))
+local found = {}
+for _, name in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], ARGV[1], '+inf')) do
+  local key = ARGV[2] .. name .. ARGV[3]
+  local entries = redis.pcall('XRANGE', key, start, '+', 'COUNT', ARGV[4])
+  if entries['err'] then
+    found[#found + 1] = {name, 'wrongtype'}
+  else
+    local before = redis.call('XREVRANGE', key, '(' .. start .. '-0', '-', 'COUNT', 1)
+    found[#found + 1] = {name, 'ok', before[1] and before[1][1] or '', entries}
+  end
+end
+return {'ok', ms, found}
 """
 
 _DOORBELL = ServerScript(DOORBELL_SCRIPT)
@@ -83,7 +106,7 @@ _QUIET_BATCH = 500
 _SWEEP_BATCH = 100
 """Quiet checks per script in the background sweep: small enough that neither the server nor
 this task holds up the read loop for long."""
-_DISCOVERY_SLICE = 200
+_DISCOVERY_SLICE = 50
 """Sources a discovery folds between two checkpoints (the read loop runs in between)."""
 
 
@@ -373,6 +396,7 @@ async def follow_fleet(
         streams,
         send,
         sources=sources_key(prefix),
+        frames_key=source_keys(prefix, "\0").frames,
         block=block,
         count=count,
         read_timeout=float(read_timeout),
@@ -417,6 +441,7 @@ class _FleetReader:
         send: trio.MemorySendChannel[tuple[str, Frame | None]],
         *,
         sources: str,
+        frames_key: str,
         block: float,
         count: int,
         read_timeout: float,
@@ -426,6 +451,8 @@ class _FleetReader:
         self._streams = streams
         self._send = send
         self._sources = sources
+        # A source's frames key is head + name + tail (``frames_key`` is the one of "\0").
+        self._frames_head, _, self._frames_tail = frames_key.partition("\0")
         self._block_ms = max(1, int(block * 1000))
         self._block = block
         self._count = count
@@ -438,6 +465,8 @@ class _FleetReader:
         self._next_full = -math.inf  # ... and one comes no later than this
         self._empty = 0  # doorbell rounds in a row that read nothing
         self._last_ok = -math.inf  # when the last doorbell round completed
+        self._sliced = 0  # where the next slice of streams starts (in discovery order)
+        self._next_slice = math.inf  # when a doorbell round reads the next slice too
         self._waiting: trio.CancelScope | None = None  # a full round's blocking XREAD
         self._swept: dict[SourceStream, str | None] = {}
 
@@ -563,32 +592,65 @@ class _FleetReader:
         if got and since is not None and not self._full_due:
             self._since = since  # entries are coming: doorbell rounds from here on
             self._empty = 0
+            # Doorbell rounds read every stream in slices meanwhile (a full round comes for
+            # sources in trouble, or when something changed that only a full round handles).
+            self._next_full = troubled
+            self._sliced = 0
+            self._next_slice = trio.current_time() + self._slice_every(len(streams))
 
     async def _doorbell_round(
         self, streams: Mapping[str, SourceStream], now: float
     ) -> list[SourceStream]:
-        """A doorbell round: the sources that appended since the previous round, read from
-        their last entries (the others are known to have nothing new)."""
+        """A doorbell round: the sources that appended since the previous round, with their
+        entries, in one script (one round trip); the others are known to have nothing new.
+
+        The script returns each listed source's entries from the previous round's millisecond
+        on, and the id of the entry right before them: they are fed only when they follow on
+        from the last entry this follower read (that id, or one of them, is it). Any other
+        source (a gap in what the script saw, a full batch, a key of the wrong type) is read
+        from its exact last entry by an ``XREAD`` in the same round, as before."""
         assert self._since is not None
-        reply: Any = await _DOORBELL(self._redis, keys=[self._sources], args=[str(self._since)])
+        reply: Any = await _DOORBELL(
+            self._redis,
+            keys=[self._sources],
+            args=[str(self._since), self._frames_head, self._frames_tail, str(self._count)],
+        )
         if text(reply[0]) != "ok":
             self._since = None  # the registry is not a sorted set: discovery says why
             return []
         since = int(text(reply[1]))
-        reading: dict[str, SourceStream] = {}
-        for member in reply[2]:
+        touched: list[SourceStream] = []
+        exact: dict[str, SourceStream] = {}
+        got = False
+        for found in reply[2]:
             try:
-                stream = streams.get(text(member))
+                stream = streams.get(text(found[0]))
             except UnicodeDecodeError:
                 continue  # not a source name (discovery logs and counts it)
             if stream is None or stream._last_id is None or stream._retry_at > now:
                 continue
             stream._prepare()
-            reading[stream._keys.frames] = stream
+            touched.append(stream)
+            entries = None if text(found[1]) != "ok" else _following(stream._last_id, found)
+            if entries is None:
+                exact[stream._keys.frames] = stream  # the XREAD says what is wrong, or reads it
+                continue
+            if entries:
+                got = True
+                self._feed(stream, entries)
+            if len(found[3]) >= self._count and stream._last_id is not None:
+                exact[stream._keys.frames] = stream  # more may follow
         self._since = since
-        got = await self._read(reading, block=False) if reading else set()
+        if now >= self._next_slice:
+            await self._deliver(touched)  # what the hints brought need not wait for the slice
+            for stream in self._slice(streams, now):
+                if stream._keys.frames not in exact:
+                    stream._prepare()
+                    touched.append(stream)
+                    exact[stream._keys.frames] = stream
+        if exact:
+            got = bool(await self._read(exact, block=False)) or got
         self._last_ok = now
-        touched = list(reading.values())
         for stream in touched:
             if stream._retry_at <= now:
                 stream._read_ok()
@@ -601,6 +663,22 @@ class _FleetReader:
             if self._empty >= _IDLE_AFTER:
                 self._since = None  # quiet again: wait on every stream in a blocking XREAD
         return touched
+
+    def _slice_every(self, streams: int) -> float:
+        """Seconds between two slices: every stream is read within ``quiet_every``."""
+        return self._quiet_every / max(1, math.ceil(streams / _SLICE))
+
+    def _slice(self, streams: Mapping[str, SourceStream], now: float) -> list[SourceStream]:
+        """The next ``_SLICE`` streams in turn that can be read now."""
+        names = list(streams)
+        start = self._sliced if self._sliced < len(names) else 0
+        self._sliced = start + _SLICE
+        self._next_slice = now + self._slice_every(len(names))
+        return [
+            stream
+            for name in names[start : start + _SLICE]
+            if (stream := streams[name])._last_id is not None and stream._retry_at <= now
+        ]
 
     async def _server_ms(self) -> int | None:
         """The server's time (ms), from the doorbell script; ``None`` when the registry is not
@@ -633,13 +711,17 @@ class _FleetReader:
             if found is None or found._last_id != sent[name]:
                 continue  # lost continuity meanwhile (a quiet check): it starts over anyway
             got.add(found.source)
-            try:
-                found._feed(entries)
-            except Exception as error:  # one source never takes the fleet down
-                logger.exception("fleet follower: source %r failed; starting over", found.source)
-                found._lose_continuity()
-                found._refused_read(error)
+            self._feed(found, entries)
         return got
+
+    @staticmethod
+    def _feed(stream: SourceStream, entries: Sequence[Any]) -> None:
+        try:
+            stream._feed(entries)
+        except Exception as error:  # one source never takes the fleet down
+            logger.exception("fleet follower: source %r failed; starting over", stream.source)
+            stream._lose_continuity()
+            stream._refused_read(error)
 
     async def _each(
         self, streams: list[SourceStream], action: Callable[[SourceStream], Awaitable[None]]
@@ -736,6 +818,36 @@ class _FleetReader:
                 if stream._closed:
                     break  # retired meanwhile: its ``None`` is (or will be) its last word
                 await self._send.send((stream.source, frame))
+
+
+class _Entry(NamedTuple):
+    """A stream entry from a script's reply (what ``XREAD`` gives, as the follower reads it)."""
+
+    identifier: Any
+    field_values: dict[Any, Any]
+
+
+def _following(last_id: str, found: Sequence[Any]) -> list[_Entry] | None:
+    """The entries of a doorbell script's ``found`` item that come after ``last_id``, when they
+    follow on from it; ``None`` when entries may be missing in between (or the reply is not
+    readable): the caller then reads the source from ``last_id`` itself."""
+    try:
+        before = text(found[2])
+        identifiers = [text(entry[0]) for entry in found[3]]
+    except (UnicodeDecodeError, IndexError, TypeError):
+        return None
+    if last_id in identifiers:
+        first = identifiers.index(last_id) + 1
+    elif before == last_id or (not before and not identifiers):
+        first = 0  # right after the last entry read (or the stream holds nothing at all)
+    else:
+        return None
+    entries = []
+    for identifier, (_, values) in zip(identifiers[first:], found[3][first:], strict=True):
+        if not isinstance(values, list | tuple):
+            return None
+        entries.append(_Entry(identifier, dict(zip(values[::2], values[1::2], strict=False))))
+    return entries
 
 
 async def _resync(stream: SourceStream) -> None:
