@@ -116,11 +116,13 @@ class _ChangedTemplate:
         ).encode()
 
 
-_Entry = tuple[Frame, bytes, str | None, str | None]
+_Entry = tuple[Frame, bytes | str, str | None, str | None]
 """A frame's cache entry: the frame (held so that its id() stays its own as long as the entry
 lives), its SSE event, and its wire JSON and WebSocket message once asked for (a changed frame's
 event is made without its JSON). A tuple: building one costs a fraction of an object's
-``__init__``, and there is one per frame."""
+``__init__``, and there is one per frame. The event is text when a backlog's join made it (the
+backlog is encoded to bytes once, as a whole), bytes otherwise; :meth:`FrameEncoder.sse`
+encodes the text once, when a single frame's event is asked for."""
 
 
 def _parts(template: _ChangedTemplate | None) -> tuple[str | None, str, str]:
@@ -269,8 +271,17 @@ class FrameEncoder:
         # The hot path (every client after the first): one lookup, no further call.
         entry = self._current.get(id(frame))
         if entry is not None and entry[0] is frame:
-            return entry[1]
-        return self._entry(frame)[1]
+            event = entry[1]
+            if type(event) is bytes:
+                return event
+        entry = self._entry(frame)
+        event = entry[1]
+        if type(event) is bytes:
+            return event
+        assert type(event) is str
+        encoded = event.encode()
+        self._store(id(frame), (frame, encoded, entry[2], entry[3]))
+        return encoded
 
     def backlog(self, frames: Sequence[Frame]) -> bytes:
         """``frames`` (at least one) as one chunk of SSE events, to be sent in one write.
@@ -316,7 +327,7 @@ class FrameEncoder:
         roots = self._roots_now(len(frames))
         encoded = 0
         hits = 0
-        parts: list[bytes] = []
+        parts: list[str] = []
         add = parts.append
         try:
             for frame in frames:
@@ -349,24 +360,28 @@ class FrameEncoder:
                                         roots = self._roots_full()
                                     if roots is not None:
                                         roots[key] = (root, text)
-                            revision = cursor.revision
+                            revision = str(cursor.revision)  # formatted once, used twice
                             sse = (
                                 f"{id_head}{revision}\nevent: changed\ndata: "
                                 f'{data_head}{revision}}},"root":{text}}}\n\n'
-                            ).encode()
+                            )
                             entry = (frame, sse, None, None)
                             encoded += 1
+                            current[ident] = entry
+                            add(sse)
+                            continue
                         else:
                             entry = self._encode(frame)
                             template = self._changed  # a new epoch may have begun
                             epoch, id_head, data_head = _parts(template)
                             roots = self._roots
                     current[ident] = entry
-                add(entry[1])
+                event = entry[1]
+                add(event if isinstance(event, str) else event.decode())
         finally:
             self.encodings += encoded
             self._root_hits += hits
-        return b"".join(parts)
+        return "".join(parts).encode()
 
     def message(self, frame: Frame) -> str:
         """The frame as one WebSocket text message: ``{"id": <cursor text>, "frame": {...}}``."""
