@@ -48,7 +48,7 @@ from ._requests import (
     resume_position,
 )
 from ._schemas import events_schema
-from ._streams import BODY_SEND, RETRY_FIELD, SSE_HEADERS, StreamHead, StreamTracker, body_send
+from ._streams import RETRY_FIELD, SSE_HEADERS, StreamHead, StreamTracker
 
 __all__ = [
     "DEFAULT_EVENTS_BUFFER",
@@ -148,8 +148,6 @@ class _ActivityStream(Response):
             resumed = b"true" if stream.lease.resumed else b"false"
             headers = [*self.raw_headers, (b"x-workflow-hub-resumed", resumed)]
             await send({"type": "http.response.start", "status": 200, "headers": headers})
-            # The body past the application's own layers (they act on the start only).
-            send = body_send(scope, send)
             await app.stream_until_done(receive, send, partial(self._frames, stream, send))
 
     async def _frames(self, stream: _Frames, send: Send) -> None:
@@ -210,7 +208,6 @@ class _HookStream(Response):
         client = self._fanout.attach(app.events_buffer)
         try:
             await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
-            send = body_send(scope, send)
             await app.stream_until_done(receive, send, partial(self._events, client, send))
         finally:
             self._fanout.detach(client)
@@ -321,8 +318,6 @@ class HubApp(StreamTracker):
         self._app = NoStore(inner)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            scope[BODY_SEND] = send  # for the event streams' body messages (see body_send)
         await self._app(scope, receive, send)
 
     # --- streaming helpers -----------------------------------------------------------------

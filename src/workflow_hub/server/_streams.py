@@ -16,15 +16,7 @@ import anyio
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-__all__ = [
-    "BODY_SEND",
-    "RETRY_FIELD",
-    "SSE_HEADERS",
-    "SSE_RETRY",
-    "StreamHead",
-    "StreamTracker",
-    "body_send",
-]
+__all__ = ["RETRY_FIELD", "SSE_HEADERS", "SSE_RETRY", "StreamHead", "StreamTracker"]
 
 SSE_RETRY: Final = 2000
 """Milliseconds an EventSource waits before it reconnects: the server paces reconnections, not
@@ -42,23 +34,6 @@ SSE_HEADERS: Final = [
     (b"cache-control", b"no-store"),
 ]
 """The response headers of every event stream."""
-
-BODY_SEND: Final = "workflow_hub.body_send"
-"""The scope key under which an application puts the ``send`` it was called with, before its
-own layers (Starlette's exception handling, CORS, the guard, ``NoStore``) wrap it."""
-
-
-def body_send(scope: Scope, send: Send) -> Send:
-    """What an event stream sends its body messages with, once its start message went through
-    ``send``: the application's outermost ``send``, if the application put it in the scope.
-
-    Every layer between (Starlette's exception handling, ``CORSMiddleware``, the guard,
-    ``NoStore``) acts on the start message only and passes a body message on unchanged, so
-    skipping them for the body is the same response, with a few coroutine calls less per write
-    (issue 29). Anything that wraps the application from outside still sees every message.
-    """
-    found = scope.get(BODY_SEND)
-    return send if found is None else found
 
 
 @final
