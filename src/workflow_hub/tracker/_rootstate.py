@@ -47,6 +47,8 @@ from ._records import (
 )
 
 __all__ = [
+    "PENDING_TOOL_COUNTS",
+    "PLAIN_PENDING_STAGE_COUNTS",
     "PLAIN_STAGE_COUNTS",
     "TOOL_COUNTS",
     "RootState",
@@ -158,6 +160,25 @@ PLAIN_STAGE_COUNTS, TOOL_COUNTS = _counts_by_status()
 no retry, and for a tool, in any status but ``pending``: such a node's counts depend on its status
 alone (its parents not done count only while it is pending), so a fact can look them up. Computed
 by ``node_counts`` itself, once."""
+
+
+def _pending_counts() -> tuple[tuple[int, int], tuple[int, int]]:
+    stage = StageRecord(node_id="", name="", parent_ids=(), status=StageStatus.PENDING)
+    tool = ToolRecord(node_id="", name="", parent_ids=(), status=ToolNodeStatus.PENDING)
+    stages = []
+    tools = []
+    for unmet_parents in (1, 0):
+        stage.unmet_parents = tool.unmet_parents = unmet_parents
+        stages.append(node_counts(stage))
+        tools.append(node_counts(tool))
+    return (stages[0], stages[1]), (tools[0], tools[1])
+
+
+PLAIN_PENDING_STAGE_COUNTS, PENDING_TOOL_COUNTS = _pending_counts()
+"""What :func:`node_counts` returns for a pending stage with no open prompt and no retry, and for
+a pending tool, indexed by whether all its parents are done (``unmet_parents == 0``, D6: ready):
+the counts of the usual dependent of a node that becomes done, or stops being done. Computed by
+``node_counts`` itself, once."""
 
 
 def run_counts(run: RunRecord) -> int:
