@@ -72,7 +72,8 @@ _build_RootGraph = unchecked_builder(RootGraph)
 # parts and stays below 2**_LANE (a count of nodes or runs).
 _LANE = 32
 _MASK = (1 << _LANE) - 1
-# A node's counts, lane by lane.
+# A node's counts, lane by lane (run_counts relies on paused being the top lane and ready the
+# one below it).
 _EXECUTION, _RETRY, _HUMAN_WAIT, _UNSETTLED, _RUNNING_HOST, _READY, _PAUSED = (
     1 << (_LANE * lane) for lane in range(7)
 )
@@ -82,7 +83,7 @@ _HUMAN_WAIT_SHIFT = 2 * _LANE
 _UNSETTLED_LANE = _MASK << (3 * _LANE)
 _RUNNING_HOST_LANE = _MASK << (4 * _LANE)
 _READY_LANE = _MASK << (5 * _LANE)
-_PAUSED_LANE = _MASK << (6 * _LANE)
+_RETRY_HUMAN_WAIT_LANES = (_MASK << _RETRY_SHIFT) | (_MASK << _HUMAN_WAIT_SHIFT)
 # A run's counts: the fields of Totals, one lane each, in this order (a lane's unit each).
 _TOTAL_FIELDS = tuple(field.name for field in Totals.__attrs_attrs__)
 (
@@ -188,15 +189,26 @@ def run_counts(run: RunRecord) -> int:
     live = run.live
     status = run.status
     counts = 0
+    # Each operation on the packed int allocates a new one (several hundred instructions), so
+    # the lanes of retries and human waits, zero in most runs, are tested once, through a mask,
+    # and read only when one is not zero (issue 29, fifth pass).
+    waiting = nodes & _RETRY_HUMAN_WAIT_LANES
     if live:
         executions = nodes & _MASK
-        retries = (nodes >> _RETRY_SHIFT) & _MASK
-        if run.stopping:
-            counts = executions * _T_EXECUTIONS_STOPPING + retries * _T_RETRIES
+        if waiting:
+            retries = (nodes >> _RETRY_SHIFT) & _MASK
+            if run.stopping:
+                counts = executions * _T_EXECUTIONS_STOPPING + retries * _T_RETRIES
+            else:
+                counts = executions + retries * _T_RETRIES_INDEPENDENT
+        elif run.stopping:
+            counts = executions * _T_EXECUTIONS_STOPPING
         else:
-            counts = executions + retries * _T_RETRIES_INDEPENDENT
+            counts = executions
     if status in ATTENTION_BEARING:
-        human = run.open_run_prompts + ((nodes >> _HUMAN_WAIT_SHIFT) & _MASK)
+        human = run.open_run_prompts
+        if waiting:
+            human += (nodes >> _HUMAN_WAIT_SHIFT) & _MASK
         if human:
             counts += human * _T_HUMAN_WAITS
         if not run.acknowledged and (status in FAILURES or run.interventions):
@@ -206,15 +218,20 @@ def run_counts(run: RunRecord) -> int:
             else:
                 counts += _T_SETTLED_FAILURES
     if status is RunStatus.RUNNING:
+        # The paused lane is the top one and the ready lane the one below it, so a comparison
+        # (which allocates nothing) tells whether they are zero: the paused lane is not zero
+        # exactly when the packed int reaches its unit, and, that lane being zero, so is the
+        # ready lane.
+        paused = nodes >= _PAUSED
         if live and not run.stopping:
-            if nodes & _READY_LANE:
+            if nodes & _READY_LANE if paused else nodes >= _READY:
                 counts += _T_RUNNABLE
             elif not run.prompts and not run.interventions and not nodes & _UNSETTLED_LANE:
                 if nodes & _RUNNING_HOST_LANE:
                     counts += _T_RUNNABLE_THROUGH_HOST
                 else:
                     counts += _T_RUNNABLE
-        if nodes & _PAUSED_LANE:
+        if paused:
             counts += _T_PAUSED
     elif status is RunStatus.PAUSED:
         counts += _T_PAUSED
@@ -288,6 +305,7 @@ class RootState:
         "_graph",
         "_order",
         "_summaries",
+        "_summaries_owner",
         "_totals",
         "_values",
         "kept",
@@ -311,7 +329,10 @@ class RootState:
         # per value (``_values``), so two kept summaries are equal exactly when they are the
         # same object: ``kept`` holds their ids, and a tracker that compares a summary it
         # published with the current one (both kept) needs no field-by-field comparison.
-        self._summaries: dict[tuple[str, int], RootActivity] = {}
+        # They are keyed by the totals alone: all are of one owner (``_summaries_owner``), and
+        # a summary asked for another owner starts over.
+        self._summaries: dict[int, RootActivity] = {}
+        self._summaries_owner: str | None = None
         self._values: dict[RootActivity, RootActivity] = {}
         self.kept: set[int] = set()
 
@@ -401,7 +422,10 @@ class RootState:
                 if graph is None:
                     graph = self._graph = self._build_graph(runs)
             if graph is None:
-                key = (owner_session_id, self._totals)
+                if owner_session_id != self._summaries_owner:
+                    self._forget_summaries()
+                    self._summaries_owner = owner_session_id
+                key = self._totals
                 activity = self._summaries.get(key)
                 if activity is None:
                     activity = self._keep(key, self._summary(owner_session_id, None))
@@ -410,11 +434,20 @@ class RootState:
             self.summary = activity
         return activity
 
-    def _keep(self, key: tuple[str, int], built: RootActivity) -> RootActivity:
+    def kept_summary(self, owner_session_id: str) -> RootActivity | None:
+        """The kept summary of the current totals for this owner, or None (without a graph)."""
+        if owner_session_id != self._summaries_owner:
+            return None
+        return self._summaries.get(self._totals)
+
+    def _forget_summaries(self) -> None:
+        self._summaries.clear()
+        self._values.clear()
+        self.kept.clear()
+
+    def _keep(self, key: int, built: RootActivity) -> RootActivity:
         if len(self._summaries) >= SUMMARIES_KEPT:
-            self._summaries.clear()
-            self._values.clear()
-            self.kept.clear()
+            self._forget_summaries()
         activity = self._values.get(built)
         if activity is None:
             activity = self._values[built] = built

@@ -1004,8 +1004,8 @@ class RunTracker:
         # looked up here (RootState.activity's first step).
         activity = state.summary
         if activity is None:
-            if not include_graph:
-                activity = state._summaries.get((self._owner_session_id, state._totals))
+            if not include_graph and state._summaries_owner == self._owner_session_id:
+                activity = state._summaries.get(state._totals)  # kept_summary, written out
                 state.summary = activity
             if activity is None:
                 activity = state.activity(
