@@ -72,16 +72,16 @@ _build_RootGraph = unchecked_builder(RootGraph)
 # parts and stays below 2**_LANE (a count of nodes or runs).
 _LANE = 32
 _MASK = (1 << _LANE) - 1
-# A node's counts, lane by lane (run_counts relies on paused being the top lane and ready the
-# one below it).
-_EXECUTION, _RETRY, _HUMAN_WAIT, _UNSETTLED, _RUNNING_HOST, _READY, _PAUSED = (
+# A node's counts, lane by lane. run_counts relies on the order of the top three: paused, then
+# ready, then unsettled below them, so that it can tell whether they are zero by comparisons.
+_EXECUTION, _RETRY, _HUMAN_WAIT, _RUNNING_HOST, _UNSETTLED, _READY, _PAUSED = (
     1 << (_LANE * lane) for lane in range(7)
 )
 _RETRY_SHIFT = _LANE
 _HUMAN_WAIT_SHIFT = 2 * _LANE
 # Lanes only tested for zero are tested through a mask: one operation instead of two.
-_UNSETTLED_LANE = _MASK << (3 * _LANE)
-_RUNNING_HOST_LANE = _MASK << (4 * _LANE)
+_RUNNING_HOST_LANE = _MASK << (3 * _LANE)
+_UNSETTLED_LANE = _MASK << (4 * _LANE)
 _READY_LANE = _MASK << (5 * _LANE)
 _RETRY_HUMAN_WAIT_LANES = (_MASK << _RETRY_SHIFT) | (_MASK << _HUMAN_WAIT_SHIFT)
 # A run's counts: the fields of Totals, one lane each, in this order (a lane's unit each).
@@ -218,15 +218,19 @@ def run_counts(run: RunRecord) -> int:
             else:
                 counts += _T_SETTLED_FAILURES
     if status is RunStatus.RUNNING:
-        # The paused lane is the top one and the ready lane the one below it, so a comparison
-        # (which allocates nothing) tells whether they are zero: the paused lane is not zero
-        # exactly when the packed int reaches its unit, and, that lane being zero, so is the
-        # ready lane.
+        # Paused, ready and unsettled are the top three lanes, in this order, so comparisons
+        # (which allocate nothing) tell whether they are zero: the paused lane is not zero
+        # exactly when the packed int reaches its unit; that lane being zero, so is the ready
+        # lane; those two being zero, so is the unsettled one.
         paused = nodes >= _PAUSED
         if live and not run.stopping:
             if nodes & _READY_LANE if paused else nodes >= _READY:
                 counts += _T_RUNNABLE
-            elif not run.prompts and not run.interventions and not nodes & _UNSETTLED_LANE:
+            elif (
+                not run.prompts
+                and not run.interventions
+                and not (nodes & _UNSETTLED_LANE if paused else nodes >= _UNSETTLED)
+            ):
                 if nodes & _RUNNING_HOST_LANE:
                     counts += _T_RUNNABLE_THROUGH_HOST
                 else:
@@ -433,12 +437,6 @@ class RootState:
                 activity = self._summary(owner_session_id, graph)
             self.summary = activity
         return activity
-
-    def kept_summary(self, owner_session_id: str) -> RootActivity | None:
-        """The kept summary of the current totals for this owner, or None (without a graph)."""
-        if owner_session_id != self._summaries_owner:
-            return None
-        return self._summaries.get(self._totals)
 
     def _forget_summaries(self) -> None:
         self._summaries.clear()

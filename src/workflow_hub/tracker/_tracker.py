@@ -1005,7 +1005,7 @@ class RunTracker:
         activity = state.summary
         if activity is None:
             if not include_graph and state._summaries_owner == self._owner_session_id:
-                activity = state._summaries.get(state._totals)  # kept_summary, written out
+                activity = state._summaries.get(state._totals)  # RootState.activity's look-up
                 state.summary = activity
             if activity is None:
                 activity = state.activity(
