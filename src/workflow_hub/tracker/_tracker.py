@@ -1003,10 +1003,14 @@ class RunTracker:
         # _publish_root, written out; without a graph the kept summary of the root's totals is
         # looked up here (RootState.activity's first step).
         activity = state.summary
+        # Whether the summary is one the state keeps (one object per value), known when it was
+        # just looked up among them.
+        kept_activity = False
         if activity is None:
             if not include_graph and state._summaries_owner == self._owner_session_id:
                 activity = state._summaries.get(state._totals)  # RootState.activity's look-up
                 state.summary = activity
+                kept_activity = activity is not None
             if activity is None:
                 activity = state.activity(
                     self._runs, self._owner_session_id, include_graph=include_graph
@@ -1017,7 +1021,7 @@ class RunTracker:
         kept = state.kept
         if (
             published is None
-            or (id(published) in kept and id(activity) in kept)
+            or (id(published) in kept and (kept_activity or id(activity) in kept))
             or published != activity
         ):
             self._published[root_run_id] = activity
