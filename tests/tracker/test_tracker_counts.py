@@ -2,7 +2,9 @@
 
 A stage or tool fact looks its node's counts up by status when they depend on the status alone:
 a stage with no open prompt, no hosted run and no retry, or a tool, in any status but pending
-(``_rootstate.PLAIN_STAGE_COUNTS``, ``TOOL_COUNTS``). These properties hold the tables to
+(``_rootstate.PLAIN_STAGE_COUNTS``, ``TOOL_COUNTS``); a pending dependent's, by whether its
+parents are all done, when it is a tool or a stage with no open prompt and no retry
+(``PLAIN_PENDING_STAGE_COUNTS``, ``PENDING_TOOL_COUNTS``). These properties hold the tables to
 ``node_counts`` for every other field of such a node; the oracle property test
 (``test_tracker_oracle.py``) holds every summary the tracker publishes to ``derive_root``.
 """
@@ -14,7 +16,13 @@ from hypothesis import strategies as st
 
 from workflow_hub import StageStatus, ToolNodeStatus
 from workflow_hub.tracker._records import StageRecord, ToolRecord
-from workflow_hub.tracker._rootstate import PLAIN_STAGE_COUNTS, TOOL_COUNTS, node_counts
+from workflow_hub.tracker._rootstate import (
+    PENDING_TOOL_COUNTS,
+    PLAIN_PENDING_STAGE_COUNTS,
+    PLAIN_STAGE_COUNTS,
+    TOOL_COUNTS,
+    node_counts,
+)
 
 _counts = st.integers(min_value=0, max_value=5)
 _orders = st.none() | st.integers(min_value=0, max_value=100)
@@ -69,3 +77,44 @@ def test_the_tables_leave_pending_to_node_counts() -> None:
     assert ToolNodeStatus.PENDING not in TOOL_COUNTS
     assert set(PLAIN_STAGE_COUNTS) == set(StageStatus) - {StageStatus.PENDING}
     assert set(TOOL_COUNTS) == set(ToolNodeStatus) - {ToolNodeStatus.PENDING}
+
+
+@given(unmet_parents=_counts, execution_order=_orders, hosted=_counts)
+def test_a_plain_pending_stage_s_counts_depend_on_its_parents_alone(
+    unmet_parents: int, execution_order: int | None, hosted: int
+) -> None:
+    """D6: a pending stage with no open prompt and no retry is ready exactly when every parent
+    is done; nothing else of it counts (a hosted run counts only while it runs)."""
+    stage = StageRecord(
+        node_id="s",
+        name="s",
+        parent_ids=("p",),
+        status=StageStatus.PENDING,
+        execution_order=execution_order,
+        unmet_parents=unmet_parents,
+        hosted=hosted,
+    )
+    assert node_counts(stage) == PLAIN_PENDING_STAGE_COUNTS[unmet_parents == 0]
+
+
+@given(unmet_parents=_counts, ordinal=_counts, execution_order=_orders)
+def test_a_pending_tool_s_counts_depend_on_its_parents_alone(
+    unmet_parents: int, ordinal: int, execution_order: int | None
+) -> None:
+    """D6: a pending tool is ready exactly when every parent is done."""
+    tool = ToolRecord(
+        node_id="t",
+        name="t",
+        parent_ids=("p",),
+        status=ToolNodeStatus.PENDING,
+        ordinal=ordinal,
+        execution_order=execution_order,
+        unmet_parents=unmet_parents,
+    )
+    assert node_counts(tool) == PENDING_TOOL_COUNTS[unmet_parents == 0]
+
+
+def test_the_pending_tables_tell_ready_from_waiting() -> None:
+    """D6: ready (all parents done) and waiting pending nodes count differently."""
+    assert PLAIN_PENDING_STAGE_COUNTS[True] != PLAIN_PENDING_STAGE_COUNTS[False]
+    assert PENDING_TOOL_COUNTS[True] != PENDING_TOOL_COUNTS[False]

@@ -19,10 +19,8 @@ from .._contract import (
     RunPrompt,
     RunStatus,
     StageStatus,
-    StageTarget,
     Timestamp,
     ToolNodeStatus,
-    ToolTarget,
 )
 
 __all__ = [
@@ -80,24 +78,27 @@ class StageRecord:
 
     kind: ClassVar[Literal["stage"]] = "stage"
 
-    node_id: str
-    name: str
-    parent_ids: tuple[str, ...]
+    # The fields a status fact reads or writes come first, so that a fact touches as few cache
+    # lines of the record as it can (issue 29: at 1 000 stages, memory is much of a fact's cost).
     status: StageStatus
     retrying: bool = False
-    execution_order: int | None = None
     prompt: PromptRecord | None = None
-    # Bookkeeping: child runs this stage hosts, parents not yet done, nodes whose parent it is,
-    # what it adds to its run's counts, its position among its run's nodes, its graph node.
+    # Bookkeeping: child runs this stage hosts, what it adds to its run's counts, parents not
+    # yet done, nodes whose parent it is.
     hosted: int = 0
+    counts: int = 0
+    execution_order: int | None = None
     unmet_parents: int = 0
     dependents: list[NodeRecord] = attrs.field(factory=list)
-    counts: int = 0
+    # Bookkeeping: its canonical id (nested_id of its run's id and its own), set when the
+    # tracker adds it: every event target of the stage names it.
+    nested: str = ""
+    name: str
+    node_id: str
+    parent_ids: tuple[str, ...]
+    # Bookkeeping: its position among its run's nodes, its graph node.
     position: int = 0
     graph_node: GraphNode | None = None
-    # Bookkeeping: the event targets of the moves it made, by (previous, new) status: immutable
-    # values, shared by every event of the same move.
-    targets: dict[tuple[object, object], StageTarget | ToolTarget] = attrs.field(factory=dict)
 
     @property
     def running(self) -> bool:
@@ -120,21 +121,19 @@ class ToolRecord:
 
     kind: ClassVar[Literal["tool"]] = "tool"
 
-    node_id: str
-    name: str
-    parent_ids: tuple[str, ...]
+    # Bookkeeping as for stages, in the same order: what a status fact touches first.
     status: ToolNodeStatus
-    ordinal: int = 0
+    counts: int = 0
     execution_order: int | None = None
-    # Bookkeeping, as for stages.
     unmet_parents: int = 0
     dependents: list[NodeRecord] = attrs.field(factory=list)
-    counts: int = 0
+    nested: str = ""
+    name: str
+    node_id: str
+    parent_ids: tuple[str, ...]
+    ordinal: int = 0
     position: int = 0
     graph_node: GraphNode | None = None
-    # Bookkeeping: the event targets of the moves it made, by (previous, new) status: immutable
-    # values, shared by every event of the same move.
-    targets: dict[tuple[object, object], StageTarget | ToolTarget] = attrs.field(factory=dict)
 
     @property
     def running(self) -> bool:

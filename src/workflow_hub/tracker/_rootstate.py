@@ -47,6 +47,8 @@ from ._records import (
 )
 
 __all__ = [
+    "PENDING_TOOL_COUNTS",
+    "PLAIN_PENDING_STAGE_COUNTS",
     "PLAIN_STAGE_COUNTS",
     "TOOL_COUNTS",
     "RootState",
@@ -70,17 +72,18 @@ _build_RootGraph = unchecked_builder(RootGraph)
 # parts and stays below 2**_LANE (a count of nodes or runs).
 _LANE = 32
 _MASK = (1 << _LANE) - 1
-# A node's counts, lane by lane.
-_EXECUTION, _RETRY, _HUMAN_WAIT, _UNSETTLED, _RUNNING_HOST, _READY, _PAUSED = (
+# A node's counts, lane by lane. run_counts relies on the order of the top three: paused, then
+# ready, then unsettled below them, so that it can tell whether they are zero by comparisons.
+_EXECUTION, _RETRY, _HUMAN_WAIT, _RUNNING_HOST, _UNSETTLED, _READY, _PAUSED = (
     1 << (_LANE * lane) for lane in range(7)
 )
 _RETRY_SHIFT = _LANE
 _HUMAN_WAIT_SHIFT = 2 * _LANE
 # Lanes only tested for zero are tested through a mask: one operation instead of two.
-_UNSETTLED_LANE = _MASK << (3 * _LANE)
-_RUNNING_HOST_LANE = _MASK << (4 * _LANE)
+_RUNNING_HOST_LANE = _MASK << (3 * _LANE)
+_UNSETTLED_LANE = _MASK << (4 * _LANE)
 _READY_LANE = _MASK << (5 * _LANE)
-_PAUSED_LANE = _MASK << (6 * _LANE)
+_RETRY_HUMAN_WAIT_LANES = (_MASK << _RETRY_SHIFT) | (_MASK << _HUMAN_WAIT_SHIFT)
 # A run's counts: the fields of Totals, one lane each, in this order (a lane's unit each).
 _TOTAL_FIELDS = tuple(field.name for field in Totals.__attrs_attrs__)
 (
@@ -160,6 +163,25 @@ alone (its parents not done count only while it is pending), so a fact can look 
 by ``node_counts`` itself, once."""
 
 
+def _pending_counts() -> tuple[tuple[int, int], tuple[int, int]]:
+    stage = StageRecord(node_id="", name="", parent_ids=(), status=StageStatus.PENDING)
+    tool = ToolRecord(node_id="", name="", parent_ids=(), status=ToolNodeStatus.PENDING)
+    stages = []
+    tools = []
+    for unmet_parents in (1, 0):
+        stage.unmet_parents = tool.unmet_parents = unmet_parents
+        stages.append(node_counts(stage))
+        tools.append(node_counts(tool))
+    return (stages[0], stages[1]), (tools[0], tools[1])
+
+
+PLAIN_PENDING_STAGE_COUNTS, PENDING_TOOL_COUNTS = _pending_counts()
+"""What :func:`node_counts` returns for a pending stage with no open prompt and no retry, and for
+a pending tool, indexed by whether all its parents are done (``unmet_parents == 0``, D6: ready):
+the counts of the usual dependent of a node that becomes done, or stops being done. Computed by
+``node_counts`` itself, once."""
+
+
 def run_counts(run: RunRecord) -> int:
     """What one run adds to its root: the fields of :class:`Totals`, packed, from its nodes'
     sums and its own flags. Mirrors ``_derive``'s rules one for one."""
@@ -167,15 +189,26 @@ def run_counts(run: RunRecord) -> int:
     live = run.live
     status = run.status
     counts = 0
+    # Each operation on the packed int allocates a new one (several hundred instructions), so
+    # the lanes of retries and human waits, zero in most runs, are tested once, through a mask,
+    # and read only when one is not zero (issue 29, fifth pass).
+    waiting = nodes & _RETRY_HUMAN_WAIT_LANES
     if live:
         executions = nodes & _MASK
-        retries = (nodes >> _RETRY_SHIFT) & _MASK
-        if run.stopping:
-            counts = executions * _T_EXECUTIONS_STOPPING + retries * _T_RETRIES
+        if waiting:
+            retries = (nodes >> _RETRY_SHIFT) & _MASK
+            if run.stopping:
+                counts = executions * _T_EXECUTIONS_STOPPING + retries * _T_RETRIES
+            else:
+                counts = executions + retries * _T_RETRIES_INDEPENDENT
+        elif run.stopping:
+            counts = executions * _T_EXECUTIONS_STOPPING
         else:
-            counts = executions + retries * _T_RETRIES_INDEPENDENT
+            counts = executions
     if status in ATTENTION_BEARING:
-        human = run.open_run_prompts + ((nodes >> _HUMAN_WAIT_SHIFT) & _MASK)
+        human = run.open_run_prompts
+        if waiting:
+            human += (nodes >> _HUMAN_WAIT_SHIFT) & _MASK
         if human:
             counts += human * _T_HUMAN_WAITS
         if not run.acknowledged and (status in FAILURES or run.interventions):
@@ -185,15 +218,24 @@ def run_counts(run: RunRecord) -> int:
             else:
                 counts += _T_SETTLED_FAILURES
     if status is RunStatus.RUNNING:
+        # Paused, ready and unsettled are the top three lanes, in this order, so comparisons
+        # (which allocate nothing) tell whether they are zero: the paused lane is not zero
+        # exactly when the packed int reaches its unit; that lane being zero, so is the ready
+        # lane; those two being zero, so is the unsettled one.
+        paused = nodes >= _PAUSED
         if live and not run.stopping:
-            if nodes & _READY_LANE:
+            if nodes & _READY_LANE if paused else nodes >= _READY:
                 counts += _T_RUNNABLE
-            elif not run.prompts and not run.interventions and not nodes & _UNSETTLED_LANE:
+            elif (
+                not run.prompts
+                and not run.interventions
+                and not (nodes & _UNSETTLED_LANE if paused else nodes >= _UNSETTLED)
+            ):
                 if nodes & _RUNNING_HOST_LANE:
                     counts += _T_RUNNABLE_THROUGH_HOST
                 else:
                     counts += _T_RUNNABLE
-        if nodes & _PAUSED_LANE:
+        if paused:
             counts += _T_PAUSED
     elif status is RunStatus.PAUSED:
         counts += _T_PAUSED
@@ -267,6 +309,7 @@ class RootState:
         "_graph",
         "_order",
         "_summaries",
+        "_summaries_owner",
         "_totals",
         "_values",
         "kept",
@@ -290,7 +333,10 @@ class RootState:
         # per value (``_values``), so two kept summaries are equal exactly when they are the
         # same object: ``kept`` holds their ids, and a tracker that compares a summary it
         # published with the current one (both kept) needs no field-by-field comparison.
-        self._summaries: dict[tuple[str, int], RootActivity] = {}
+        # They are keyed by the totals alone: all are of one owner (``_summaries_owner``), and
+        # a summary asked for another owner starts over.
+        self._summaries: dict[int, RootActivity] = {}
+        self._summaries_owner: str | None = None
         self._values: dict[RootActivity, RootActivity] = {}
         self.kept: set[int] = set()
 
@@ -380,7 +426,10 @@ class RootState:
                 if graph is None:
                     graph = self._graph = self._build_graph(runs)
             if graph is None:
-                key = (owner_session_id, self._totals)
+                if owner_session_id != self._summaries_owner:
+                    self._forget_summaries()
+                    self._summaries_owner = owner_session_id
+                key = self._totals
                 activity = self._summaries.get(key)
                 if activity is None:
                     activity = self._keep(key, self._summary(owner_session_id, None))
@@ -389,11 +438,14 @@ class RootState:
             self.summary = activity
         return activity
 
-    def _keep(self, key: tuple[str, int], built: RootActivity) -> RootActivity:
+    def _forget_summaries(self) -> None:
+        self._summaries.clear()
+        self._values.clear()
+        self.kept.clear()
+
+    def _keep(self, key: int, built: RootActivity) -> RootActivity:
         if len(self._summaries) >= SUMMARIES_KEPT:
-            self._summaries.clear()
-            self._values.clear()
-            self.kept.clear()
+            self._forget_summaries()
         activity = self._values.get(built)
         if activity is None:
             activity = self._values[built] = built

@@ -25,8 +25,9 @@ import os
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import final
+from typing import Any, final
 
+import attrs
 import trio
 
 from .._contract import (
@@ -73,6 +74,8 @@ from ._records import (
     nested_id,
 )
 from ._rootstate import (
+    PENDING_TOOL_COUNTS,
+    PLAIN_PENDING_STAGE_COUNTS,
     PLAIN_STAGE_COUNTS,
     TOOL_COUNTS,
     RootState,
@@ -84,8 +87,30 @@ from ._rootstate import (
 __all__ = ["RunTracker", "run_heartbeats"]
 
 # Built from values checked when they were reported, without validating again (issue 29).
-_build_StageTarget = unchecked_builder(StageTarget)
-_build_ToolTarget = unchecked_builder(ToolTarget)
+
+
+def _slot_stores(cls: type[Any]) -> tuple[Callable[[Any, Any], None], ...]:
+    # The slot store of each attrs field, in field order: what unchecked_builder's function
+    # calls, for a path that builds the value written out (tests/tracker: the targets a
+    # tracker emits equal the constructor's).
+    return tuple(cls.__dict__[field.name].__set__ for field in attrs.fields(cls))
+
+
+_new = object.__new__
+(
+    _stage_run_id,
+    _stage_stage_id,
+    _stage_stage_name,
+    _stage_previous_status,
+    _stage_status,
+) = _slot_stores(StageTarget)
+(
+    _tool_run_id,
+    _tool_tool_node_id,
+    _tool_tool_name,
+    _tool_previous_status,
+    _tool_status,
+) = _slot_stores(ToolTarget)
 _build_LifecycleInput = unchecked_builder(LifecycleInput)
 
 # The statuses a fact names, by value (a member looks up as its value): the written-out checks.
@@ -143,24 +168,24 @@ def _node_target(
     previous: StageStatus | ToolNodeStatus | None,
 ) -> StageTarget | ToolTarget:
     # Every field was checked when it was reported (ids and names) or is the tracker's own enum
-    # member of the node's kind: the target is built without validating again (issue 29). Once
-    # per move of a node, so once per fact of a workflow that runs each stage once.
-    run_id = run.run_id
+    # member of the node's kind: the target is built without validating again (issue 29), with
+    # the builder's slot stores written out (as the hub's publish paths are), from the node's
+    # canonical id kept since it was declared.
     if type(node) is StageRecord:
-        return _build_StageTarget(
-            run_id=run_id,
-            stage_id=nested_id(run_id, node.node_id),
-            stage_name=node.name,
-            previous_status=previous,
-            status=status,
-        )
-    return _build_ToolTarget(
-        run_id=run_id,
-        tool_node_id=nested_id(run_id, node.node_id),
-        tool_name=node.name,
-        previous_status=previous,
-        status=status,
-    )
+        target = _new(StageTarget)
+        _stage_run_id(target, run.run_id)
+        _stage_stage_id(target, node.nested)
+        _stage_stage_name(target, node.name)
+        _stage_previous_status(target, previous)
+        _stage_status(target, status)
+        return target
+    tool = _new(ToolTarget)
+    _tool_run_id(tool, run.run_id)
+    _tool_tool_node_id(tool, node.nested)
+    _tool_tool_name(tool, node.name)
+    _tool_previous_status(tool, previous)
+    _tool_status(tool, status)
+    return tool
 
 
 def _check_callable(value: object, path: str) -> None:
@@ -850,6 +875,7 @@ class RunTracker:
             parents.append(parent)
         self._require_started()
         now = self._now()
+        node.nested = nested_id(run.run_id, node.node_id)
         started = node.status != "pending"
         event = (
             self._event(run, _node_target(run, node, node.status, None), now) if started else None
@@ -884,25 +910,21 @@ class RunTracker:
         if type(now) is not float or now - now != 0.0:  # not a finite float: the full check
             now = check_number(now, "clock")
         previous = node.status
+        publishing = self._started and not self._hydrating
         event_id = None
-        target = None
-        if status is not previous and run.live and self._started and not self._hydrating:
+        if status is not previous and run.live and publishing:
             event_id = self._event_id_factory()
             if type(event_id) is not str or not event_id.isascii():
                 event_id = check_str(event_id, "event_id")
-            # Checked values only, and nothing can raise past this point: the move's target is
-            # shared by every event of the same move (an immutable value).
-            key = (previous, status)
-            target = node.targets.get(key)
-            if target is None:
-                target = node.targets[key] = _node_target(run, node, status, previous)
         was_done = previous in _DONE
         node.status = status
         if retrying is not None:
             node.retrying = retrying  # type: ignore[union-attr]  # a stage: only stages retry
-        if node.execution_order is None and status != "pending":
-            self._order(run, node)
         root_run_id = run.root_run_id
+        if node.execution_order is None and status != "pending":
+            # _order, written out: the order in which it first left pending, per root.
+            order = node.execution_order = self._next_execution_order.get(root_run_id, 0)
+            self._next_execution_order[root_run_id] = order + 1
         state = self._root_states[root_run_id]
         # RootState.refresh_node of the node and of its dependents, written out for the counts,
         # and its refresh_run once for all of them (a run's counts are a function of its nodes'
@@ -914,9 +936,16 @@ class RunTracker:
             step = -1 if done else 1
             for dependent in node.dependents:
                 dependent.unmet_parents += step
-                # node_counts reads the parents not done only of a pending node (D6: ready).
+                # node_counts reads the parents not done only of a pending node (D6: ready);
+                # a pending tool's, or plain stage's (no prompt, no retry), are looked up.
                 if dependent.status == "pending":
-                    counts = node_counts(dependent)
+                    if type(dependent) is StageRecord:
+                        if dependent.prompt is None and not dependent.retrying:
+                            counts = PLAIN_PENDING_STAGE_COUNTS[dependent.unmet_parents == 0]
+                        else:
+                            counts = node_counts(dependent)
+                    else:
+                        counts = PENDING_TOOL_COUNTS[dependent.unmet_parents == 0]
                     if counts != dependent.counts:
                         run.node_counts += counts - dependent.counts
                         dependent.counts = counts
@@ -945,6 +974,24 @@ class RunTracker:
         if include_graph:
             state.refresh_graph_node(run, node)
         if event_id is not None:
+            # The move's target (_node_target written out): checked values only, nothing can
+            # raise past this point. A target is built per event, not kept per node and move: a
+            # workflow that runs each stage once makes every move once, and a kept target (a
+            # dict per node) costs memory a fact reads (issue 29, fifth pass).
+            if retrying is not None:  # a stage
+                target: StageTarget | ToolTarget = _new(StageTarget)
+                _stage_run_id(target, run.run_id)
+                _stage_stage_id(target, node.nested)
+                _stage_stage_name(target, node.name)
+                _stage_previous_status(target, previous)
+                _stage_status(target, status)
+            else:
+                target = _new(ToolTarget)
+                _tool_run_id(target, run.run_id)
+                _tool_tool_node_id(target, node.nested)
+                _tool_tool_name(target, node.name)
+                _tool_previous_status(target, previous)
+                _tool_status(target, status)
             # publish_lifecycle of the event's LifecycleInput, without building that value: every
             # field is a checked value (docs/decisions.md, "A private entry for the tracker's
             # lifecycle events").
@@ -956,21 +1003,25 @@ class RunTracker:
                 now,
                 now,
                 _REPLAY if replay else _LIVE,
-                target,  # type: ignore[arg-type]  # set with event_id
+                target,
                 None,
             )
         if root_run_id in self._heartbeats.watched or self._batch_depth:
             self._touched(run, now)
             return
-        if not self._started or self._hydrating:
+        if not publishing:
             return
         # _publish_root, written out; without a graph the kept summary of the root's totals is
         # looked up here (RootState.activity's first step).
         activity = state.summary
+        # Whether the summary is one the state keeps (one object per value), known when it was
+        # just looked up among them.
+        kept_activity = False
         if activity is None:
-            if not include_graph:
-                activity = state._summaries.get((self._owner_session_id, state._totals))
+            if not include_graph and state._summaries_owner == self._owner_session_id:
+                activity = state._summaries.get(state._totals)  # RootState.activity's look-up
                 state.summary = activity
+                kept_activity = activity is not None
             if activity is None:
                 activity = state.activity(
                     self._runs, self._owner_session_id, include_graph=include_graph
@@ -981,7 +1032,7 @@ class RunTracker:
         kept = state.kept
         if (
             published is None
-            or (id(published) in kept and id(activity) in kept)
+            or (id(published) in kept and (kept_activity or id(activity) in kept))
             or published != activity
         ):
             self._published[root_run_id] = activity
