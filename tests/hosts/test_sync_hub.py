@@ -22,6 +22,7 @@ from workflow_hub import (
     DiagnosticKind,
     Frame,
     SnapshotFrame,
+    StageStatus,
 )
 from workflow_hub.sync import HostClosedError, Hub, open_hub
 
@@ -305,3 +306,31 @@ def test_hydrating_from_a_thread_publishes_recovering_then_ready() -> None:
                 raise RuntimeError("the storage is gone")
             assert frames.receive(timeout=TIMEOUT).availability == "recovering"  # type: ignore[union-attr]
             assert is_unavailable(frames.receive(timeout=TIMEOUT))
+
+
+def test_a_node_status_fact_refuses_what_the_tracker_would_in_the_calling_thread() -> None:
+    """C1: the node facts' quick check (two ids and a known status) lets nothing through that
+    the full check refuses: each refusal names its field, and nothing is queued."""
+    with open_hub() as hub:
+        tracker = hub.tracker(owner_session_id="session-1", include_graph=True)
+        tracker.start()
+        tracker.add_run("run-1", status="running")
+        tracker.add_stage("run-1", "plan", "plan")
+        tracker.add_tool("run-1", "grep", "grep")
+        for call, arguments, path in (
+            (tracker.set_stage_status, ("run-1", "plan", "sideways"), "status"),
+            (tracker.set_stage_status, ("run-1", "plan", []), "status"),
+            (tracker.set_stage_status, ("run-1", "plan", "cached"), "status"),  # a tool's
+            (tracker.set_tool_status, ("run-1", "grep", "awaiting_input"), "status"),  # a stage's
+            (tracker.set_stage_status, (None, "plan", "running"), "run_id"),
+            (tracker.set_tool_status, ("run-1", b"grep", "running"), "tool_id"),
+        ):
+            with pytest.raises(ContractError) as refused:
+                call(*arguments)  # type: ignore[operator]
+            assert refused.value.path == path, arguments
+        tracker.flush()  # nothing was queued: no error waits for the thread
+        tracker.set_stage_status("run-1", "plan", StageStatus.RUNNING)
+        tracker.set_tool_status("run-1", "grep", "cached")
+        tracker.flush()
+        nodes = {node.node_id: node.status for node in hub.snapshot_frame().roots[0].graph.nodes}  # type: ignore[index,union-attr]
+        assert nodes == {"plan": "running", "grep": "cached"}

@@ -103,7 +103,26 @@ def _checker(name: str) -> Callable[[tuple[object, ...], dict[str, object]], Non
             if value is not None:
                 _check_value(value, allowed, path)
 
-    return check
+    if name not in ("set_stage_status", "set_tool_status"):
+        return check
+    # A node's status, the hottest fact (every step of a LangGraph run): two ids and a status,
+    # recognised with type tests; anything else is checked, and explained, by ``check``.
+    statuses = positional[2][1]
+    assert statuses is not None
+
+    def check_node_status(args: tuple[object, ...], kwargs: dict[str, object]) -> None:
+        if len(args) == 3:
+            run_id, node_id, status = args
+            if (
+                type(run_id) is str
+                and type(node_id) is str
+                and isinstance(status, str)
+                and status in statuses
+            ):
+                return
+        check(args, kwargs)
+
+    return check_node_status
 
 
 @final
@@ -142,7 +161,10 @@ def _queued(
     @wraps(method)
     def fact(self: Tracker, /, *args: _P.args, **kwargs: _P.kwargs) -> None:
         check(args, kwargs)
-        errors = self._errors()
+        try:
+            errors: _Errors = self._local.errors
+        except AttributeError:
+            errors = self._errors()
         tracker = self._tracker
 
         def apply() -> None:
