@@ -15,13 +15,18 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from workflow_hub import StageStatus, ToolNodeStatus
+from workflow_hub.tracker._derive import Totals
 from workflow_hub.tracker._records import StageRecord, ToolRecord
 from workflow_hub.tracker._rootstate import (
+    _LANE,
+    _TOTAL_FIELDS,
     PENDING_TOOL_COUNTS,
     PLAIN_PENDING_STAGE_COUNTS,
     PLAIN_STAGE_COUNTS,
     TOOL_COUNTS,
+    RootState,
     node_counts,
+    unpack,
 )
 
 _counts = st.integers(min_value=0, max_value=5)
@@ -118,3 +123,12 @@ def test_the_pending_tables_tell_ready_from_waiting() -> None:
     """D6: ready (all parents done) and waiting pending nodes count differently."""
     assert PLAIN_PENDING_STAGE_COUNTS[True] != PLAIN_PENDING_STAGE_COUNTS[False]
     assert PENDING_TOOL_COUNTS[True] != PENDING_TOOL_COUNTS[False]
+
+
+@given(st.lists(st.integers(min_value=0, max_value=2**20), min_size=10, max_size=10))
+def test_a_roots_totals_are_its_lanes_unpacked(lanes: list[int]) -> None:
+    """``RootState.totals`` (written out) reads each lane as ``unpack`` does, in field order."""
+    state = RootState("root")
+    state._totals = sum(value << (_LANE * lane) for lane, value in enumerate(lanes))
+    assert state.totals() == Totals(**dict(zip(_TOTAL_FIELDS, lanes, strict=True)))
+    assert tuple(lanes) == unpack(state._totals, len(_TOTAL_FIELDS))
