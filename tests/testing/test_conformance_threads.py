@@ -10,6 +10,7 @@ a seed that catches one catches it every time.
 
 from __future__ import annotations
 
+import re
 import threading
 from typing import Any, cast
 
@@ -162,7 +163,13 @@ def test_a_planted_thread_bug_is_caught_shrunk_and_replays(
     assert len(failure.scenario.operations) <= 8, message
     with pytest.raises(ConformanceFailure) as again:
         play_scenario(broken(handle), failure.scenario)
-    assert str(again.value).splitlines()[0] == message.splitlines()[0]
+    # The same failure at the same step; which observation shows it first (the snapshot or the
+    # diagnostics) may depend on how the burst's threads interleaved in this run.
+    assert _any_field(str(again.value).splitlines()[0]) == _any_field(message.splitlines()[0])
+
+
+def _any_field(line: str) -> str:
+    return re.sub(r"mismatch in the [a-z ]+ \(", "mismatch in the … (", line)
 
 
 def test_the_same_seed_finds_the_same_shrunk_scenario() -> None:
