@@ -194,34 +194,25 @@ def run(
                 goal=Goal(op="<=", threshold=5) if stages == large else None,
             )
         )
-    for stages in STAGES:
-        rows.append(
-            Row(
-                benchmark="tracker",
-                case=f"per fact, {stages} stages, no graph",
-                variant=label,
-                value=best[stages, False],
-                unit="ns",
-                reference="bare publish_changed",
-                reference_value=best[0, False],
-                goal=Goal(op="<=", threshold=2.5),
-                note="issue 29",
+    # Issue 29's goal as written, then the same facts against the floor the contract sets.
+    for reference, reference_value, threshold in (
+        ("bare publish_changed", best[0, False], 2.5),
+        ("hub part of a fact", best[0, True], HUB_PART_GOAL),
+    ):
+        for stages in STAGES:
+            rows.append(
+                Row(
+                    benchmark="tracker",
+                    case=f"per fact, {stages} stages, no graph",
+                    variant=label,
+                    value=best[stages, False],
+                    unit="ns",
+                    reference=reference,
+                    reference_value=reference_value,
+                    goal=Goal(op="<=", threshold=threshold),
+                    note="issue 29",
+                )
             )
-        )
-    for stages in STAGES:
-        rows.append(
-            Row(
-                benchmark="tracker",
-                case=f"per fact, {stages} stages, no graph",
-                variant=label,
-                value=best[stages, False],
-                unit="ns",
-                reference="hub part of a fact",
-                reference_value=best[0, True],
-                goal=Goal(op="<=", threshold=HUB_PART_GOAL),
-                note="issue 29",
-            )
-        )
     rows.append(
         Row(
             benchmark="tracker",
