@@ -10,6 +10,7 @@ import argparse
 import io
 from collections import deque
 
+import attrs
 import trio
 from rich.console import Console
 
@@ -350,3 +351,10 @@ def test_the_hook_pane_says_what_happened_to_a_uuid_named_task_at_80_columns() -
     # The line other outputs print (and the dashboard mirrors) keeps the ids whole.
     assert f"{root}:{task}" in describe_event(event)
     assert short_ids("build:compile") == "build:compile"
+
+
+def test_a_count_wider_than_its_header_is_shown_whole() -> None:
+    """ "act" is three columns wide; 1 000 running tasks still read 1000, never "1…"."""
+    busy = attrs.evolve(celery_like_roots()[0], active_execution_count=1000)
+    text = "\n".join(render(output_with((busy,), []), 80, 24))
+    assert " 1000 " in text, text

@@ -127,16 +127,28 @@ class Screen:
         # Every column has a width of its own, computed here: when a no_wrap cell is too long,
         # rich shrinks every column alike, which cut "working" to "worki…" and the counts'
         # headers to "…" at 80 columns once root ids were UUIDs (Celery's). The state, the
-        # reason and the counts keep what their longest value needs; the root id and "now"
+        # reason and the counts keep what their longest cell needs; the root id and "now"
         # share the rest, the root id at most half of it (cut with an ellipsis).
-        roots = view.roots if view is not None else ()
-        fixed = [
-            max([len(header), *(len(getattr(root, field)) for root in roots)])
-            for header, field in zip(headers[1:3], ("state", "reason"), strict=True)
+        attention = "yes" if wide else "!"
+        rows = [
+            (
+                root,
+                (
+                    root.state,
+                    root.reason,
+                    str(root.active_execution_count),
+                    str(root.actionable_block_count),
+                    attention if root.needs_attention else "",
+                ),
+            )
+            for root in (view.roots if view is not None else ())
         ]
-        fixed += [len(header) for header in headers[3:]]
+        fixed = [
+            max([len(header), *(len(cells[index]) for _, cells in rows)])
+            for index, header in enumerate(headers[1:])
+        ]
         room = max(0, width - _RULES[wide] - sum(fixed))
-        longest = max([len("root"), *(len(root.root_run_id) for root in roots)])
+        longest = max([len("root"), *(len(root.root_run_id) for root, _ in rows)])
         root_width = min(longest, max(_ROOT_MIN_WIDTH, room // 2))
         table.add_column(headers[0], no_wrap=True, overflow="ellipsis", width=root_width)
         for header, column_width in zip(headers[1:], fixed, strict=True):
@@ -144,15 +156,14 @@ class Screen:
         table.add_column("now", overflow="fold", width=max(_NOW_MIN_WIDTH, room - root_width))
         if view is None:
             return table
-        for root in view.roots:
-            attention = "yes" if wide else "!"
+        for root, (state, reason, active, blocks, flag) in rows:
             table.add_row(
                 Text(root.root_run_id),
-                Text(root.state, style=_STATE_STYLES.get(root.state, "")),
-                Text(root.reason),
-                Text(str(root.active_execution_count)),
-                Text(str(root.actionable_block_count)),
-                Text(attention, style="bold red") if root.needs_attention else Text(""),
+                Text(state, style=_STATE_STYLES.get(state, "")),
+                Text(reason),
+                Text(active),
+                Text(blocks),
+                Text(flag, style="bold red"),
                 Text(describe_running(root)),
             )
         if not view.known:
