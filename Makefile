@@ -72,7 +72,8 @@ promtool:
 
 # Three workers on the two cores, a test file each at a time (its module-scoped servers stay in
 # one worker). Most real-part tests wait on processes, browsers and sockets, so a third worker
-# fills that idle time: the suite took 331 s with two workers and 242-258 s with three (three runs, all green).
+# fills that idle time: the suite took 331 s with two workers, 242-258 s with three (three runs,
+# all green).
 pytest: $(STAMP) redis-server browsers tmux node-clients promtool
 	$(BIN)/pytest -n 3 --dist loadfile
 
