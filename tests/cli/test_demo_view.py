@@ -23,6 +23,7 @@ from workflow_hub import (
     RootGraph,
     RunTarget,
     SnapshotFrame,
+    StageCompletedEvent,
     StageNode,
     StageTarget,
     WorkflowEvent,
@@ -347,10 +348,35 @@ def test_the_hook_pane_says_what_happened_to_a_uuid_named_task_at_80_columns() -
     output = output_with(celery_like_roots(), [])
     output.hook(event)
     shown = "\n".join(render(output))
-    assert "stage  ccbd9c93…:d18f8889…: pending → running" in shown
+    assert "stage  proj.step ccbd9c93…:d18f8889…: pending → running" in shown
     # The line other outputs print (and the dashboard mirrors) keeps the ids whole.
-    assert f"{root}:{task}" in describe_event(event)
+    assert f"stage  proj.step {root}:{task}: pending → running" in describe_event(event)
     assert short_ids("build:compile") == "build:compile"
+
+
+def test_a_hook_line_names_a_stage_with_a_generated_id_by_its_name_too() -> None:
+    """The demo's stage ids are written (``nightly-build:lint``) and say what ran: the line
+    shows the id alone. A Celery task's id is a UUID: its name comes first, then the id (the
+    line says which task it was, not only which UUID)."""
+    target = StageTarget(
+        run_id="r", stage_id="nightly-build:lint", stage_name="lint", status="completed"
+    )
+    done = StageCompletedEvent(
+        event_id="e1",
+        cursor=Cursor(epoch="e", revision=1),
+        run_id="r",
+        root_run_id="r",
+        owner_session_id="s",
+        occurred_at=1,
+        observed_at=1,
+        delivery="live",
+        target=target,
+    )
+    assert describe_event(done) == "stage completed  nightly-build:lint (live)"
+    uuid = "d18f8889-ef01-4a79-b1e6-d79060f00000"
+    celery = attrs.evolve(done, target=attrs.evolve(target, stage_id=uuid, stage_name="proj.step"))
+    assert describe_event(celery) == f"stage completed  proj.step {uuid} (live)"
+    assert describe_event(celery, short_ids) == "stage completed  proj.step d18f8889… (live)"
 
 
 def test_a_count_wider_than_its_header_is_shown_whole() -> None:

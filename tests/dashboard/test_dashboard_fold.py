@@ -16,6 +16,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -26,9 +27,13 @@ from workflow_hub import (
     ChangedFrame,
     Cursor,
     Frame,
+    LifecycleEvent,
     RemovedFrame,
     RootActivity,
     SnapshotFrame,
+    StageCompletedEvent,
+    StageTarget,
+    ToolTarget,
     WorkflowEvent,
 )
 from workflow_hub._cli._output import describe_event
@@ -178,6 +183,46 @@ def test_the_demo_events_read_as_in_the_demo(node_fold: NodeFold, demo_stream: l
     }
     descriptions = node_fold.run([], events)["descriptions"]
     assert descriptions == [" ".join(describe_event(event).split()) for event in events]
+
+
+def test_events_of_generated_ids_read_the_same(node_fold: NodeFold) -> None:
+    """A stage or tool whose id is generated (a Celery task's UUID) is named by its name too,
+    in both languages; the length that decides it counts code points in both (astral
+    characters are two UTF-16 units in JavaScript)."""
+    uuid = "d18f8889-ef01-4a79-b1e6-d79060f00000"
+    base = {
+        "event_id": "e1",
+        "cursor": Cursor(epoch="e", revision=1),
+        "run_id": "r",
+        "root_run_id": "r",
+        "owner_session_id": "s",
+        "occurred_at": 1,
+        "observed_at": 1,
+        "delivery": "live",
+    }
+    stage = StageTarget(
+        run_id="r", stage_id=f"r:{uuid}", stage_name="proj.step", status="completed"
+    )
+    events: list[WorkflowEvent] = [
+        LifecycleEvent(**base, target=stage),
+        StageCompletedEvent(**base, target=stage),
+        LifecycleEvent(
+            **base,
+            target=ToolTarget(run_id="r", tool_node_id=uuid, tool_name="fetch", status="running"),
+        ),
+        # Nine astral characters: 9 code points (written), 18 UTF-16 units.
+        LifecycleEvent(**base, target=attrs.evolve(stage, stage_id="r:" + "\U0001f680" * 9)),
+        LifecycleEvent(**base, target=attrs.evolve(stage, stage_id="r:" + "\U0001f680" * 17)),
+    ]
+    descriptions = node_fold.run([], events)["descriptions"]
+    assert descriptions == [" ".join(describe_event(event).split()) for event in events]
+    assert [("proj.step" in line, "fetch" in line) for line in descriptions] == [
+        (True, False),
+        (True, False),
+        (False, True),
+        (False, False),
+        (True, False),
+    ]
 
 
 # A few epochs, revisions and ids, so that random sequences keep hitting the interesting cases:

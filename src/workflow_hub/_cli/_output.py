@@ -27,7 +27,9 @@ from .._contract import (
     SnapshotFrame,
     StageCompletedEvent,
     StageNode,
+    StageTarget,
     ToolNode,
+    ToolTarget,
     WorkflowEvent,
 )
 from ..reporting import ActivityView, aggregate
@@ -101,11 +103,20 @@ def short_ids(text: str) -> str:
     return ":".join(part if len(part) <= 16 else f"{part[:8]}…" for part in text.split(":"))
 
 
+def name_node(node_id: str, name: str, ids: Callable[[str], str] = str) -> str:
+    """A stage or tool as people know it: a written id says what ran (the demo's
+    ``nightly-build:lint``) and stands alone; a generated one (its last part longer than 16
+    characters, a Celery task's UUID) follows the node's name (``proj.step d18f8889…``)."""
+    shown = ids(node_id)
+    return shown if len(node_id.rpartition(":")[2]) <= 16 else f"{name} {shown}"
+
+
 def describe_event(event: WorkflowEvent, ids: Callable[[str], str] = str) -> str:
     """One line for a hook event; ``ids`` may shorten the ids in it (a terminal's pane does)."""
     match event:
         case StageCompletedEvent():
-            return f"stage completed  {ids(event.target.stage_id)} ({event.delivery})"
+            stage = name_node(event.target.stage_id, event.target.stage_name, ids)
+            return f"stage completed  {stage} ({event.delivery})"
         case LifecycleEvent():
             target = event.target
             before = getattr(target, "previous_status", None)
@@ -115,10 +126,14 @@ def describe_event(event: WorkflowEvent, ids: Callable[[str], str] = str) -> str
                 if isinstance(target, RunTarget) and target.action
                 else ""
             )
-            name = getattr(target, "stage_id", None) or getattr(target, "tool_node_id", None)
-            name = name or getattr(target, "prompt_id", None) or target.run_id
+            if isinstance(target, StageTarget):
+                name = name_node(target.stage_id, target.stage_name, ids)
+            elif isinstance(target, ToolTarget):
+                name = name_node(target.tool_node_id, target.tool_name, ids)
+            else:
+                name = ids(getattr(target, "prompt_id", None) or target.run_id)
             replay = " (replay)" if event.delivery == "replay" else ""
-            return f"{target.kind:<6} {ids(name)}: {previous}{target.status}{action}{replay}"
+            return f"{target.kind:<6} {name}: {previous}{target.status}{action}{replay}"
         case ActivityChangedEvent():
             root = event.root
             return f"activity changed {ids(root.root_run_id)} → {root.state}/{root.reason}"

@@ -211,16 +211,26 @@
     return pad(date.getHours()) + ":" + pad(date.getMinutes()) + ":" + pad(date.getSeconds());
   }
 
+  /* A stage or tool as people know it, as the demo's plain output names it: a written id
+     stands alone; a generated one (its last part longer than 16 characters, a Celery task's
+     UUID) follows the node's name. Characters are counted as Python counts them (code
+     points, not UTF-16 units). */
+  function nameNode(id, name) {
+    return Array.from(id.slice(id.lastIndexOf(":") + 1)).length <= 16 ? id : name + " " + id;
+  }
+
   /* One line for a hook event, the same words as the demo's plain output. */
   function describeEvent(event) {
     var target = event.target;
     switch (event.type) {
       case "workflow_stage_completed":
-        return "stage completed " + target.stageId + " (" + event.delivery + ")";
+        return "stage completed " + nameNode(target.stageId, target.stageName) + " (" + event.delivery + ")";
       case "workflow_lifecycle": {
         var previous = target.previousStatus ? target.previousStatus + " \u2192 " : "";
         var action = target.kind === "run" && target.action ? " [" + target.action + " requested]" : "";
-        var name = target.stageId || target.toolNodeId || target.promptId || target.runId;
+        var name = target.kind === "stage" ? nameNode(target.stageId, target.stageName)
+          : target.kind === "tool" ? nameNode(target.toolNodeId, target.toolName)
+          : target.promptId || target.runId;
         var replay = event.delivery === "replay" ? " (replay)" : "";
         return target.kind + " " + name + ": " + previous + target.status + action + replay;
       }
