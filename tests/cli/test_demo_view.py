@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import io
 from collections import deque
+from typing import Any
 
 import attrs
 import trio
@@ -44,18 +45,27 @@ def render(output: RichOutput, width: int = WIDTH, height: int = HEIGHT) -> list
     return console.export_text().splitlines()
 
 
-def control_event(action: str, status: str) -> LifecycleEvent:
-    return LifecycleEvent(
-        event_id=f"evt-{action}",
+def hook_event(
+    target: Any, run: str, kind: type[LifecycleEvent | StageCompletedEvent] = LifecycleEvent
+) -> Any:
+    """A live hook event of ``run`` (its own root) about ``target``."""
+    return kind(
+        event_id="evt-1",
         cursor=Cursor(epoch="e", revision=1),
-        run_id="load-test",
-        root_run_id="load-test",
+        run_id=run,
+        root_run_id=run,
         owner_session_id="demo",
         occurred_at=1,
         observed_at=1,
         delivery="live",
-        target=RunTarget(run_id="load-test", status=status, action=action),
+        target=target,
     )
+
+
+def control_event(action: str, status: str) -> LifecycleEvent:
+    target = RunTarget(run_id="load-test", status=status, action=action)
+    event: LifecycleEvent = hook_event(target, "load-test")
+    return event
 
 
 def hostile_root() -> RootActivity:
@@ -328,23 +338,14 @@ def test_the_hook_pane_says_what_happened_to_a_uuid_named_task_at_80_columns() -
     """A stage event of a Celery task (nested ``root:task`` ids of 73 characters) keeps its
     move on the line: the ids are cut to 8 characters each, not the end of the line."""
     root, task = "ccbd9c93-8016-47d5-a164-608e3915aca8", "d18f8889-ef01-4a79-b1e6-d79060f00000"
-    event = LifecycleEvent(
-        event_id="e1",
-        cursor=Cursor(epoch="e", revision=1),
+    target = StageTarget(
         run_id=root,
-        root_run_id=root,
-        owner_session_id="celery",
-        occurred_at=1,
-        observed_at=1,
-        delivery="live",
-        target=StageTarget(
-            run_id=root,
-            stage_id=f"{root}:{task}",
-            stage_name="proj.step",
-            status="running",
-            previous_status="pending",
-        ),
+        stage_id=f"{root}:{task}",
+        stage_name="proj.step",
+        status="running",
+        previous_status="pending",
     )
+    event = hook_event(target, root)
     output = output_with(celery_like_roots(), [])
     output.hook(event)
     shown = "\n".join(render(output))
@@ -361,17 +362,7 @@ def test_a_hook_line_names_a_stage_with_a_generated_id_by_its_name_too() -> None
     target = StageTarget(
         run_id="r", stage_id="nightly-build:lint", stage_name="lint", status="completed"
     )
-    done = StageCompletedEvent(
-        event_id="e1",
-        cursor=Cursor(epoch="e", revision=1),
-        run_id="r",
-        root_run_id="r",
-        owner_session_id="s",
-        occurred_at=1,
-        observed_at=1,
-        delivery="live",
-        target=target,
-    )
+    done = hook_event(target, "r", StageCompletedEvent)
     assert describe_event(done) == "stage completed  nightly-build:lint (live)"
     uuid = "d18f8889-ef01-4a79-b1e6-d79060f00000"
     celery = attrs.evolve(done, target=attrs.evolve(target, stage_id=uuid, stage_name="proj.step"))
