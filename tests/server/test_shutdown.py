@@ -19,6 +19,7 @@ from tests.support.builders import root
 from tests.support.netutil import SseReader, hooks_for, sse
 from workflow_hub import RootActivity, open_hub
 from workflow_hub.server import serve_hub
+from workflow_hub.server._serve import SHUTDOWN_GRACE
 
 WAIT = 10
 
@@ -98,4 +99,8 @@ async def test_cancelling_the_server_with_stalled_clients_ends_within_a_second()
                     await done.wait()
                 elapsed = trio.current_time() - started
     assert good.ended
-    assert elapsed < 1.5, elapsed
+    # The server's own bound is its grace, then a cut half a second later (1.3 s). A stalled
+    # client used to hold it open for as long as the client stayed (here WAIT would fail the
+    # test). The rest is room for a loaded machine: ending 141 connections' tasks took 1.96 s
+    # with three test workers on the two cores.
+    assert elapsed < SHUTDOWN_GRACE + 0.5 + 1.2, elapsed
