@@ -39,6 +39,7 @@ LAYER_NAMES = (
 # same table). A module's layer is its folder's: the folder is the boundary.
 LAYERS: dict[str, int] = {
     "_public": BASE,
+    "_defaults": BASE,  # defaults several layers share (the served port)
     "_status_line": BASE,  # the aggregate status rule on plain strings (reporting and `status`)
     "_contract": CONTRACT,
     "contract": CONTRACT,

@@ -18,12 +18,11 @@ from typing import Any
 import trio
 
 from .. import HookRunner, WorkflowActivityHub
+from .._defaults import DEFAULT_PORT
 from ..celery import DEFAULT_INSPECT_TIMEOUT, watch_celery
 from ..tracker import RunTracker
 
 __all__ = ["add_arguments", "run"]
-
-_DEFAULT_PORT = 8765
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -42,8 +41,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--port",
         type=int,
-        default=_DEFAULT_PORT,
-        help=f"port of the dashboard and its streams (default {_DEFAULT_PORT}; 0 picks one)",
+        default=DEFAULT_PORT,
+        help=f"port of the dashboard and its streams (default {DEFAULT_PORT}; 0 picks one)",
     )
     parser.add_argument("--token", default=None, help="the token clients must send")
     parser.add_argument(

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from .._defaults import DEFAULT_PORT
 from ..redis import DEFAULT_PREFIX
 from ._errors import os_errors_as
 from ._fleet import add_serve_arguments, open_client, refuse_serve_flags, run_serve, until_ctrl_c
@@ -29,7 +30,6 @@ if TYPE_CHECKING:
 
 __all__ = ["add_arguments", "run"]
 
-_DEFAULT_PORT = 8765
 # No longer the default (which is None: until Ctrl-C); the fleet mode below still compares to it.
 _DEFAULT_DURATION = 3600.0
 
@@ -39,8 +39,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--port",
         type=port,
-        default=_DEFAULT_PORT,
-        help=f"port (default {_DEFAULT_PORT}; 0 picks one)",
+        default=DEFAULT_PORT,
+        help=f"port (default {DEFAULT_PORT}; 0 picks one)",
     )
     parser.add_argument("--token", default=None, help="the token clients must send")
     parser.add_argument(
@@ -117,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
     for option in ("fleet", "redis"):
         if getattr(args, option) is not None:
             check_redis_url(getattr(args, option), option=f"--{option}")
-    refused = refuse_serve_flags(args, default_port=_DEFAULT_PORT)
+    refused = refuse_serve_flags(args, default_port=DEFAULT_PORT)
     if refused is not None:
         print(f"workflow-hub serve: {refused}", file=sys.stderr)
         return 2

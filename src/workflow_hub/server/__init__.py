@@ -6,6 +6,7 @@ source of a Redis fleet (``workflow_hub.redis``) the same way. Needs the ``serve
 (``pip install 'workflow-hub[server]'``). See ``docs/network.md``.
 """
 
+from .._defaults import DEFAULT_PORT as DEFAULT_PORT
 from .._public import fixup_module_metadata
 from ._app import DEFAULT_EVENTS_BUFFER as DEFAULT_EVENTS_BUFFER
 from ._app import DEFAULT_KEEPALIVE as DEFAULT_KEEPALIVE
@@ -21,6 +22,7 @@ __all__ = [
     "DEFAULT_EVENTS_BUFFER",
     "DEFAULT_FLEET_HISTORY",
     "DEFAULT_KEEPALIVE",
+    "DEFAULT_PORT",
     "STATIC_DIR",
     "FleetApp",
     "HubApp",

@@ -38,6 +38,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .._contract import Availability, ContractError, Frame, SnapshotFrame, dumps
+from .._defaults import DEFAULT_PORT
 from ..redis import (
     DEFAULT_BLOCK,
     DEFAULT_PREFIX,
@@ -538,7 +539,7 @@ async def serve_fleet(
     *,
     prefix: str = DEFAULT_PREFIX,
     host: str = "127.0.0.1",
-    port: int = 8765,
+    port: int = DEFAULT_PORT,
     token: str | None = None,
     insecure: bool = False,
     history: int = DEFAULT_FLEET_HISTORY,

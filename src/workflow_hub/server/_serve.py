@@ -14,6 +14,7 @@ from starlette.types import ASGIApp
 
 from .._contract import ContractError
 from .._core import HookRunner, WorkflowActivityHub
+from .._defaults import DEFAULT_PORT
 from ..metrics import HubMetrics
 from ._app import DEFAULT_EVENTS_BUFFER, DEFAULT_KEEPALIVE, HubApp, StreamTracker
 from ._worker import serve_connections
@@ -43,7 +44,7 @@ async def serve_hub(
     hub: WorkflowActivityHub,
     *,
     host: str = "127.0.0.1",
-    port: int = 8765,
+    port: int = DEFAULT_PORT,
     token: str | None = None,
     runner: HookRunner | None = None,
     metrics: HubMetrics | None = None,

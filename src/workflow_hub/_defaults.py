@@ -1,0 +1,13 @@
+"""Defaults that several layers share, written once.
+
+The port is the server's (``serve_hub``, ``serve_fleet``) and the commands' that serve or name a
+served hub (``serve``, ``celery``): one number, so that a URL printed by one is the URL another
+expects. This module imports nothing, so that the commands read it without loading the server.
+"""
+
+from __future__ import annotations
+
+__all__ = ["DEFAULT_PORT"]
+
+DEFAULT_PORT = 8765
+"""The TCP port a served hub or fleet binds when none is given."""
