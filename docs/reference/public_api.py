@@ -53,13 +53,14 @@ def public_module_names() -> list[str]:
 
 
 @functools.cache
-def exporters() -> dict[int, list[str]]:
-    """Which public modules export each object (by identity)."""
-    found: dict[int, list[str]] = {}
+def exporters() -> dict[tuple[str, int], list[str]]:
+    """Which public modules export each object under each name (by identity: two equal small
+    numbers are one object, so the name is part of the key)."""
+    found: dict[tuple[str, int], list[str]] = {}
     for name in public_module_names():
         module = importlib.import_module(name)
         for each in module.__all__:
-            found.setdefault(id(getattr(module, each)), []).append(name)
+            found.setdefault((each, id(getattr(module, each))), []).append(name)
     return found
 
 
@@ -158,7 +159,7 @@ class PublicModule(SphinxDirective):
         elsewhere: list[str] = []
         for name in module.__all__:
             value = getattr(module, name)
-            pages = homes(value, found[id(value)])
+            pages = homes(value, found[name, id(value)])
             if module_name in pages:
                 lines += [*entry(module_name, name, value), ""]
             else:
@@ -195,13 +196,24 @@ def _reexported_aliases(app: Sphinx, env: Any) -> None:
     found = exporters()
     for name in root.__all__:
         value = getattr(root, name)
-        pages = homes(value, found[id(value)])
+        pages = homes(value, found[name, id(value)])
         full = f"{pages[0]}.{name}"
         alias = f"{ROOT}.{name}"
         if ROOT in pages or alias in domain.objects or full not in domain.objects:
             continue
         documented = domain.objects[full]
         domain.objects[alias] = documented._replace(aliased=True)
+
+
+@functools.cache
+def shared_names() -> frozenset[str]:
+    """Names that public modules export for different objects (``HookRunner``: trio's, asyncio's)."""
+    seen: dict[str, set[int]] = {}
+    for module_name in public_module_names():
+        module = importlib.import_module(module_name)
+        for name in module.__all__:
+            seen.setdefault(name, set()).add(id(getattr(module, name)))
+    return frozenset(name for name, values in seen.items() if len(values) > 1)
 
 
 def _qualify_root_names(
@@ -213,12 +225,12 @@ def _qualify_root_names(
     signature: str | None,
     return_annotation: str | None,
 ) -> tuple[str | None, str | None]:
-    """Say ``workflow_hub.X`` for a bare ``X`` in a signature whose annotations stayed strings.
+    """Say ``workflow_hub.X`` for a bare, shared ``X`` in a signature's string annotations.
 
     An annotation that names a class imported only for type checkers cannot be evaluated, so
     autodoc shows it as written: ``runner: HookRunner``. On the page of a module that exports
     no ``HookRunner`` of its own, that bare name would match both the package's runner and
-    asyncio's; the package root's names are the ones such modules import.
+    asyncio's; the package root's is the one such modules import.
     """
     module = max(
         (each for each in public_module_names() if name.startswith(f"{each}.")),
@@ -226,7 +238,8 @@ def _qualify_root_names(
         default=ROOT,
     )
     own = set(importlib.import_module(module).__all__)
-    names = [each for each in importlib.import_module(ROOT).__all__ if each not in own]
+    root = set(importlib.import_module(ROOT).__all__)
+    names = sorted((shared_names() & root) - own)
     if not names:
         return signature, return_annotation
     bare = re.compile(r"(?<![\w.])(" + "|".join(names) + r")\b")
