@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint types pytest conformance bench venv clean redis-server browsers tmux screenshot node-clients promtool
+.PHONY: demo docs test lint types pytest conformance bench venv clean redis-server browsers tmux screenshot node-clients promtool
 
 venv: $(STAMP)
 
@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[$(EXTRAS)]' --group dev
 	touch $(STAMP)
 
-LINTED := $(wildcard src tests benchmarks tools examples)
+LINTED := $(wildcard src tests benchmarks tools examples docs/conf.py docs/reference/*.py)
 
 # The main job on its embedded default: a simulated scheduler, a live status view, hook events,
 # and the hub served over HTTP (the dashboard's URL and the `workflow-hub watch URL` command are
@@ -99,6 +99,14 @@ test: lint types pytest
 # The conformance suite with many more scenarios than `make test` runs (about two minutes).
 conformance: $(STAMP)
 	WORKFLOW_HUB_CONFORMANCE_EXAMPLES=2000 $(BIN)/pytest tests/testing
+
+# The documentation site into build/docs (open build/docs/index.html): the guide (docs/*.md) and
+# the API reference (docs/reference/, one page per public module, from the docstrings). Strict: a
+# warning (a broken link, a docstring that is not valid reStructuredText) fails it. Sphinx comes
+# with the `dev` group, which includes `docs` (tests/package/test_api_reference.py builds the
+# reference too).
+docs: $(STAMP)
+	$(BIN)/python -m sphinx -b html -q -W --keep-going -E docs build/docs
 
 # Benchmarks (a few minutes): one table, benchmarks/results.json; docs/performance.md explains.
 BENCH_STAMP := $(VENV)/.installed-bench
