@@ -493,6 +493,7 @@ def create_app(
     cors_origins: Sequence[str] | None = None,
     keepalive: float = DEFAULT_KEEPALIVE,
     events_buffer: int = DEFAULT_EVENTS_BUFFER,
+    static_dir: Path | None = STATIC_DIR,
 ) -> HubApp:
     """The ASGI application that shows ``hub`` over HTTP, for mounting in your own server.
 
@@ -505,7 +506,12 @@ def create_app(
     of its extensions. ``metrics`` turns on ``/metrics``. ``cors_origins`` lists the origins a
     browser may call from; without it no CORS header is sent. ``keepalive`` is the idle time
     after which an event stream sends a comment line; ``events_buffer`` bounds each hook-event
-    client's buffer.
+    client's buffer. ``static_dir`` is the web page's folder: its ``index.html`` is served at
+    ``/`` and its files at ``/static/...``; the default is the dashboard shipped with the
+    server (:data:`STATIC_DIR`), and ``None`` serves no page.
+
+    It takes exactly :class:`HubApp`'s arguments and returns ``HubApp(hub, ...)`` (a test holds
+    the two signatures equal).
     """
     return HubApp(
         hub,
@@ -515,4 +521,5 @@ def create_app(
         cors_origins=cors_origins,
         keepalive=keepalive,
         events_buffer=events_buffer,
+        static_dir=static_dir,
     )
