@@ -7,12 +7,19 @@ Every name is imported on first access (PEP 562): the contract's values (which l
 the hub, the thread publisher and the tracker (which load trio). ``import workflow_hub`` alone
 costs almost nothing, so a command that needs none of them (``workflow-hub status`` reading a
 plain snapshot) does not pay for them; ``from workflow_hub import open_hub`` works as ever and
-loads them then.
+loads them then. ``WorkflowHubError``, the base of every exception the package raises, costs
+nothing and is there at once.
 """
 
 # ``typing`` is not imported: this module runs before every command of the package.
 TYPE_CHECKING = False
+from ._exceptions import WorkflowHubError as WorkflowHubError  # noqa: E402
 from ._public import declare_root_names  # noqa: E402
+
+# The base of every exception of the package (docs/exceptions.md), loaded at once: its module is
+# one class and imports nothing. It says where users catch it from (fixup_module_metadata would
+# load inspect and attrs here).
+WorkflowHubError.__module__ = __name__
 
 if TYPE_CHECKING:
     from ._core import HOOK_EVENT_TYPES as HOOK_EVENT_TYPES
@@ -92,7 +99,7 @@ _LAZY = {
     "run_heartbeats": "tracker",
 }
 
-__all__ = list(_LAZY)
+__all__ = ["WorkflowHubError", *_LAZY]
 
 # Declared before any lazy module can load: each of them (``_contract`` among them) ends with
 # ``claim_root_names()``, so what the package exports says ``workflow_hub`` whichever way (and

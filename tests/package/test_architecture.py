@@ -40,6 +40,7 @@ LAYER_NAMES = (
 LAYERS: dict[str, int] = {
     "_public": BASE,
     "_defaults": BASE,  # defaults several layers share (the served port)
+    "_exceptions": BASE,  # WorkflowHubError, the base every layer's exceptions derive from
     "_status_line": BASE,  # the aggregate status rule on plain strings (reporting and `status`)
     "_contract": CONTRACT,
     "contract": CONTRACT,

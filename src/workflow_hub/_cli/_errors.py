@@ -20,6 +20,8 @@ import os
 import sys
 from contextlib import contextmanager, suppress
 
+from .._exceptions import WorkflowHubError
+
 TYPE_CHECKING = False  # not from typing: every command runs through here, status too
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -59,7 +61,7 @@ _EXTRAS = {
 }
 
 
-class CommandError(Exception):
+class CommandError(WorkflowHubError):
     """A failure at run time the command recognised: ``str(error)`` says what to do."""
 
     exit_status = EXIT_FAILURE

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import math
 
+from .._exceptions import WorkflowHubError
 from .._status_line import SEPARATOR, decide, root_parts
 
 TYPE_CHECKING = False
@@ -51,7 +52,7 @@ WORKING_PRIORITY = ("retrying", "executing", "automatic_continuation")
 BLOCKED_PRIORITY = ("awaiting_input", "manual_intervention")
 
 
-class _Refused(Exception):
+class _Refused(WorkflowHubError):
     """Not sure: the ordinary path decides."""
 
 

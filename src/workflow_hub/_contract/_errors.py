@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from .._exceptions import WorkflowHubError
+
 __all__ = ["ContractError"]
 
 
-class ContractError(ValueError):
+class ContractError(WorkflowHubError, ValueError):
     """A value does not satisfy the workflow-hub contract.
 
     Raised when a contract value is built from a wrong type, an unknown enumeration value, a negative

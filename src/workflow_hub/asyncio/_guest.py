@@ -18,12 +18,14 @@ from typing import Any, TypeVar, final
 import outcome
 import trio
 
+from .._exceptions import WorkflowHubError
+
 __all__ = ["Guest"]
 
 _T = TypeVar("_T")
 
 
-class CallbackCancelled(RuntimeError):
+class CallbackCancelled(WorkflowHubError, RuntimeError):
     """An asyncio callback of the hub was cancelled by someone other than the hub."""
 
 

@@ -16,13 +16,15 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from .._exceptions import WorkflowHubError
+
 if TYPE_CHECKING:
     import coredis
 
 __all__ = ["RoundTripTimeout", "bounded", "describe", "server_errors", "text", "transient_errors"]
 
 
-class RoundTripTimeout(TimeoutError):
+class RoundTripTimeout(WorkflowHubError, TimeoutError):
     """A round trip to Redis missed its deadline; the client's connections were dropped."""
 
 

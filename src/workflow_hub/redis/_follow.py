@@ -29,6 +29,7 @@ from .._contract import (
     SnapshotFrame,
     loads,
 )
+from .._exceptions import WorkflowHubError
 from .._public import NoPublicConstructor
 from ..reporting import ActivityView
 from ._connection import bounded, describe, server_errors, text, transient_errors
@@ -91,7 +92,7 @@ class FollowerStatistics:
     presented as unknown until one does."""
 
 
-class BadData(Exception):
+class BadData(WorkflowHubError):
     """What a source's keys hold cannot be read (undecodable, not ours)."""
 
 

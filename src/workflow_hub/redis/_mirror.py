@@ -19,6 +19,7 @@ import trio
 
 from .._contract import ContractError, Cursor, Frame, SnapshotFrame, dumps
 from .._core import HookRunner
+from .._exceptions import WorkflowHubError
 from .._public import NoPublicConstructor
 from ..reporting import ActivityView
 from ._connection import bounded, describe, server_errors, text, transient_errors
@@ -56,7 +57,7 @@ _APPEND = ServerScript(APPEND_SCRIPT)
 _CLAIM = ServerScript(CLAIM_SCRIPT)
 
 
-class BadKey(Exception):
+class BadKey(WorkflowHubError):
     """A key of the source holds something of another type (written by something else)."""
 
 

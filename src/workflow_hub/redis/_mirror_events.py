@@ -22,6 +22,7 @@ import trio
 
 from .._contract import WorkflowEvent, dumps
 from .._core import HOOK_EVENT_TYPES
+from .._exceptions import WorkflowHubError
 from ._connection import bounded, describe, server_errors, text, transient_errors
 from ._keys import EVENTS_APPEND_SCRIPT, ServerScript
 
@@ -46,7 +47,7 @@ _BACKOFF_MAX = 2.0
 _APPEND_EVENTS = ServerScript(EVENTS_APPEND_SCRIPT)
 
 
-class _BadEventsKey(Exception):
+class _BadEventsKey(WorkflowHubError):
     pass
 
 

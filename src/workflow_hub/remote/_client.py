@@ -22,6 +22,7 @@ import trio
 from httpx_sse import EventSource, ServerSentEvent, SSEError
 
 from .._contract import ContractError, Cursor, Frame, SnapshotFrame, format_cursor, loads
+from .._exceptions import WorkflowHubError
 
 __all__ = [
     "Backoff",
@@ -38,7 +39,7 @@ _FRAME_EVENTS: Final = frozenset({"snapshot", "changed", "removed"})
 _RETRIED_4XX: Final = frozenset({408, 429})
 
 
-class RemoteError(Exception):
+class RemoteError(WorkflowHubError):
     """The server refused the request in a way retrying cannot fix (a 4xx other than 408/429)."""
 
     def __init__(self, status: int, message: str) -> None:

@@ -232,14 +232,25 @@ class _HookStream(Response):
 
 @final
 class HubApp(StreamTracker):
-    """The ASGI application of one hub; what :func:`create_app` returns.
+    """The ASGI application that shows one hub over HTTP, for mounting in your own server
+    (``create_app`` is another name for this class).
 
     Mount it in any ASGI server that runs on trio, or let :func:`~workflow_hub.server.serve_hub`
     run it. For a hub hosted by ``workflow_hub.asyncio`` (pass that host's hub, and its
     ``hook_runner()`` as ``runner``), mount it in an asyncio ASGI server (uvicorn, a FastAPI or
-    Starlette app): the streams are written with anyio, so they run on either loop, and frames
-    reach them through the host's asyncio subscriptions. :meth:`close` ends every open stream
-    cleanly (SSE streams end, WebSockets get close code 1001); disposing the hub does the same.
+    Starlette app, e.g. ``starlette_app.mount("/hub", app)``): the streams are written with
+    anyio, so they run on either loop, and frames reach them through the host's asyncio
+    subscriptions. :meth:`close` ends every open stream cleanly (SSE streams end, WebSockets get
+    close code 1001); disposing the hub does the same.
+
+    ``token`` protects every endpoint but ``/healthz`` and the web page. ``runner`` (the host's
+    :class:`~workflow_hub.HookRunner`) turns on ``/v1/events``; the app registers itself as one
+    of its extensions. ``metrics`` turns on ``/metrics``. ``cors_origins`` lists the origins a
+    browser may call from; without it no CORS header is sent. ``keepalive`` is the idle time
+    after which an event stream sends a comment line; ``events_buffer`` bounds each hook-event
+    client's buffer. ``static_dir`` is the web page's folder: its ``index.html`` is served at
+    ``/`` and its files at ``/static/...``; the default is the dashboard shipped with the
+    server (:data:`STATIC_DIR`), and ``None`` serves no page.
     """
 
     def __init__(
@@ -484,35 +495,6 @@ def _version() -> str:
         return "0+unknown"
 
 
-def create_app(
-    hub: WorkflowActivityHub | HostedHub,
-    *,
-    token: str | None = None,
-    runner: HookRunner | HostedRunner | None = None,
-    metrics: HubMetrics | None = None,
-    cors_origins: Sequence[str] | None = None,
-    keepalive: float = DEFAULT_KEEPALIVE,
-    events_buffer: int = DEFAULT_EVENTS_BUFFER,
-) -> HubApp:
-    """The ASGI application that shows ``hub`` over HTTP, for mounting in your own server.
-
-    ``hub`` is a trio hub (mount the app in a trio ASGI server) or a ``workflow_hub.asyncio``
-    host's hub (mount it in an asyncio one, e.g. ``starlette_app.mount("/hub", app)`` under
-    uvicorn).
-
-    ``token`` protects every endpoint but ``/healthz`` and the web page. ``runner`` (the host's
-    :class:`~workflow_hub.HookRunner`) turns on ``/v1/events``; the app registers itself as one
-    of its extensions. ``metrics`` turns on ``/metrics``. ``cors_origins`` lists the origins a
-    browser may call from; without it no CORS header is sent. ``keepalive`` is the idle time
-    after which an event stream sends a comment line; ``events_buffer`` bounds each hook-event
-    client's buffer.
-    """
-    return HubApp(
-        hub,
-        token=token,
-        runner=runner,
-        metrics=metrics,
-        cors_origins=cors_origins,
-        keepalive=keepalive,
-        events_buffer=events_buffer,
-    )
+create_app: Final = HubApp
+"""``create_app(hub, ...)`` is ``HubApp(hub, ...)``: the name the docs have always used, kept as the
+class itself so that the two cannot take different arguments."""

@@ -61,7 +61,7 @@ from ._fleet_stream import (
     FleetStreamResponse,
     parse_selection,
 )
-from ._middleware import SSE_HEADERS, Guard, NoStore, is_open_path
+from ._middleware import Guard, NoStore, is_open_path
 from ._openapi import OPENAPI_PATH
 from ._requests import (
     EXCEPTION_HANDLERS,
@@ -75,7 +75,7 @@ from ._requests import (
     resume_text,
 )
 from ._serve import check_binding, run_asgi
-from ._streams import RETRY_FIELD, StreamHead, StreamTracker
+from ._streams import RETRY_FIELD, SSE_HEADERS, StreamHead, StreamTracker
 
 if TYPE_CHECKING:
     import coredis

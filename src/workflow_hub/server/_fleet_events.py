@@ -44,9 +44,8 @@ from ..redis import (
     follow_events,
 )
 from ._encode import sse_comment, sse_event
-from ._middleware import SSE_HEADERS
 from ._requests import contract_problem, parse_position, resume_text
-from ._streams import RETRY_FIELD, StreamHead, StreamTracker
+from ._streams import RETRY_FIELD, SSE_HEADERS, StreamHead, StreamTracker
 
 if TYPE_CHECKING:
     import coredis

@@ -11,9 +11,8 @@ from starlette.datastructures import Headers, QueryParams
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ._requests import error_response
-from ._streams import SSE_HEADERS
 
-__all__ = ["SSE_HEADERS", "Guard", "NoStore", "is_open_path"]
+__all__ = ["Guard", "NoStore", "is_open_path"]
 
 # Paths a client may read without the token: the probes, the API description, and the page (it
 # holds no hub data and asks the user for the token itself).

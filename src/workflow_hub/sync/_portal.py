@@ -21,6 +21,8 @@ from typing import Final, Generic, ParamSpec, TypeVar, final
 
 import trio
 
+from .._exceptions import WorkflowHubError
+
 __all__ = ["HostClosedError", "Portal"]
 
 logger = logging.getLogger("workflow_hub")
@@ -32,7 +34,7 @@ _ROUND: Final = 512
 """Calls run per round before the trio thread lets its tasks run."""
 
 
-class HostClosedError(RuntimeError):
+class HostClosedError(WorkflowHubError, RuntimeError):
     """The host has closed (or its trio thread has ended): it takes no more calls."""
 
 

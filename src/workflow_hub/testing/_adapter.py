@@ -33,6 +33,7 @@ from .._contract import (
     WorkflowEvent,
 )
 from .._core import FrameStream, ObserverLease, WorkflowActivityHub, WorkflowActivityPublisher
+from .._exceptions import WorkflowHubError
 from .._threads import ThreadPublisher
 
 __all__ = [
@@ -248,7 +249,7 @@ AdapterFactory = Callable[[AdapterConfig], ConformanceAdapter]
 """Makes one fresh adapter per scenario; a class whose constructor takes the config will do."""
 
 
-class ConsumerFailure(RuntimeError):
+class ConsumerFailure(WorkflowHubError, RuntimeError):
     """What a failing test consumer raises (only ever on purpose)."""
 
 

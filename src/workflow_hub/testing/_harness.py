@@ -28,6 +28,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
 
 from .._contract import Cursor
+from .._exceptions import WorkflowHubError
 from . import defaults
 from ._adapter import AdapterFactory, ConformanceAdapter, ObserverStyle, offers_threads
 from ._operations import Scenario, check_playable
@@ -61,7 +62,7 @@ _T = TypeVar("_T")
 _SHOWN = 40  # entries of a sequence shown in a diff
 
 
-class ConformanceFailure(AssertionError):
+class ConformanceFailure(WorkflowHubError, AssertionError):
     """The implementation disagreed with the reference model.
 
     ``str(error)`` is the whole report: the scenario, one numbered line per operation, the step

@@ -45,6 +45,7 @@ from .._contract import (
     from_wire,
     to_wire,
 )
+from .._exceptions import WorkflowHubError
 from ._adapter import AdapterConfig, AdapterFactory, ConformanceAdapter, ObserverStyle
 from ._profiles import PROFILES, Profile, check_profiles
 
@@ -66,7 +67,7 @@ DEFAULT_TIMEOUT = 10.0
 DEFAULT_STARTUP_TIMEOUT = 30.0
 
 
-class JsonLinesError(Exception):
+class JsonLinesError(WorkflowHubError):
     """The child process broke the protocol, answered with an error, was late or exited."""
 
 
