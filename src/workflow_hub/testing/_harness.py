@@ -30,6 +30,7 @@ from hypothesis import seed as hypothesis_seed
 from .._contract import Cursor
 from . import defaults
 from ._adapter import AdapterFactory, ConformanceAdapter, ObserverStyle, offers_threads
+from ._operation_strategies import scenarios, thread_scenarios
 from ._operations import Scenario, check_playable
 from ._profiles import (
     PROFILES,
@@ -41,7 +42,6 @@ from ._profiles import (
     describe_profiles,
 )
 from ._render import render
-from ._scenarios import scenarios, thread_scenarios
 from .model import HubModel
 
 __all__ = [
