@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from functools import partial
 
 import trio
 
@@ -53,225 +54,184 @@ PAUSE_BETWEEN_ROUNDS = 3.0
 Step = Callable[[RunTracker], None]
 
 
+def _begin(t: RunTracker, run_id: str, beat: float, stages: dict[str, tuple[str, ...]]) -> None:
+    """A top-level run starts, beating, with its stages (each: the stages it follows, all named
+    by their id with ``-`` read as a space); the first one runs."""
+    t.add_run(run_id, status="running", heartbeat_interval_minutes=beat)
+    for stage_id, parent_ids in stages.items():
+        t.add_stage(run_id, stage_id, stage_id.replace("-", " "), parent_ids=parent_ids)
+    t.set_stage_status(run_id, next(iter(stages)), "running")
+
+
+def _move(t: RunTracker, run_id: str, statuses: dict[str, str], **flags: bool) -> None:
+    """Set the stages of ``run_id`` to their new statuses, in the order given."""
+    for stage_id, status in statuses.items():
+        t.set_stage_status(run_id, stage_id, status, **flags)
+
+
+def _complete(t: RunTracker, run_id: str, stage_id: str, **flags: bool) -> None:
+    """The last stage of ``run_id`` completes, and the run with it."""
+    t.set_stage_status(run_id, stage_id, "completed", **flags)
+    t.set_run_status(run_id, "completed")
+
+
 def _script(rng: random.Random, beat: float) -> list[tuple[float, Step]]:
     """(script second, step) pairs. ``rng`` jitters the timing a little, reproducibly; ``beat``
-    is the heartbeat interval in minutes."""
-    failing_shard = rng.choice(["shard-1", "shard-2"])
-
-    def at(second: float) -> float:
-        return round(second + rng.uniform(0.0, 0.3), 3)
-
+    is the heartbeat interval in minutes. The script is told root by root; it plays in time."""
+    shards = ("shard-1", "shard-2")
+    failing_shard = rng.choice(shards)
     steps: list[tuple[float, Step]] = []
 
-    def step(second: float) -> Callable[[Step], Step]:
-        def register(fn: Step) -> Step:
-            steps.append((at(second), fn))
-            return fn
+    def at(second: float, fn: Step) -> Step:
+        steps.append((round(second + rng.uniform(0.0, 0.3), 3), fn))
+        return fn
 
-        return register
+    def step(second: float) -> Callable[[Step], Step]:
+        return partial(at, second)
 
     # --- nightly-build: parallel stages, tools, a retry, completion, removal ---------------------
+    build = "nightly-build"
+
     @step(0.2)
     def build_starts(t: RunTracker) -> None:
-        with t.batch():
-            t.add_run("nightly-build", status="running", heartbeat_interval_minutes=beat)
-            t.add_stage("nightly-build", "checkout", "checkout")
-            t.add_stage("nightly-build", "compile", "compile", parent_ids=["checkout"])
-            t.add_stage("nightly-build", "lint", "lint", parent_ids=["checkout"])
-            t.add_stage("nightly-build", "test", "test", parent_ids=["compile", "lint"])
-            t.add_tool("nightly-build", "shard-1", "pytest shard 1", parent_ids=["test"], ordinal=0)
-            t.add_tool("nightly-build", "shard-2", "pytest shard 2", parent_ids=["test"], ordinal=1)
-            t.add_stage("nightly-build", "package", "package", parent_ids=["test"])
-            t.set_stage_status("nightly-build", "checkout", "running")
+        stages = {
+            "checkout": (),
+            "compile": ("checkout",),
+            "lint": ("checkout",),
+            "test": ("compile", "lint"),
+            "package": ("test",),
+        }
+        _begin(t, build, beat, stages)
+        for ordinal, shard in enumerate(shards):
+            t.add_tool(
+                build, shard, f"pytest shard {ordinal + 1}", parent_ids=["test"], ordinal=ordinal
+            )
 
     @step(1.5)
     def build_fans_out(t: RunTracker) -> None:
-        with t.batch():
-            t.set_stage_status("nightly-build", "checkout", "completed")
-            t.set_stage_status("nightly-build", "compile", "running")
-            t.set_stage_status("nightly-build", "lint", "running")
+        _move(t, build, {"checkout": "completed", "compile": "running", "lint": "running"})
 
     @step(3.5)
     def build_tests(t: RunTracker) -> None:
-        with t.batch():
-            t.set_stage_status("nightly-build", "lint", "completed")
-            t.set_stage_status("nightly-build", "compile", "completed")
-            t.set_stage_status("nightly-build", "test", "running")
-            t.set_tool_status("nightly-build", "shard-1", "running")
-            t.set_tool_status("nightly-build", "shard-2", "running")
+        _move(t, build, {"lint": "completed", "compile": "completed", "test": "running"})
+        for shard in shards:
+            t.set_tool_status(build, shard, "running")
 
     @step(5.5)
     def shard_fails(t: RunTracker) -> None:
-        with t.batch():
-            t.set_tool_status("nightly-build", failing_shard, "failed")
-            t.set_stage_status("nightly-build", "test", "pending", retrying=True)
+        t.set_tool_status(build, failing_shard, "failed")
+        t.set_stage_status(build, "test", "pending", retrying=True)
 
     @step(6.5)
     def shard_retried(t: RunTracker) -> None:
-        with t.batch():
-            t.set_stage_status("nightly-build", "test", "running", retrying=True)
-            t.set_tool_status("nightly-build", failing_shard, "running")
+        t.set_stage_status(build, "test", "running", retrying=True)
+        t.set_tool_status(build, failing_shard, "running")
 
     @step(9.0)
     def build_packages(t: RunTracker) -> None:
-        with t.batch():
-            t.set_tool_status("nightly-build", "shard-1", "completed")
-            t.set_tool_status("nightly-build", "shard-2", "completed")
-            t.set_stage_status("nightly-build", "test", "completed")
-            t.set_stage_status("nightly-build", "package", "running")
+        for shard in shards:
+            t.set_tool_status(build, shard, "completed")
+        _move(t, build, {"test": "completed", "package": "running"})
 
-    @step(11.0)
-    def build_done(t: RunTracker) -> None:
-        with t.batch():
-            t.set_stage_status("nightly-build", "package", "completed")
-            t.set_run_status("nightly-build", "completed")
-
-    @step(17.0)
-    def build_removed(t: RunTracker) -> None:
-        t.remove_run("nightly-build")
+    at(11.0, lambda t: _complete(t, build, "package"))
+    at(17.0, lambda t: t.remove_run(build))
 
     # --- data-migration: a human wait beside running work, then a nested child workflow --------
+    migration = "data-migration"
+
     @step(0.5)
     def migration_starts(t: RunTracker) -> None:
-        with t.batch():
-            t.add_run("data-migration", status="running", heartbeat_interval_minutes=beat)
-            t.add_stage("data-migration", "plan", "plan")
-            t.add_stage("data-migration", "backup", "backup", parent_ids=["plan"])
-            t.add_stage("data-migration", "approve", "approve", parent_ids=["plan"])
-            t.add_stage("data-migration", "migrate", "migrate", parent_ids=["approve", "backup"])
-            t.set_stage_status("data-migration", "plan", "running")
+        stages = {
+            "plan": (),
+            "backup": ("plan",),
+            "approve": ("plan",),
+            "migrate": ("approve", "backup"),
+        }
+        _begin(t, migration, beat, stages)
 
     @step(2.0)
     def migration_asks(t: RunTracker) -> None:
-        with t.batch():
-            t.set_stage_status("data-migration", "plan", "completed")
-            t.set_stage_status("data-migration", "backup", "running")
-            t.set_stage_status("data-migration", "approve", "awaiting_input")
-            t.open_prompt(
-                "data-migration",
-                "confirm-1",
-                "confirm",
-                "Apply 42 schema changes to production?",
-                stage_id="approve",
-                choices=["yes", "no"],
-            )
+        _move(t, migration, {"plan": "completed", "backup": "running", "approve": "awaiting_input"})
+        t.open_prompt(
+            migration,
+            "confirm-1",
+            "confirm",
+            "Apply 42 schema changes to production?",
+            stage_id="approve",
+            choices=["yes", "no"],
+        )
 
-    @step(4.5)
-    def backup_done(t: RunTracker) -> None:
-        t.set_stage_status("data-migration", "backup", "completed")
+    at(4.5, lambda t: t.set_stage_status(migration, "backup", "completed"))
 
     @step(8.0)
     def migration_answered(t: RunTracker) -> None:
-        with t.batch():
-            t.answer_prompt("data-migration", "confirm-1")
-            t.set_stage_status("data-migration", "approve", "completed")
-            t.set_stage_status("data-migration", "migrate", "running")
-            t.add_run(
-                "verify-migration",
-                parent_run_id="data-migration",
-                host_stage_id="migrate",
-                status="running",
-            )
-            t.add_stage("verify-migration", "row-counts", "row counts")
-            t.set_stage_status("verify-migration", "row-counts", "running")
+        t.answer_prompt(migration, "confirm-1")
+        _move(t, migration, {"approve": "completed", "migrate": "running"})
+        t.add_run(
+            "verify-migration", parent_run_id=migration, host_stage_id="migrate", status="running"
+        )
+        t.add_stage("verify-migration", "row-counts", "row counts")
+        t.set_stage_status("verify-migration", "row-counts", "running")
 
     @step(12.0)
     def migration_done(t: RunTracker) -> None:
-        with t.batch():
-            t.set_stage_status("verify-migration", "row-counts", "completed")
-            t.set_run_status("verify-migration", "completed")
-            t.set_stage_status("data-migration", "migrate", "completed")
-            t.set_run_status("data-migration", "completed")
+        _complete(t, "verify-migration", "row-counts")
+        _complete(t, migration, "migrate")
 
     # --- release-train: a failure needing intervention, then a replayed stage ------------------
-    @step(1.0)
-    def release_starts(t: RunTracker) -> None:
-        with t.batch():
-            t.add_run("release-train", status="running", heartbeat_interval_minutes=beat)
-            t.add_stage("release-train", "deploy", "deploy")
-            t.set_stage_status("release-train", "deploy", "running")
+    release = "release-train"
+    at(1.0, lambda t: _begin(t, release, beat, {"deploy": ()}))
 
     @step(4.0)
     def deploy_fails(t: RunTracker) -> None:
-        with t.batch():
-            t.set_stage_status("release-train", "deploy", "failed")
-            t.require_intervention("release-train", stage_id="deploy")
+        t.set_stage_status(release, "deploy", "failed")
+        t.require_intervention(release, stage_id="deploy")
 
     @step(13.0)
     def deploy_replayed(t: RunTracker) -> None:
-        with t.batch():
-            t.clear_intervention("release-train", stage_id="deploy")
-            t.set_stage_status("release-train", "deploy", "running", replay=True)
+        t.clear_intervention(release, stage_id="deploy")
+        t.set_stage_status(release, "deploy", "running", replay=True)
 
-    @step(15.0)
-    def release_done(t: RunTracker) -> None:
-        with t.batch():
-            t.set_stage_status("release-train", "deploy", "completed", replay=True)
-            t.set_run_status("release-train", "completed")
+    at(15.0, lambda t: _complete(t, release, "deploy", replay=True))
 
     # --- docs-site: pause and resume ----------------------------------------------------------
-    @step(0.8)
-    def docs_starts(t: RunTracker) -> None:
-        with t.batch():
-            t.add_run("docs-site", status="running", heartbeat_interval_minutes=beat)
-            t.add_stage("docs-site", "render", "render")
-            t.set_stage_status("docs-site", "render", "running")
+    docs = "docs-site"
+    at(0.8, lambda t: _begin(t, docs, beat, {"render": ()}))
 
     @step(5.0)
     def docs_paused(t: RunTracker) -> None:
-        with t.batch():
-            t.request_control("docs-site", "pause", attribution="user")
-            t.set_stage_status("docs-site", "render", "paused")
-            t.set_run_status("docs-site", "paused")
+        t.request_control(docs, "pause", attribution="user")
+        t.set_stage_status(docs, "render", "paused")
+        t.set_run_status(docs, "paused")
 
     @step(10.0)
     def docs_resumed(t: RunTracker) -> None:
-        with t.batch():
-            t.request_control("docs-site", "resume", attribution="user")
-            t.set_run_status("docs-site", "running")
-            t.set_stage_status("docs-site", "render", "running")
+        t.request_control(docs, "resume", attribution="user")
+        t.set_run_status(docs, "running")
+        t.set_stage_status(docs, "render", "running")
 
-    @step(16.0)
-    def docs_done(t: RunTracker) -> None:
-        with t.batch():
-            t.set_stage_status("docs-site", "render", "completed")
-            t.set_run_status("docs-site", "completed")
+    at(16.0, lambda t: _complete(t, docs, "render"))
 
     # --- load-test: quit while work drains -----------------------------------------------------
-    @step(2.5)
-    def load_starts(t: RunTracker) -> None:
-        with t.batch():
-            t.add_run("load-test", status="running", heartbeat_interval_minutes=beat)
-            t.add_stage("load-test", "ramp-up", "ramp up")
-            t.set_stage_status("load-test", "ramp-up", "running")
-
-    @step(9.5)
-    def load_quit(t: RunTracker) -> None:
-        t.request_control("load-test", "quit", attribution="user")
+    load = "load-test"
+    at(2.5, lambda t: _begin(t, load, beat, {"ramp-up": ()}))
+    at(9.5, lambda t: t.request_control(load, "quit", attribution="user"))
 
     @step(14.0)
     def load_drained(t: RunTracker) -> None:
-        with t.batch():
-            t.set_stage_status("load-test", "ramp-up", "skipped")
-            t.set_run_status("load-test", "cancelled")
+        t.set_stage_status(load, "ramp-up", "skipped")
+        t.set_run_status(load, "cancelled")
 
     # --- smoke-check: a failure whose executor ended, acknowledged later ---------------------
-    @step(3.0)
-    def smoke_starts(t: RunTracker) -> None:
-        with t.batch():
-            t.add_run("smoke-check", status="running", heartbeat_interval_minutes=beat)
-            t.add_stage("smoke-check", "probe", "probe")
-            t.set_stage_status("smoke-check", "probe", "running")
+    smoke = "smoke-check"
+    at(3.0, lambda t: _begin(t, smoke, beat, {"probe": ()}))
 
     @step(6.0)
     def smoke_fails(t: RunTracker) -> None:
-        with t.batch():
-            t.set_stage_status("smoke-check", "probe", "failed")
-            t.set_run_status("smoke-check", "failed", executor_ended=True)
+        t.set_stage_status(smoke, "probe", "failed")
+        t.set_run_status(smoke, "failed", executor_ended=True)
 
-    @step(15.5)
-    def smoke_acknowledged(t: RunTracker) -> None:
-        t.acknowledge_failure("smoke-check")
+    at(15.5, lambda t: t.acknowledge_failure(smoke))
 
     steps.sort(key=lambda pair: pair[0])
     return steps
@@ -285,7 +245,9 @@ async def run_scenario(tracker: RunTracker, *, duration: float, seed: int | None
     tracker.start()
     for second, fn in _script(random.Random(seed), beat_minutes):
         await trio.sleep_until(start + second * scale)
-        fn(tracker)
+        # A moment of the story is one publish of each root it changes.
+        with tracker.batch():
+            fn(tracker)
 
 
 async def loop_scenario(tracker: RunTracker, *, seed: int | None, pace: float = 1.0) -> None:
