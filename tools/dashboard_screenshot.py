@@ -36,7 +36,7 @@ from workflow_hub import (
     WorkflowActivityHub,
     open_hub,
 )
-from workflow_hub._cli._scenario import run_scenario
+from workflow_hub._cli._demo_script import run_scenario
 from workflow_hub.server import serve_hub
 from workflow_hub.tracker import RunTracker
 

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any, Final, TypedDict, TypeVar, final
+from functools import partial
+from typing import TYPE_CHECKING, Final, TypedDict, TypeVar, Unpack, final
 
 import trio
 import trio.testing
 
-from . import WorkflowActivityHub, WorkflowActivityPublisher
+from . import Cursor, WorkflowActivityHub, WorkflowActivityPublisher
 from .tracker import RunTracker
 
 if TYPE_CHECKING:
@@ -28,8 +29,11 @@ __all__ = [
     "DEFAULT_SHUTDOWN_GRACE",
     "HostCore",
     "HubOptions",
-    "check_grace",
-    "hub_options",
+    "Pump",
+    "ServeOptions",
+    "TrackerOptions",
+    "check_since",
+    "host_options",
     "run_host",
     "run_without_waiting",
 ]
@@ -55,7 +59,45 @@ class HubOptions(TypedDict, total=False):
     metrics: HubMetrics
 
 
-def check_grace(value: object) -> float:
+class TrackerOptions(TypedDict, total=False):
+    """The keywords of :class:`~workflow_hub.RunTracker` beside its publisher and owner, which a
+    host's ``tracker()`` takes too."""
+
+    clock: Callable[[], float] | None
+    event_id_factory: Callable[[], str] | None
+    include_graph: bool
+
+
+class ServeOptions(TypedDict, total=False):
+    """The keywords of :func:`workflow_hub.server.serve_hub` a host's ``serve()`` passes on
+    (the hook runner is the host's own: see each host)."""
+
+    host: str
+    port: int
+    token: str | None
+    metrics: HubMetrics | None
+    insecure: bool
+    cors_origins: Sequence[str] | None
+    keepalive: float
+    events_buffer: int
+
+
+def host_options(options: HubOptions, shutdown_grace: object) -> tuple[HubOptions, float]:
+    """What a host's ``open_hub`` was given, checked before any trio run starts:
+    :func:`hub_options` and the shutdown grace (seconds, finite, >= 0)."""
+    return hub_options(options), _check_grace(shutdown_grace)
+
+
+def check_since(since: object) -> Cursor | None:
+    """A host's ``subscribe(since=...)`` argument, checked in the caller (ContractError)."""
+    if since is not None and not isinstance(since, Cursor):
+        from ._contract import ContractError
+
+        raise ContractError("since", f"expected a Cursor or None, got {type(since).__name__}")
+    return since
+
+
+def _check_grace(value: object) -> float:
     from ._contract import ContractError
 
     if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
@@ -104,6 +146,58 @@ def run_without_waiting(awaitable: Awaitable[_T], what: str) -> _T:
     if close is not None:
         close()
     raise RuntimeError(f"{what} waited; it cannot run from asyncio code")
+
+
+@final
+class Pump:
+    """The trio side of one host stream: a task that receives from the hub's subscription only
+    when the code outside trio has asked (``wanted``).
+
+    Frames nobody asked for stay in the hub's own bounded queue (O4), so a slow consumer outside
+    trio gets the hub's overflow resnapshot, not a second queue. Between asks the task is parked
+    at no cost. Everything here runs in the hub's trio run.
+    """
+
+    __slots__ = ("_task", "wanted")
+
+    def __init__(self) -> None:
+        self._task: trio.lowlevel.Task | None = None
+        # Set by the side that asks; cleared by ``deliver`` with what it received.
+        self.wanted = False
+
+    async def run(
+        self,
+        receive: Callable[[], Awaitable[_T]],
+        deliver: Callable[[_T], object],
+        ended: Callable[[], bool],
+    ) -> None:
+        """Until the subscription ends or ``ended()``: wait to be wanted, ``receive()`` once and
+        ``deliver`` what came (which clears ``wanted`` under whatever lock the stream needs)."""
+        try:
+            while True:
+                while not self.wanted:
+                    self._task = trio.lowlevel.current_task()
+                    await trio.lowlevel.wait_task_rescheduled(self._abort)
+                    if ended():
+                        return
+                try:
+                    received = await receive()
+                except trio.EndOfChannel:
+                    return
+                deliver(received)
+        finally:
+            self._task = None
+
+    def wake(self) -> None:
+        """Let a parked pump look again (at ``wanted``, and at whether its stream ended)."""
+        task = self._task
+        if task is not None:
+            self._task = None
+            trio.lowlevel.reschedule(task)
+
+    def _abort(self, _: object) -> trio.lowlevel.Abort:
+        self._task = None
+        return trio.lowlevel.Abort.SUCCEEDED
 
 
 def _only_exception(group: BaseExceptionGroup[BaseException]) -> BaseException | None:
@@ -169,30 +263,15 @@ class HostCore:
         self._publishers.append(publisher)
         return publisher
 
-    def tracker(
-        self,
-        *,
-        owner_session_id: str,
-        clock: Callable[[], float] | None = None,
-        event_id_factory: Callable[[], str] | None = None,
-        include_graph: bool = False,
-    ) -> RunTracker:
+    def tracker(self, *, owner_session_id: str, **options: Unpack[TrackerOptions]) -> RunTracker:
         """A :class:`RunTracker` on a new publisher, its heartbeat task running in the host."""
         # Checked on a scratch hub's publisher first: bad options raise before this hub starts
         # a new epoch, so they change nothing (C1).
         RunTracker(
-            WorkflowActivityHub().register_publisher(),
-            owner_session_id=owner_session_id,
-            clock=clock,
-            event_id_factory=event_id_factory,
-            include_graph=include_graph,
+            WorkflowActivityHub().register_publisher(), owner_session_id=owner_session_id, **options
         )
         tracker = RunTracker(
-            self.register_publisher(),
-            owner_session_id=owner_session_id,
-            clock=clock,
-            event_id_factory=event_id_factory,
-            include_graph=include_graph,
+            self.register_publisher(), owner_session_id=owner_session_id, **options
         )
         self._trackers.append(tracker)
         if not self._closing:
@@ -200,37 +279,21 @@ class HostCore:
         return tracker
 
     async def serve(
-        self,
-        *,
-        host: str = "127.0.0.1",
-        port: int = 0,
-        token: str | None = None,
-        runner: HookRunner | None = None,
-        insecure: bool = False,
-        cors_origins: Sequence[str] | None = None,
-        **options: Any,
+        self, *, runner: HookRunner | None = None, **options: Unpack[ServeOptions]
     ) -> str:
-        """Start ``workflow_hub.server.serve_hub`` among the host's servers; its base URL."""
+        """Start ``workflow_hub.server.serve_hub`` among the host's servers; its base URL.
+
+        A host serves on a free port unless told otherwise (``port=0``).
+        """
         from .server import serve_hub
 
         if self._closing:
             raise RuntimeError("the host is closing: it starts no new server")
-
-        async def serve(*, task_status: trio.TaskStatus[str]) -> None:
-            await serve_hub(
-                self.hub,
-                host=host,
-                port=port,
-                token=token,
-                runner=runner,
-                insecure=insecure,
-                cors_origins=cors_origins,
-                task_status=task_status,
-                **options,
-            )
-
+        keywords: ServeOptions = {"port": 0, **options}
         try:
-            url: str = await self._servers.start(serve)
+            url: str = await self._servers.start(
+                partial(serve_hub, self.hub, runner=runner, **keywords)
+            )
         except BaseExceptionGroup as group:
             # A server that cannot start fails in nested nurseries; the caller (asyncio code or
             # a thread) gets the one error it can act on (a port in use), not the nesting.

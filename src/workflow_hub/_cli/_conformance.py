@@ -15,46 +15,39 @@ import argparse
 import random
 import shlex
 import sys
-
-__all__ = ["add_arguments", "run"]
+from collections.abc import Callable, Sequence
 
 from ..testing import defaults
+from ._options import seconds
+
+__all__ = ["add_arguments", "run"]
 
 _STYLES = defaults.STYLES
 PROFILES = defaults.PROFILES
 
 
-def _styles(text: str) -> tuple[str, ...]:
-    styles = tuple(part.strip() for part in text.split(",") if part.strip())
-    unknown = [style for style in styles if style not in _STYLES]
-    if not styles or unknown:
-        raise argparse.ArgumentTypeError(
-            f"expected a comma-separated list of {' and '.join(_STYLES)}, got {text!r}"
-        )
-    return styles
+def _names_among(allowed: Sequence[str], expected: str) -> Callable[[str], tuple[str, ...]]:
+    """An option type: a comma-separated list of names, each one of ``allowed``."""
 
+    def names(text: str) -> tuple[str, ...]:
+        given = tuple(part.strip() for part in text.split(",") if part.strip())
+        if not given or any(name not in allowed for name in given):
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
+        return given
 
-def _profiles(text: str) -> tuple[str, ...]:
-    names = tuple(part.strip() for part in text.split(",") if part.strip())
-    unknown = [name for name in names if name not in PROFILES]
-    if not names or unknown:
-        raise argparse.ArgumentTypeError(
-            f"expected a comma-separated list of profiles among {', '.join(PROFILES)}, got {text!r}"
-        )
     return names
+
+
+_styles = _names_among(_STYLES, f"a comma-separated list of {' and '.join(_STYLES)}")
+_profiles = _names_among(
+    PROFILES, f"a comma-separated list of profiles among {', '.join(PROFILES)}"
+)
 
 
 def _positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    value = float(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds > 0, got {text!r}")
     return value
 
 
@@ -113,7 +106,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--timeout",
-        type=_positive_float,
+        type=seconds,
         default=10.0,
         metavar="SECONDS",
         help="how long to wait for each answer of the adapter, start-up aside (default: 10)",

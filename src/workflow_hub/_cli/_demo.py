@@ -32,10 +32,10 @@ from .._core import HOOK_EVENT_TYPES, HookRunner, WorkflowActivityHub, open_hub
 from ..metrics import HubMetrics
 from ..reporting import ActivityView
 from ..tracker import RunTracker
+from ._demo_script import loop_scenario, run_scenario
 from ._errors import CommandError, describe_os_error, os_errors_as
 from ._options import address, port, seconds
 from ._output import JsonOutput, Output, PlainOutput
-from ._scenario import loop_scenario, run_scenario
 from ._terminal import rich_output_or_plain
 
 __all__ = ["add_arguments", "play_demo", "run"]

@@ -436,7 +436,7 @@ async def _serve(args: argparse.Namespace) -> bool:
     """Run until ``--duration`` is over; True when the mirror was fenced (another instance)."""
     from .._core import HookRunner, open_hub
     from ..tracker import RunTracker
-    from ._scenario import run_scenario
+    from ._demo_script import run_scenario
 
     rng = random.Random(args.seed)
     duration = args.duration if args.duration is not None else float("inf")

@@ -58,7 +58,7 @@ class Screen:
         """For ``watch``: live, reconnecting, resynced from a snapshot."""
         self.updated_at: float | None = None
         """When the last frame arrived (wall clock), to say how old a stale picture is."""
-        self.hooks_off: str | None = None
+        self.hooks_off_why: str | None = None
         """For ``watch``: why the server sends no hook events; one line then takes the pane's place."""
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
@@ -177,74 +177,52 @@ class Screen:
         return table
 
     def _pane(self, lines: int) -> RenderableType:
-        if self.hooks_off is not None:
+        if self.hooks_off_why is not None:
             return Text(
-                f"hook events: {self.hooks_off}", style="dim", no_wrap=True, overflow="ellipsis"
+                f"hook events: {self.hooks_off_why}", style="dim", no_wrap=True, overflow="ellipsis"
             )
         shown = list(self._events)[-(lines - 2) :] if lines > 2 else []
         body = Text("\n".join(shown) or "(no hook events yet)", no_wrap=True, overflow="ellipsis")
         return Panel(body, title="hook events", height=lines)
 
 
-class RichOutput:
+class RichOutput(Screen):
+    """The screen, drawn live on the terminal; what ``demo`` and ``watch`` set on their output
+    (``title``, ``url``, ``connection``) is the screen's own."""
+
     def __init__(self, *, pane_lines: int, events: deque[str]) -> None:
+        super().__init__(events)
         self._pane_lines = pane_lines
-        self._events = events
-        self._screen = Screen(events)
+        self._event_lines = events
         self.closed = trio.Event()  # a terminal does not go away; Ctrl-C ends the demo
-        self._live = Live(self._screen, refresh_per_second=10, transient=False)
-
-    # What the header shows besides the status; set by ``demo --serve`` and ``watch``.
-    @property
-    def title(self) -> str:
-        return self._screen.title
-
-    @title.setter
-    def title(self, value: str) -> None:
-        self._screen.title = value
-
-    @property
-    def url(self) -> str | None:
-        return self._screen.url
-
-    @url.setter
-    def url(self, value: str | None) -> None:
-        self._screen.url = value
-
-    @property
-    def connection(self) -> str | None:
-        return self._screen.connection
-
-    @connection.setter
-    def connection(self, value: str | None) -> None:
-        self._screen.connection = value
+        self._live = Live(self, refresh_per_second=10, transient=False)
 
     def __enter__(self) -> RichOutput:
         self._live.__enter__()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._live.update(self._screen, refresh=True)
+        self._live.update(self, refresh=True)
         self._live.__exit__(None, None, None)
 
     def frame(self, frame: Frame, view: ActivityView) -> None:
-        self._screen.view = view
-        self._screen.updated_at = time.time()
-        self._live.update(self._screen)
+        self.view = view
+        self.updated_at = time.time()
+        self._live.update(self)
 
     def refresh(self) -> None:
         """Redraw now: the connection state changed without a frame."""
-        self._live.update(self._screen)
+        self._live.update(self)
 
     def hooks_off(self, why: str) -> None:
         """The server sends no hook events (``why``): a line says so where the pane was."""
-        self._screen.hooks_off = why
-        self._live.update(self._screen)
+        self.hooks_off_why = why
+        self._live.update(self)
 
     def hook(self, event: WorkflowEvent) -> None:
-        self._events.append(describe_event(event, short_ids))
-        self._live.update(self._screen)
+        self._event_lines.append(describe_event(event, short_ids))
+        self._live.update(self)
 
     def renderable(self) -> RenderableType:
         """The screen, for tests that render it on a console of their own."""
-        return self._screen
+        return self

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import math
+from types import SimpleNamespace
 
 from .._exceptions import WorkflowHubError
 from .._status_line import SEPARATOR, decide, root_parts
@@ -56,41 +57,18 @@ class _Refused(WorkflowHubError):
     """Not sure: the ordinary path decides."""
 
 
-class Summary:
+class Summary(SimpleNamespace):
     """What ``status`` shows of a snapshot: the attributes of an ``AggregateStatus``, with the
     state and the reason as their wire strings (what ``str()`` of the enum members gives)."""
 
-    __slots__ = (
-        "attention",
-        "awaiting_input",
-        "blocked",
-        "message",
-        "reason",
-        "roots",
-        "state",
-        "working",
-    )
-
-    def __init__(
-        self,
-        *,
-        state: str,
-        reason: str | None,
-        attention: bool,
-        roots: int,
-        working: int,
-        blocked: int,
-        awaiting_input: int,
-        message: str,
-    ) -> None:
-        self.state = state
-        self.reason = reason
-        self.attention = attention
-        self.roots = roots
-        self.working = working
-        self.blocked = blocked
-        self.awaiting_input = awaiting_input
-        self.message = message
+    state: str
+    reason: str | None
+    attention: bool
+    roots: int
+    working: int
+    blocked: int
+    awaiting_input: int
+    message: str
 
     def __str__(self) -> str:
         return self.message

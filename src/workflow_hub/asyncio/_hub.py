@@ -11,8 +11,9 @@ trio run finished. An exception on either side reaches the other.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
+from functools import partial
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Unpack, final
 
@@ -36,8 +37,10 @@ from .._hosting import (
     DEFAULT_SHUTDOWN_GRACE,
     HostCore,
     HubOptions,
-    check_grace,
-    hub_options,
+    ServeOptions,
+    TrackerOptions,
+    check_since,
+    host_options,
     run_host,
 )
 from .._public import NoPublicConstructor
@@ -48,7 +51,6 @@ from ._stream import FrameStream, open_stream
 
 if TYPE_CHECKING:
     from .. import Availability, HandlerFailure
-    from ..metrics import HubMetrics
 
 __all__ = ["Hub", "open_hub"]
 
@@ -82,23 +84,12 @@ class Hub(metaclass=NoPublicConstructor):
         """Start a new source (P1); the host disposes it when it closes (H1)."""
         return self._core.register_publisher()
 
-    def tracker(
-        self,
-        *,
-        owner_session_id: str,
-        clock: Callable[[], float] | None = None,
-        event_id_factory: Callable[[], str] | None = None,
-        include_graph: bool = False,
-    ) -> RunTracker:
+    def tracker(self, *, owner_session_id: str, **options: Unpack[TrackerOptions]) -> RunTracker:
         """A :class:`~workflow_hub.RunTracker` on a new publisher, with its heartbeats running
-        in the host. Report facts (and use ``batch()`` and ``hydrating()``) directly; call
-        ``start()`` (or restore inside ``hydrating()``) before the first fact."""
-        return self._core.tracker(
-            owner_session_id=owner_session_id,
-            clock=clock,
-            event_id_factory=event_id_factory,
-            include_graph=include_graph,
-        )
+        in the host; ``options`` are the tracker's (``clock``, ``event_id_factory``,
+        ``include_graph``). Report facts (and use ``batch()`` and ``hydrating()``) directly;
+        call ``start()`` (or restore inside ``hydrating()``) before the first fact."""
+        return self._core.tracker(owner_session_id=owner_session_id, **options)
 
     @property
     def cursor(self) -> Cursor:
@@ -143,9 +134,7 @@ class Hub(metaclass=NoPublicConstructor):
 
         Attaching happens when the block is entered, atomically with capturing the snapshot.
         """
-        if since is not None and not isinstance(since, Cursor):
-            raise ContractError("since", f"expected a Cursor or None, got {type(since).__name__}")
-        return open_stream(self._core.hub, self._core.nursery, self._guest.loop, since)
+        return open_stream(self._core.hub, self._core.nursery, self._guest.loop, check_since(since))
 
     # --- hooks -----------------------------------------------------------------------------
 
@@ -174,38 +163,16 @@ class Hub(metaclass=NoPublicConstructor):
     # --- serving ---------------------------------------------------------------------------
 
     async def serve(
-        self,
-        *,
-        host: str = "127.0.0.1",
-        port: int = 0,
-        token: str | None = None,
-        runner: HookRunner | None = None,
-        metrics: HubMetrics | None = None,
-        insecure: bool = False,
-        cors_origins: Sequence[str] | None = None,
-        **options: Any,
+        self, *, runner: HookRunner | None = None, **options: Unpack[ServeOptions]
     ) -> str:
         """Serve the hub over HTTP (``workflow_hub.server``) inside the guest; the base URL.
 
-        The keywords are :func:`workflow_hub.server.serve_hub`'s (``port=0`` picks a free port;
-        ``runner`` is this host's :class:`HookRunner` for ``/v1/events``). The server runs
+        The keywords are :func:`workflow_hub.server.serve_hub`'s (``port`` defaults to 0, a free
+        port; ``runner`` is this host's :class:`HookRunner` for ``/v1/events``). The server runs
         until the host closes, and closes after the final frame has reached its clients.
         """
         trio_runner = None if runner is None else runner.trio_runner
-        if metrics is not None:
-            options["metrics"] = metrics
-
-        async def start() -> str:
-            return await self._core.serve(
-                host=host,
-                port=port,
-                token=token,
-                runner=trio_runner,
-                insecure=insecure,
-                cors_origins=cors_origins,
-                **options,
-            )
-
+        start = partial(self._core.serve, runner=trio_runner, **options)
         return await self._guest.call(self._core.nursery, start)
 
     def __repr__(self) -> str:
@@ -341,4 +308,4 @@ def open_hub(
     end; an exception raised in the hub's trio tasks cancels the block and is raised from it.
     One hub per thread: trio allows one run per thread.
     """
-    return _HostRun(hub_options(options), check_grace(shutdown_grace))
+    return _HostRun(*host_options(options, shutdown_grace))

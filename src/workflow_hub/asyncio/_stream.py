@@ -20,7 +20,7 @@ import trio
 
 from .. import FrameStream as TrioFrameStream
 from .. import ObserverLease
-from .._hosting import run_without_waiting
+from .._hosting import Pump, run_without_waiting
 from .._public import NoPublicConstructor
 
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ class FrameStream(metaclass=NoPublicConstructor):
     time may receive.
     """
 
-    __slots__ = ("_ended", "_held", "_loop", "_pump", "_streak", "_stream", "_waiter", "_wanted")
+    __slots__ = ("_ended", "_held", "_loop", "_pump", "_streak", "_stream", "_waiter")
 
     def __init__(self, stream: TrioFrameStream, loop: asyncio.AbstractEventLoop) -> None:
         self._stream = stream
@@ -52,9 +52,8 @@ class FrameStream(metaclass=NoPublicConstructor):
         self._held: deque[Frame] = deque()
         self._ended = False
         self._streak = 0
-        # The pump task when it is parked waiting to be asked; the asyncio side that waits.
-        self._pump: trio.lowlevel.Task | None = None
-        self._wanted = False
+        # The trio task that receives when the asyncio side waits; the asyncio side that waits.
+        self._pump = Pump()
         self._waiter: asyncio.Future[None] | None = None
 
     @property
@@ -141,18 +140,12 @@ class FrameStream(metaclass=NoPublicConstructor):
             raise RuntimeError("another asyncio task is already receiving these frames")
         while not self._held and not self._ended and not self._stream.lease.pending:
             waiter = self._waiter = self._loop.create_future()
-            self._wanted = True
-            self._wake_pump()
+            self._pump.wanted = True
+            self._pump.wake()
             try:
                 await waiter
             finally:
                 self._waiter = None
-
-    def _wake_pump(self) -> None:
-        pump = self._pump
-        if pump is not None:
-            self._pump = None
-            trio.lowlevel.reschedule(pump)
 
     def _wake_waiter(self) -> None:
         waiter = self._waiter
@@ -164,32 +157,22 @@ class FrameStream(metaclass=NoPublicConstructor):
     async def _run_pump(self) -> None:
         """The trio task that receives the next frame when the asyncio side waits for one."""
         try:
-            while True:
-                while not self._wanted:
-                    self._pump = trio.lowlevel.current_task()
-
-                    def abort(_: object) -> trio.lowlevel.Abort:
-                        self._pump = None
-                        return trio.lowlevel.Abort.SUCCEEDED
-
-                    await trio.lowlevel.wait_task_rescheduled(abort)
-                    if self._ended:
-                        return
-                try:
-                    frame = await self._stream.receive()
-                except trio.EndOfChannel:
-                    return
-                self._wanted = False
-                self._held.append(frame)
-                self._wake_waiter()
+            await self._pump.run(self._stream.receive, self._hold, self._has_ended)
         finally:
             self._ended = True
-            self._pump = None
             self._wake_waiter()
+
+    def _hold(self, frame: Frame) -> None:
+        self._pump.wanted = False
+        self._held.append(frame)
+        self._wake_waiter()
+
+    def _has_ended(self) -> bool:
+        return self._ended
 
     def _close(self) -> None:
         self._ended = True
-        self._wake_pump()
+        self._pump.wake()
         self._wake_waiter()
 
 

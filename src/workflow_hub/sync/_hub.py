@@ -10,20 +10,23 @@ every observer, local or remote, the servers closed, the thread ended.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from contextlib import AbstractContextManager, suppress
+from functools import partial
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, Unpack, final
+from typing import TYPE_CHECKING, ParamSpec, TypeVar, Unpack, final
 
 import trio
 
-from .. import ContractError, Cursor, Diagnostic, HubStatistics, SnapshotFrame
+from .. import Cursor, Diagnostic, HubStatistics, SnapshotFrame
 from .._hosting import (
     DEFAULT_SHUTDOWN_GRACE,
     HostCore,
     HubOptions,
-    check_grace,
-    hub_options,
+    ServeOptions,
+    TrackerOptions,
+    check_since,
+    host_options,
     run_host,
 )
 from .._public import NoPublicConstructor
@@ -33,8 +36,7 @@ from ._stream import FrameStream, open_stream
 from ._tracker import Tracker
 
 if TYPE_CHECKING:
-    from .. import WorkflowActivityHub
-    from ..metrics import HubMetrics
+    from .. import HookRunner, WorkflowActivityHub
 
 __all__ = ["Hub", "open_hub"]
 
@@ -79,30 +81,18 @@ class Hub(metaclass=NoPublicConstructor):
         when it closes (H1)."""
         return Publisher._create(self._portal.call(self._core.register_publisher), self._portal)
 
-    def tracker(
-        self,
-        *,
-        owner_session_id: str,
-        clock: Callable[[], float] | None = None,
-        event_id_factory: Callable[[], str] | None = None,
-        include_graph: bool = False,
-    ) -> Tracker:
+    def tracker(self, *, owner_session_id: str, **options: Unpack[TrackerOptions]) -> Tracker:
         """A thread-safe :class:`~workflow_hub.RunTracker` on a new publisher, its heartbeats
-        running in the host. ``clock`` and ``event_id_factory`` are called in the hub's thread."""
+        running in the host; ``options`` are the tracker's (``clock``, ``event_id_factory``,
+        ``include_graph``). ``clock`` and ``event_id_factory`` are called in the hub's thread."""
         tracker = self._portal.call(
-            self._core.tracker,
-            owner_session_id=owner_session_id,
-            clock=clock,
-            event_id_factory=event_id_factory,
-            include_graph=include_graph,
+            self._core.tracker, owner_session_id=owner_session_id, **options
         )
         return Tracker._create(tracker, self._portal)
 
     def subscribe(self, *, since: Cursor | None = None) -> AbstractContextManager[FrameStream]:
         """``with hub.subscribe() as frames: for frame in frames:`` (O9), from any thread."""
-        if since is not None and not isinstance(since, Cursor):
-            raise ContractError("since", f"expected a Cursor or None, got {type(since).__name__}")
-        return open_stream(self._core.hub, self._core.nursery, self._portal, since)
+        return open_stream(self._core.hub, self._core.nursery, self._portal, check_since(since))
 
     def snapshot_frame(self) -> SnapshotFrame:
         return self._portal.call(self._core.hub.snapshot_frame)
@@ -113,35 +103,15 @@ class Hub(metaclass=NoPublicConstructor):
     def statistics(self) -> HubStatistics:
         return self._portal.call(self._core.hub.statistics)
 
-    def serve(
-        self,
-        *,
-        host: str = "127.0.0.1",
-        port: int = 0,
-        token: str | None = None,
-        metrics: HubMetrics | None = None,
-        insecure: bool = False,
-        cors_origins: Sequence[str] | None = None,
-        **options: Any,
-    ) -> str:
+    def serve(self, *, runner: HookRunner | None = None, **options: Unpack[ServeOptions]) -> str:
         """Serve the hub over HTTP (``workflow_hub.server``) in the hub's thread; the base URL.
 
-        The keywords are :func:`workflow_hub.server.serve_hub`'s (``port=0`` picks a free
-        port). The server runs until the host closes, after the final frame reached its clients.
+        The keywords are :func:`workflow_hub.server.serve_hub`'s (``port`` defaults to 0, a free
+        port; ``runner``, for ``/v1/events``, is a :class:`~workflow_hub.HookRunner` made in the
+        hub's thread, e.g. with :meth:`call`). The server runs until the host closes, after the
+        final frame reached its clients.
         """
-        if metrics is not None:
-            options["metrics"] = metrics
-
-        async def start() -> str:
-            return await self._core.serve(
-                host=host,
-                port=port,
-                token=token,
-                insecure=insecure,
-                cors_origins=cors_origins,
-                **options,
-            )
-
+        start = partial(self._core.serve, runner=runner, **options)
         return self._portal.call_async(self._core.nursery, start)
 
     def __repr__(self) -> str:
@@ -223,4 +193,4 @@ def open_hub(
     that; one raised in the hub's thread is raised from the ``with`` (and, while the block
     runs, by every later call: :class:`HostClosedError`).
     """
-    return _HostThread(hub_options(options), check_grace(shutdown_grace))
+    return _HostThread(*host_options(options, shutdown_grace))

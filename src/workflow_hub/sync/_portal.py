@@ -50,6 +50,13 @@ class _Reply(Generic[_T]):
         self.value: _T | None = None
         self.error: BaseException | None = None
 
+    def wait(self) -> _T:
+        """In the waiting thread: the outcome once it is there, a value or an exception raised."""
+        self.done.acquire()
+        if self.error is not None:
+            raise self.error
+        return self.value  # type: ignore[return-value]  # set by the call when no error
+
 
 @final
 class Portal:
@@ -105,10 +112,7 @@ class Portal:
                 reply.done.release()
 
         self.submit(run)
-        reply.done.acquire()
-        if reply.error is not None:
-            raise reply.error
-        return reply.value  # type: ignore[return-value]  # set by run() when no error
+        return reply.wait()
 
     def call_async(self, nursery: trio.Nursery, function: Callable[[], Awaitable[_T]]) -> _T:
         """Run the trio coroutine function in a new task of ``nursery`` and wait for its result."""
@@ -126,10 +130,7 @@ class Portal:
                 reply.done.release()
 
         self.submit(lambda: nursery.start_soon(run))
-        reply.done.acquire()
-        if reply.error is not None:
-            raise reply.error
-        return reply.value  # type: ignore[return-value]  # set by run() when no error
+        return reply.wait()
 
     # --- the trio thread -------------------------------------------------------------------
 

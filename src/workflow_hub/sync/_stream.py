@@ -18,7 +18,7 @@ import trio
 
 from .. import FrameStream as TrioFrameStream
 from .. import ObserverLease
-from .._hosting import run_without_waiting
+from .._hosting import Pump, run_without_waiting
 from .._public import NoPublicConstructor
 from ._portal import HostClosedError, Portal
 
@@ -37,7 +37,7 @@ class FrameStream(metaclass=NoPublicConstructor):
     a time may receive. Iteration ends when the subscription or the hub ends.
     """
 
-    __slots__ = ("_changed", "_ended", "_frames", "_portal", "_pump", "_stream", "_wanted")
+    __slots__ = ("_changed", "_ended", "_frames", "_portal", "_pump", "_stream")
 
     def __init__(self, stream: TrioFrameStream, portal: Portal) -> None:
         self._stream = stream
@@ -45,8 +45,7 @@ class FrameStream(metaclass=NoPublicConstructor):
         self._frames: deque[Frame] = deque()
         self._changed = threading.Condition(threading.Lock())
         self._ended = False
-        self._wanted = False
-        self._pump: trio.lowlevel.Task | None = None
+        self._pump = Pump()
 
     @property
     def lease(self) -> ObserverLease:
@@ -87,8 +86,8 @@ class FrameStream(metaclass=NoPublicConstructor):
     def _fill(self, timeout: float | None) -> None:
         with self._changed:
             if not self._frames and not self._ended:
-                self._wanted = True
-                self._portal.submit(self._wake_pump)
+                self._pump.wanted = True
+                self._portal.submit(self._pump.wake)
                 self._changed.wait_for(lambda: self._frames or self._ended, timeout)
             if self._frames:
                 return
@@ -98,44 +97,28 @@ class FrameStream(metaclass=NoPublicConstructor):
 
     # --- the hub's thread ------------------------------------------------------------------
 
-    def _wake_pump(self) -> None:
-        pump = self._pump
-        if pump is not None:
-            self._pump = None
-            trio.lowlevel.reschedule(pump)
-
     async def _run_pump(self) -> None:
         try:
-            while True:
-                while not self._wanted:
-                    self._pump = trio.lowlevel.current_task()
-
-                    def abort(_: object) -> trio.lowlevel.Abort:
-                        self._pump = None
-                        return trio.lowlevel.Abort.SUCCEEDED
-
-                    await trio.lowlevel.wait_task_rescheduled(abort)
-                    if self._ended:
-                        return
-                try:
-                    taken = await self._stream.receive_all()
-                except trio.EndOfChannel:
-                    return
-                with self._changed:
-                    self._wanted = False
-                    self._frames.extend(taken)
-                    self._changed.notify_all()
+            await self._pump.run(self._stream.receive_all, self._deliver, self._has_ended)
         finally:
             with self._changed:
                 self._ended = True
-                self._pump = None
                 self._changed.notify_all()
+
+    def _deliver(self, taken: list[Frame]) -> None:
+        with self._changed:
+            self._pump.wanted = False
+            self._frames.extend(taken)
+            self._changed.notify_all()
+
+    def _has_ended(self) -> bool:
+        return self._ended
 
     def _close(self) -> None:
         with self._changed:
             self._ended = True
             self._changed.notify_all()
-        self._wake_pump()
+        self._pump.wake()
 
 
 @contextmanager

@@ -31,6 +31,7 @@ from .._contract import Cursor
 from .._exceptions import WorkflowHubError
 from . import defaults
 from ._adapter import AdapterFactory, ConformanceAdapter, ObserverStyle, offers_threads
+from ._operation_strategies import scenarios, thread_scenarios
 from ._operations import Scenario, check_playable
 from ._profiles import (
     PROFILES,
@@ -42,7 +43,6 @@ from ._profiles import (
     describe_profiles,
 )
 from ._render import render
-from ._scenarios import scenarios, thread_scenarios
 from .model import HubModel
 
 __all__ = [

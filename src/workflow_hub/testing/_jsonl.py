@@ -26,7 +26,6 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from types import TracebackType
 from typing import IO, Any, Self, cast, final
 
 import attrs
@@ -235,12 +234,7 @@ class JsonLinesProcess:
         self.open()
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.close()
 
     def _discard(self, grace: float = 2.0) -> None:

@@ -1,4 +1,4 @@
-"""Operation sequences as data, and their rendering (the strategies that draw them: ``_scenarios``).
+"""Operation sequences as data, and their rendering (``_operation_strategies`` draws them).
 
 A scenario is a hub configuration plus a tuple of small frozen operations (register a publisher,
 publish with publisher #0, attach an observer, stall observer #1, settle …). Operations refer to
@@ -593,8 +593,3 @@ class Scenario:
 
     def __str__(self) -> str:
         return self.describe()
-
-
-def describe_operation(operation: Operation) -> str:
-    """One operation as a line of a scenario, e.g. ``publisher#0.publish_removed('a')``."""
-    return operation.describe()

@@ -1,13 +1,12 @@
 """Profiles: the parts of the contract an implementation declares, and the kit checks.
 
-SPEC.md has a core every implementation shares, the *source* contract (what the source documents
-describe: publishers P, observers O1-O8, lifetime L, hooks K), and parts beyond it that an
-implementation may leave out: resuming (R1-R4), the pull style of observation (O9) and hosts
-beyond trio (threads, H1: checked only when the adapter offers a thread entry point, which a
-JSON-lines adapter never does). An adapter declares the profiles it implements (the ``profiles``
+The contract (``docs/contract.md``) has a core every implementation shares, the *source* contract
+(what the source documents describe: publishers P, observers O1-O8, lifetime L, hooks K), and parts
+beyond it that an implementation may leave out: resuming (R1-R4), the pull style of observation (O9)
+and hosts beyond trio (threads, H1: checked only when the adapter offers a thread entry point, which
+a JSON-lines adapter never does). An adapter declares the profiles it implements (the ``profiles``
 attribute of a Python adapter factory, the ``hello`` answer of the JSON-lines protocol); the kit
-checks exactly those. A missing declaration means every profile: a silent adapter is never let
-off.
+checks exactly those. A missing declaration means every profile: a silent adapter is never let off.
 
 This module imports nothing heavy (no hypothesis), so the command line can parse and show
 profiles before it loads the kit.
@@ -43,7 +42,7 @@ PROFILE_REQUIREMENTS: Final[dict[Profile, str]] = {
     "stream": "O9: subscribe() streams",
     "threads": "H1: publishing from other threads",
 }
-"""What each profile covers, in SPEC.md's requirement ids."""
+"""What each profile covers, in the requirement ids of ``docs/contract.md``."""
 
 WITHOUT_SCENARIOS: Final[frozenset[Profile]] = frozenset()
 """Profiles an adapter may declare that the kit has no scenarios for yet: a run never counts

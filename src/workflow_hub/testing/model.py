@@ -1,8 +1,8 @@
 """A pure, synchronous reference model of the hub contract (SPEC §3 and the hook queue of §4).
 
-The model is written from SPEC.md alone, independently of the hub's code, so that the two check
-each other: drive both with the same operations, settle, and compare what every observer
-received, the snapshot, the diagnostics and the hook events.
+The model is written from the contract (``docs/contract.md``) alone, independently of the hub's
+code, so that the two check each other: drive both with the same operations, settle, and compare
+what every observer received, the snapshot, the diagnostics and the hook events.
 
 Time is not modelled; *settling* is. Between two ``settle()`` calls nothing is delivered (publishing
 never delivers synchronously, O2). ``settle()`` then plays what a real hub does once every task is

@@ -13,11 +13,11 @@ hypothesis (the ``testing`` extra).
 """
 
 from .._public import fixup_module_metadata
-from ._scenarios import operation_sequences as operation_sequences
-from ._scenarios import operations as operations
-from ._scenarios import scenarios as scenarios
-from ._scenarios import thread_bursts as thread_bursts
-from ._scenarios import thread_scenarios as thread_scenarios
+from ._operation_strategies import operation_sequences as operation_sequences
+from ._operation_strategies import operations as operations
+from ._operation_strategies import scenarios as scenarios
+from ._operation_strategies import thread_bursts as thread_bursts
+from ._operation_strategies import thread_scenarios as thread_scenarios
 from ._value_strategies import activity_changed_events as activity_changed_events
 from ._value_strategies import changed_frames as changed_frames
 from ._value_strategies import cursors as cursors

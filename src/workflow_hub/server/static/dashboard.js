@@ -21,8 +21,8 @@
 
   var Fold = window.WorkflowHubFold;
   var Views = window.WorkflowHubViews;
+  var Token = window.WorkflowHubToken;
   var PAGE = 100; // roots drawn at first, and added by each "show more"
-  var TOKEN_KEY = "workflow-hub.token";
   var FEED_LIMIT = 50;
   var MIN_RETRY_MS = 250;
   var MAX_RETRY_MS = 4000;
@@ -105,42 +105,9 @@
     };
   }
 
-  // --- token -----------------------------------------------------------------------------
-
-  function storedToken() {
-    try {
-      return window.sessionStorage.getItem(TOKEN_KEY);
-    } catch (error) {
-      return null;
-    }
-  }
-
-  function storeToken(token) {
-    try {
-      window.sessionStorage.setItem(TOKEN_KEY, token);
-    } catch (error) {
-      // Storage refused (privacy mode): the token then lasts as long as this page.
-      memoryToken = token;
-    }
-  }
-
-  var memoryToken = null;
-
-  function token() {
-    return storedToken() || memoryToken;
-  }
-
-  function takeTokenFromAddress() {
-    var url = new URL(window.location.href);
-    if (!url.searchParams.has("token")) return;
-    storeToken(url.searchParams.get("token"));
-    url.searchParams.delete("token");
-    window.history.replaceState(window.history.state, "", url.pathname + url.search + url.hash);
-  }
-
   function streamUrl(path, params) {
     var url = new URL(path, document.baseURI);
-    var current = token();
+    var current = Token.get();
     if (current) url.searchParams.set("token", current); // EventSource cannot send headers
     Object.keys(params || {}).forEach(function (key) {
       url.searchParams.set(key, params[key]);
@@ -150,7 +117,7 @@
 
   function probe(path, signal) {
     var headers = {};
-    var current = token();
+    var current = Token.get();
     if (current) headers.Authorization = "Bearer " + current;
     return window.fetch(new URL(path, document.baseURI).toString(), {
       headers: headers,
@@ -160,7 +127,7 @@
   }
 
   function askForToken() {
-    var refused = Boolean(token());
+    var refused = Boolean(Token.get());
     closeStreams();
     resetModel();
     openRoots.clear();
@@ -181,7 +148,7 @@
     var value = ui.tokenInput.value;
     ui.tokenInput.value = "";
     if (!value) return;
-    storeToken(value);
+    Token.store(value);
     ui.tokenForm.hidden = true;
     connection = "connecting";
     render();
@@ -848,7 +815,7 @@
   }
 
   resetModel();
-  takeTokenFromAddress();
+  Token.takeFromAddress();
   controls = new window.WorkflowHubControls.Controls(ui.filters, function () {
     limit = PAGE;
     renderRoots();

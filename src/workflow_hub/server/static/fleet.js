@@ -14,12 +14,12 @@
  * Reconnects resume with `since=<last event id>`: the server replays what was missed or sends
  * a fresh picture. While the server cannot be reached, every source shows `unknown` (never its
  * last state); after GONE_AFTER_MS (10 s, `?gone_after=SECONDS`) the page says the server went away and tries again every
- * GONE_RETRY_MS. The token is shared with the frames through sessionStorage (the dashboard's key).
+ * GONE_RETRY_MS. The token is shared with the frames through sessionStorage (token.js).
  */
 (function () {
   "use strict";
 
-  var TOKEN_KEY = "workflow-hub.token";
+  var Token = window.WorkflowHubToken;
   var MIN_RETRY_MS = 250;
   var MAX_RETRY_MS = 4000;
   var GONE_AFTER_MS = goneAfterMs(); // 10 s; `?gone_after=SECONDS` in the address changes it
@@ -50,28 +50,7 @@
     return isFinite(seconds) && seconds > 0 ? seconds * 1000 : 10000;
   }
 
-  function token() {
-    try {
-      return window.sessionStorage.getItem(TOKEN_KEY);
-    } catch (error) {
-      return null;
-    }
-  }
-
-  function storeToken(value) {
-    try {
-      window.sessionStorage.setItem(TOKEN_KEY, value);
-    } catch (error) {
-      // Without storage the frames cannot share the token; they then ask for it themselves.
-    }
-  }
-
-  var address = new URL(window.location.href);
-  if (address.searchParams.has("token")) {
-    storeToken(address.searchParams.get("token"));
-    address.searchParams.delete("token");
-    window.history.replaceState(window.history.state, "", address.pathname + address.search);
-  }
+  Token.takeFromAddress();
 
   // --- the table -------------------------------------------------------------------------
 
@@ -317,7 +296,7 @@
 
   function streamUrl() {
     var url = new URL("v1/fleet", document.baseURI);
-    var current = token();
+    var current = Token.get();
     if (current) url.searchParams.set("token", current); // EventSource cannot send headers
     var names = [];
     rows.forEach(function (entry, name) { if (entry.ready) names.push(name); });
@@ -402,7 +381,7 @@
   // A HEAD of the stream first: it tells a refused token (401) from a server that is away.
   function probeThenConnect() {
     var headers = {};
-    var current = token();
+    var current = Token.get();
     if (current) headers.Authorization = "Bearer " + current;
     window.fetch(new URL("v1/fleet", document.baseURI).toString(), {
       method: "HEAD",
@@ -432,7 +411,7 @@
   form.addEventListener("submit", function (submit) {
     submit.preventDefault();
     if (!input.value) return;
-    storeToken(input.value);
+    Token.store(input.value);
     input.value = "";
     form.hidden = true;
     connection = "connecting";

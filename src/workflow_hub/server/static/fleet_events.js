@@ -11,7 +11,7 @@
   "use strict";
 
   var Fold = window.WorkflowHubFold;
-  var TOKEN_KEY = "workflow-hub.token";
+  var Token = window.WorkflowHubToken;
   var FEED_LIMIT = 100;
   var RETRY_MS = 2000;
   var EVENT_TYPES = [
@@ -37,17 +37,9 @@
   var drawTimer = null;
   var pending = [];
 
-  function token() {
-    try {
-      return window.sessionStorage.getItem(TOKEN_KEY);
-    } catch (error) {
-      return null;
-    }
-  }
-
   function streamUrl() {
     var url = new URL("v1/events", document.baseURI);
-    var current = token();
+    var current = Token.get();
     if (current) url.searchParams.set("token", current); // EventSource cannot send headers
     if (lastId) url.searchParams.set("since", lastId);
     return url.toString();

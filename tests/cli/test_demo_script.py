@@ -10,7 +10,12 @@ import trio
 import trio.testing
 
 from workflow_hub import RunTracker, open_hub
-from workflow_hub._cli._scenario import NOMINAL_SECONDS, PAUSE_BETWEEN_ROUNDS, ROOTS, loop_scenario
+from workflow_hub._cli._demo_script import (
+    NOMINAL_SECONDS,
+    PAUSE_BETWEEN_ROUNDS,
+    ROOTS,
+    loop_scenario,
+)
 from workflow_hub.reporting import ActivityView
 
 ROUND = NOMINAL_SECONDS + PAUSE_BETWEEN_ROUNDS
