@@ -2,9 +2,8 @@
 
 ``--app module:app`` loads the user's Celery app as ``celery -A`` does (its broker and event
 settings apply); ``--broker URL`` needs no code at all (task names come with the events). The
-hub runs in the sync host (``workflow_hub.sync``: trio in a background thread, with the HTTP
-server and the optional Redis mirror); Celery's receiver runs in plain threads, so nothing of
-trio runs in Celery's code.
+rest is :func:`workflow_hub.celery.serve_celery`: the sync host, the HTTP server, the optional
+Redis mirror and the bridge's threads.
 """
 
 from __future__ import annotations
@@ -15,12 +14,8 @@ import sys
 import threading
 from typing import Any
 
-import trio
-
-from .. import HookRunner, WorkflowActivityHub
 from .._defaults import DEFAULT_PORT
-from ..celery import DEFAULT_INSPECT_TIMEOUT, watch_celery
-from ..tracker import RunTracker
+from ..celery import DEFAULT_INSPECT_TIMEOUT, serve_celery
 
 __all__ = ["add_arguments", "run"]
 
@@ -128,64 +123,25 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace, app: Any, stop: threading.Event) -> None:
-    from .. import sync
-
-    with sync.open_hub() as hub:
-        # The bridge runs each batch of facts in the hub's thread (``hub.call``) on a tracker
-        # of its own there: one hand-over per batch, where the thread-safe ``hub.tracker()``
-        # would cost one per fact.
-        tracker = hub.call(_tracker, hub.trio_hub)
-        # The tracker's lifecycle events (a task started, succeeded, failed ...) reach clients
-        # of ``/v1/events`` (``watch``'s hook pane, the dashboard) and the fleet.
-        runner = hub.call(_runner, hub.trio_hub)
-        try:
-            url = hub.serve(host=args.host, port=args.port, token=args.token, runner=runner)
-            if args.redis is not None:
-                mirror = threading.Thread(
-                    target=trio.from_thread.run,
-                    args=(_mirror, hub.trio_hub, runner, args),
-                    kwargs={"trio_token": hub.trio_token},
-                    name="workflow-hub-mirror",
-                    daemon=True,
-                )
-                mirror.start()
-            print(url, flush=True)
-            print(
-                f"workflow-hub: Celery events from {app.connection_for_read().as_uri()} served "
-                f"at {url} (dashboard: {url.rstrip('/')}/)",
-                file=sys.stderr,
-                flush=True,
-            )
-            with watch_celery(
-                app,
-                tracker,
-                call=hub.call,
-                settle=args.settle,
-                keep_ended=args.keep_ended,
-                inspect_timeout=args.inspect_timeout,
-            ):
-                while not stop.wait(0.5):
-                    pass
-        finally:
-            # Every observer, local or remote, sees this source end (SPEC H1, P8).
-            hub.call(tracker.publisher.dispose)
-
-
-def _tracker(hub: WorkflowActivityHub) -> RunTracker:
-    return RunTracker(hub.register_publisher(), owner_session_id="celery", include_graph=True)
-
-
-def _runner(hub: WorkflowActivityHub) -> HookRunner:
-    runner = HookRunner(hub)
-    runner.bind()
-    return runner
-
-
-async def _mirror(hub: WorkflowActivityHub, runner: HookRunner, args: argparse.Namespace) -> None:
-    import coredis
-
-    from ..redis import DEFAULT_PREFIX, mirror_hub
-
-    prefix = args.prefix or DEFAULT_PREFIX
-    async with coredis.Redis.from_url(args.redis) as redis:
-        await mirror_hub(hub, redis, source=args.source, prefix=prefix, runner=runner)
+    with serve_celery(
+        app,
+        host=args.host,
+        port=args.port,
+        token=args.token,
+        redis_url=args.redis,
+        source=args.source,
+        prefix=args.prefix,
+        settle=args.settle,
+        keep_ended=args.keep_ended,
+        inspect_timeout=args.inspect_timeout,
+    ) as served:
+        url = served.url
+        print(url, flush=True)
+        print(
+            f"workflow-hub: Celery events from {app.connection_for_read().as_uri()} served "
+            f"at {url} (dashboard: {url.rstrip('/')}/)",
+            file=sys.stderr,
+            flush=True,
+        )
+        while not stop.wait(0.5):
+            pass

@@ -14,11 +14,14 @@ from __future__ import annotations
 
 import functools
 import logging
+import signal
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, final
+
+import attrs
 
 from ._bridge import BridgeStatistics, CeleryBridge, Inspection, WorkerStatus
 from ._facts import Facts
@@ -39,43 +42,54 @@ def _call_here(function: Callable[[], None]) -> None:
     function()
 
 
-@final
-class CeleryWatch:
-    """A running bridge: ``ready`` is set once the first ready snapshot is published."""
+@contextmanager
+def signals_to_the_main_thread() -> Iterator[None]:
+    """Threads started inside (and the threads they start) block SIGINT and SIGTERM, so the
+    operating system hands those to the main thread.
 
-    def __init__(
-        self,
-        app: Any,
-        tracker: Facts,
-        *,
-        call: Call,
-        inspect_timeout: float,
-        tick: float,
-        linger: float,
-        settle: float,
-        keep_ended: float,
-        max_ended: int,
-        clock: Callable[[], float],
-    ) -> None:
-        self._app = app
-        self._call = call
-        self._inspect_timeout = inspect_timeout
-        self._tick = tick
-        self._linger = linger
-        self._clock = clock
-        self.bridge = CeleryBridge(
-            tracker, settle=settle, keep_ended=keep_ended, max_ended=max_ended
-        )
-        self.ready = threading.Event()
-        self.consuming = threading.Event()
-        self._stopping = threading.Event()
-        self._wake = threading.Condition()
-        self._events: list[Mapping[str, Any]] = []
-        self._jobs: list[Callable[[float], None]] = []
-        self._receiver: Any = None
-        self._threads: list[threading.Thread] = []
-        self._errors = 0
-        self._connections = 0  # broker connections consumed from so far
+    Python runs signal handlers in the main thread only. A signal that lands in another thread
+    waits until the main thread next checks, and CPython (3.11) may not tell it to check: a
+    program sleeping until Ctrl-C was seen to sleep on for good. The mask of the calling thread
+    is restored on leaving (a signal that came meanwhile is delivered then).
+    """
+    mask = getattr(signal, "pthread_sigmask", None)
+    if mask is None:  # no POSIX threads' masks (Windows): nothing to steer
+        yield
+        return
+    previous = mask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        yield
+    finally:
+        mask(signal.SIG_SETMASK, previous)
+
+
+@final
+@attrs.define(eq=False, repr=False)
+class CeleryWatch:
+    """A running bridge, made by :func:`watch_celery`: ``ready`` is set once the first ready
+    snapshot is published."""
+
+    _app: Any
+    bridge: CeleryBridge
+    """The mapping the forwarder thread feeds (read it from another thread through
+    :meth:`statistics` and :meth:`workers`)."""
+    _call: Call
+    _inspect_timeout: float
+    _tick: float
+    _linger: float
+    _clock: Callable[[], float]
+    ready: threading.Event = attrs.field(init=False, factory=threading.Event)
+    """Set once the bridge published its first ready snapshot (cleared while it recovers)."""
+    consuming: threading.Event = attrs.field(init=False, factory=threading.Event)
+    """Set while the receiver consumes from a broker connection."""
+    _stopping: threading.Event = attrs.field(init=False, factory=threading.Event)
+    _wake: threading.Condition = attrs.field(init=False, factory=threading.Condition)
+    _events: list[Mapping[str, Any]] = attrs.field(init=False, factory=list)
+    _jobs: list[Callable[[float], None]] = attrs.field(init=False, factory=list)
+    _receiver: Any = attrs.field(init=False, default=None)
+    _threads: list[threading.Thread] = attrs.field(init=False, factory=list)
+    _errors: int = attrs.field(init=False, default=0)
+    _connections: int = attrs.field(init=False, default=0)  # broker connections consumed from
 
     # --- public ----------------------------------------------------------------------------
 
@@ -93,8 +107,9 @@ class CeleryWatch:
         return self._errors
 
     def start(self) -> None:
-        self._spawn(self._receive, "celery-events")
-        self._spawn(self._forward, "celery-forwarder")
+        with signals_to_the_main_thread():
+            self._spawn(self._receive, "celery-events")
+            self._spawn(self._forward, "celery-forwarder")
 
     def stop(self, timeout: float = 5.0) -> None:
         self._stopping.set()
@@ -279,14 +294,11 @@ def watch_celery(
     """
     watch = CeleryWatch(
         app,
-        tracker,
+        CeleryBridge(tracker, settle=settle, keep_ended=keep_ended, max_ended=max_ended),
         call=call or _call_here,
         inspect_timeout=inspect_timeout,
         tick=tick,
         linger=linger,
-        settle=settle,
-        keep_ended=keep_ended,
-        max_ended=max_ended,
         clock=clock,
     )
     watch.start()
