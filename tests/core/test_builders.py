@@ -33,6 +33,7 @@ from workflow_hub import (
     StageTarget,
     WorkflowActivityHub,
 )
+from workflow_hub._contract import generate_builder
 from workflow_hub._core import _build
 from workflow_hub.testing.strategies import (
     cursors,
@@ -147,7 +148,7 @@ def test_stage_completed_event_of_the_stamped_event(
 def test_a_builder_must_set_every_field() -> None:
     """A builder that forgot a field (the contract grew one) refuses to exist."""
     with pytest.raises(TypeError, match="epoch"):
-        _build.generate_builder(Cursor, "revision", {"revision": "revision"})
+        generate_builder(Cursor, "revision", {"revision": "revision"})
 
 
 def _queued(hub: WorkflowActivityHub) -> list[object]:

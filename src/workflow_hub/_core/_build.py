@@ -1,19 +1,17 @@
 """Builders of the values the hub makes on every publication, from values already valid.
 
 The hub builds a cursor, a frame and a hook event per publication, always from its own state and
-from contract values that were validated when they were constructed. Running the attrs
-constructor again (every converter) or :func:`~workflow_hub._contract.unchecked` (a keyword
-dict and a generic ``object.__setattr__`` per field) cost more than the rest of the publish path
-together. A builder here is a small function generated once per class from its attrs fields: one
-``object.__new__`` and one slot store per field, through the slot's own descriptor. It validates
-nothing, exactly like ``unchecked``; the values it makes are equal to, and of the same type as,
-what the validating constructor makes from the same fields (``tests/core/test_builders.py``).
+from contract values that were validated when they were constructed. Each builder here is made by
+the contract's one generator of unchecked builders (:func:`~workflow_hub._contract.generate_builder`:
+one ``object.__new__`` and one slot store per field); the values it makes are equal to, and of the
+same type as, what the validating constructor makes from the same fields
+(``tests/core/test_builders.py``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from collections.abc import Callable
+from typing import Any
 
 import attrs
 
@@ -30,6 +28,7 @@ from .._contract import (
     RootActivity,
     SnapshotFrame,
     StageCompletedEvent,
+    generate_builder,
 )
 
 __all__ = [
@@ -39,46 +38,10 @@ __all__ = [
     "diagnostic",
     "lifecycle_event",
     "removed_frame",
-    "slot_stores",
     "snapshot_frame",
     "stage_completed_event",
     "stage_completed_event_of",
 ]
-
-_T = TypeVar("_T")
-
-
-def generate_builder(
-    cls: type[_T], parameters: str, values: Mapping[str, str]
-) -> Callable[..., _T]:
-    """A function of ``parameters`` building ``cls`` with each field set to its expression.
-
-    ``values`` must name every attrs field of ``cls`` exactly once; ``cls`` must be slotted, with
-    no ``__attrs_post_init__`` check the caller would be skipping silently (callers that build
-    such a class check its condition themselves and say so).
-    """
-    names = [field.name for field in attrs.fields(cls)]  # type: ignore[arg-type]
-    if sorted(names) != sorted(values):
-        raise TypeError(f"{cls.__name__} has fields {names}, the builder sets {sorted(values)}")
-    namespace: dict[str, Any] = {"_new": object.__new__, "_cls": cls}
-    lines = [f"def build({parameters}):", "    instance = _new(_cls)"]
-    for index, name in enumerate(names):
-        descriptor = cls.__dict__[name]  # a slot: a member descriptor, not a property
-        namespace[f"_set{index}"] = descriptor.__set__
-        lines.append(f"    _set{index}(instance, {values[name]})")
-    lines.append("    return instance")
-    code = compile("\n".join(lines) + "\n", f"<workflow_hub builder of {cls.__name__}>", "exec")
-    exec(code, namespace)  # the source is made above from attrs field names only
-    build: Callable[..., _T] = namespace["build"]
-    build.__qualname__ = build.__name__ = f"build_{cls.__name__}"
-    return build
-
-
-def slot_stores(cls: type[Any]) -> tuple[Callable[[Any, Any], None], ...]:
-    """The slot store of each attrs field of ``cls``, in field order, for a path that builds a
-    ``cls`` written out (``object.__new__`` and one store per field, as a builder does, without
-    the builder's own call). Such a path must store every field; it is tested like a builder."""
-    return tuple(cls.__dict__[field.name].__set__ for field in attrs.fields(cls))
 
 
 def _same_names(names: str) -> dict[str, str]:

@@ -37,10 +37,10 @@ from .._contract import (
     Timestamp,
     check_str,
     instance_check,
+    slot_stores,
     snapshot_arguments,
 )
 from .._public import NoPublicConstructor
-from ._build import slot_stores
 
 if TYPE_CHECKING:
     from ._hub import WorkflowActivityHub
