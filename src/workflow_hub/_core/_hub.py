@@ -205,10 +205,9 @@ class WorkflowActivityHub:
         # its ActivityChangedEvent (the same cursor and root), built only if it is dispatched.
         self._hook_events: deque[_HookItem] = deque()
         self._hook_events_dropped = 0
-        self._dispatcher: Dispatch | None = None
-        # The HookRunner whose _dispatch is the dispatcher, if it is one: the hook task then runs
-        # its chains itself, without a coroutine of _dispatch's per event.
-        self._runner: HookRunner | None = None
+        # Where hook events go: a dispatch callable, or a bound HookRunner, whose chains the hook
+        # task runs itself (_run_hooks).
+        self._dispatcher: Dispatch | HookRunner | None = None
         self._hook_waiter: trio.lowlevel.Task | None = None
         self._nursery: trio.Nursery | None = None
         self._exit_stack: AsyncExitStack | None = None
@@ -273,7 +272,6 @@ class WorkflowActivityHub:
         for queue in list(self._observers):
             self._dispose_observer(queue)
         self._dispatcher = None
-        self._runner = None
         self._hook_events.clear()
         self._wake_hooks()
 
@@ -525,15 +523,17 @@ class WorkflowActivityHub:
             return
         if not callable(dispatch):
             raise ContractError("dispatch", f"expected a callable, got {type(dispatch).__name__}")
-        self._dispatcher = dispatch
-        self._runner = None
-        self._wake_hooks()
+        self._bind(dispatch)
 
     def _bind_runner(self, runner: HookRunner) -> None:
-        """``bind_dispatcher(runner._dispatch)``, run inline by the hook task (same behaviour)."""
-        self.bind_dispatcher(runner._dispatch)
+        """Deliver hook events to ``runner``'s chains (``HookRunner.bind``): as
+        :meth:`bind_dispatcher` does, the chains run by the hook task itself."""
         if not self._disposed:
-            self._runner = runner
+            self._bind(runner)
+
+    def _bind(self, dispatcher: Dispatch | HookRunner) -> None:
+        self._dispatcher = dispatcher
+        self._wake_hooks()
 
     def _emit_hook(self, event: WorkflowEvent, publisher: WorkflowActivityPublisher) -> None:
         events = self._hook_events
@@ -586,7 +586,12 @@ class WorkflowActivityHub:
         of dispatching, whichever comes first: a dispatcher that never awaits (a sync handler,
         or one that publishes into this hub and so keeps the queue full) must not keep every
         other task, and cancellation, waiting.
+
+        A bound :class:`HookRunner`'s chains are run here, the one place they run (K4, K5):
+        without a coroutine of the runner's per event, which would cost more than the event.
         """
+        from ._hooks import HookRunner
+
         events = self._hook_events
         popleft = events.popleft
         clock = time.perf_counter
@@ -597,55 +602,16 @@ class WorkflowActivityHub:
                 await trio.lowlevel.checkpoint()
                 until_checkpoint = HOOK_YIELD_EVERY
                 checkpointed = clock()
-            runner = self._runner
-            if runner is not None and events and self._metrics is None:
-                # A backlog for a bound HookRunner, without metrics (the usual case): up to the
-                # next checkpoint in a loop of its own, HookRunner._dispatch written out (K4, K5:
-                # the same checks in the same order). Rebinding or disposing ends the loop (the
-                # runner is no longer the hub's); the chain cache is cleared in place, so it is
-                # read once.
-                chains = runner._chains
-                while until_checkpoint and events and self._runner is runner:
-                    queued, publisher = popleft()
-                    until_checkpoint -= 1
-                    if (
-                        not until_checkpoint % HOOK_CLOCK_EVERY
-                        and clock() - checkpointed >= HOOK_YIELD_AFTER
-                    ):
-                        until_checkpoint = 0  # after this event
-                    if self._current_publisher is not publisher:
-                        continue  # K2
-                    if type(queued) is ChangedFrame:
-                        event: WorkflowEvent = activity_changed_event(queued.cursor, queued.root)
-                    elif type(queued) is tuple:
-                        event = stage_completed_event_of(queued[0])
-                    else:
-                        event = queued  # type: ignore[assignment]  # neither: an event
-                    try:
-                        chain = chains.get(event.type) or runner._chain(event.type)
-                        for extension, handler in chain:
-                            if runner._retired or self._current_publisher is not publisher:
-                                break
-                            try:
-                                result: Any = handler(event)
-                                if result is not None and (
-                                    type(result) is CoroutineType or inspect.isawaitable(result)
-                                ):
-                                    await result
-                            except Exception as exc:
-                                runner._handler_raised(extension, event, exc)
-                    except Exception:
-                        logger.warning("workflow hook dispatcher failed", exc_info=True)
-                        self._record(DiagnosticKind.OBSERVER_DELIVERY_FAILED)
-                continue
-            if events and self._dispatcher is not None:
+            dispatcher = self._dispatcher
+            if events and dispatcher is not None:
                 # A backlog: the next event without a coroutine of _next_hook_event's.
-                queued, publisher = events.popleft()
+                queued, publisher = popleft()
             else:
                 item = await self._next_hook_event()
                 if item is None:
                     return
                 queued, publisher = item
+                dispatcher = self._dispatcher
                 # It waited: other tasks ran, and cancellation could be delivered.
                 until_checkpoint = HOOK_YIELD_EVERY
                 checkpointed = clock()
@@ -658,38 +624,41 @@ class WorkflowActivityHub:
             if self._current_publisher is not publisher:
                 continue  # K2: retirement fences buffered and queued events.
             if type(queued) is ChangedFrame:
-                event = activity_changed_event(queued.cursor, queued.root)
+                event: WorkflowEvent = activity_changed_event(queued.cursor, queued.root)
             elif type(queued) is tuple:
                 event = stage_completed_event_of(queued[0])
             else:
                 event = queued  # type: ignore[assignment]  # neither of the two: an event
-            dispatch = self._dispatcher
-            assert dispatch is not None
             if self._metrics is not None:
                 self._metrics.hook_dispatched(event.type)
-            runner = self._runner
             try:
-                if runner is None:
-                    result = dispatch(event, publisher._is_current)
+                if type(dispatcher) is not HookRunner:
+                    assert dispatcher is not None
+                    result: Any = dispatcher(event, publisher._is_current)
                     if result is not None and (
                         type(result) is CoroutineType or inspect.isawaitable(result)
                     ):
                         await result
                     continue
-                # HookRunner._dispatch, written out here (K4, K5): the same checks, in the same
-                # order, without a coroutine of its own per event.
-                chain = runner._chains.get(event.type) or runner._chain(event.type)
+                # The runner's chain for this hook, captured now: registrations made by a
+                # handler of this event apply from the next one.
+                chain = dispatcher._chains.get(event.type) or dispatcher._chain(event.type)
                 for extension, handler in chain:
-                    if runner._retired or self._current_publisher is not publisher:
+                    # K4: checked before every handler, because the previous one may have
+                    # awaited across a reload or a publisher replacement (or, sync, replaced it
+                    # itself).
+                    if dispatcher._retired or self._current_publisher is not publisher:
                         break
                     try:
                         result = handler(event)
+                        # An async handler returns a coroutine, a sync one (usually) None:
+                        # neither needs the general, much slower, inspect.isawaitable.
                         if result is not None and (
                             type(result) is CoroutineType or inspect.isawaitable(result)
                         ):
                             await result
                     except Exception as exc:
-                        runner._handler_raised(extension, event, exc)
+                        dispatcher._handler_raised(extension, event, exc)  # K5
             except Exception:
                 logger.warning("workflow hook dispatcher failed", exc_info=True)
                 self._record(DiagnosticKind.OBSERVER_DELIVERY_FAILED)
