@@ -29,14 +29,30 @@ from .._contract import (
     SnapshotFrame,
     StageCompletedEvent,
     generate_builder,
+    slot_stores,
 )
 
 __all__ = [
     "activity_changed_event",
     "changed_frame",
     "cursor",
+    "cursor_epoch",
+    "cursor_revision",
     "diagnostic",
+    "frame_cursor",
+    "frame_root",
+    "lifecycle_attribution",
+    "lifecycle_cursor",
+    "lifecycle_delivery",
     "lifecycle_event",
+    "lifecycle_event_id",
+    "lifecycle_observed_at",
+    "lifecycle_occurred_at",
+    "lifecycle_owner_session_id",
+    "lifecycle_root_run_id",
+    "lifecycle_run_id",
+    "lifecycle_target",
+    "new",
     "removed_frame",
     "snapshot_frame",
     "stage_completed_event",
@@ -96,3 +112,22 @@ stage_completed_event_of: Callable[[LifecycleEvent], StageCompletedEvent] = (
         {field.name: f"event.{field.name}" for field in attrs.fields(StageCompletedEvent)},
     )
 )
+
+# What the publish paths build written out (``object.__new__`` and one slot store per field, as a
+# builder does, without the builder's call; tests/core/test_builders.py holds the values to the
+# constructors): the stores unpacked one name per field, so a class that gains one fails here.
+new = object.__new__
+cursor_epoch, cursor_revision = slot_stores(Cursor)
+frame_cursor, frame_root = slot_stores(ChangedFrame)
+(
+    lifecycle_event_id,
+    lifecycle_cursor,
+    lifecycle_run_id,
+    lifecycle_root_run_id,
+    lifecycle_owner_session_id,
+    lifecycle_occurred_at,
+    lifecycle_observed_at,
+    lifecycle_delivery,
+    lifecycle_target,
+    lifecycle_attribution,
+) = slot_stores(LifecycleEvent)
