@@ -70,10 +70,12 @@ from ._values import ToolNode as ToolNode
 from ._values import ToolTarget as ToolTarget
 from ._values import WorkflowEvent as WorkflowEvent
 from ._values import snapshot_arguments as snapshot_arguments
+from ._wire import discriminator_of as discriminator_of
 from ._wire import dumps as dumps
 from ._wire import from_wire as from_wire
 from ._wire import loads as loads
 from ._wire import to_wire as to_wire
+from ._wire import union_members as union_members
 
 claim_root_names(globals())
 del claim_root_names
