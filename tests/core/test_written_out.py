@@ -57,6 +57,7 @@ def test_every_copy_under_src_is_rendered_from_its_source() -> None:
 
 
 def test_check_passes_on_an_exact_copy_with_renames(tmp_path: Path) -> None:
+    """A copy in another file, re-indented and renamed as its marker says, is up to date."""
     root = _tree(
         tmp_path,
         queue=SOURCE,
@@ -76,6 +77,7 @@ def test_check_passes_on_an_exact_copy_with_renames(tmp_path: Path) -> None:
 def test_check_fails_on_a_hand_edit_and_the_rewrite_restores_the_copy(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """A hand edit fails ``--check`` with a diff and no change; the rewrite renders it again."""
     edited = """\
         def broadcast(hub, frame):
             for queue in hub.queues:
@@ -95,12 +97,14 @@ def test_check_fails_on_a_hand_edit_and_the_rewrite_restores_the_copy(
 
 
 def test_renames_touch_names_only_never_attributes_comments_or_strings() -> None:
+    """A rename (dotted or not) replaces a name, never an attribute, a comment or a string."""
     code = 'self.self = self._n  # self\nx = "self" + self._n.self\n'
     renamed = written_out.rename(code, {"self": "hub", "self._n": "n"}, "here")
     assert renamed == 'hub.self = n  # self\nx = "self" + n.self\n'
 
 
 def test_renames_apply_at_once_so_two_names_can_swap() -> None:
+    """``self=hub publisher=self`` works: each token is renamed once, from the source."""
     assert written_out.rename("a(b)\n", {"a": "b", "b": "a"}, "here") == "b(a)\n"
 
 
@@ -118,6 +122,7 @@ def test_renames_apply_at_once_so_two_names_can_swap() -> None:
 def test_a_marker_that_cannot_be_rendered_fails_the_check(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], hub: str, problem: str
 ) -> None:
+    """Unknown sources, stale renames, unclosed, nested or stray markers name the problem."""
     root = _tree(tmp_path, queue=SOURCE, hub=hub)
     assert written_out.main(["--check", "--root", str(root)]) == 1
     assert problem in capsys.readouterr().err
@@ -126,6 +131,7 @@ def test_a_marker_that_cannot_be_rendered_fails_the_check(
 def test_a_source_without_a_copy_fails_the_check(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """A source nothing copies is a stale marker."""
     root = _tree(tmp_path, queue=SOURCE)
     assert written_out.main(["--check", "--root", str(root)]) == 1
     assert "without a copy" in capsys.readouterr().err
