@@ -1,7 +1,8 @@
 """Builders of the values the hub makes on every publication, from values already valid.
 
 The hub builds a cursor, a frame and a hook event per publication, always from its own state and
-from contract values that were validated when they were constructed. Each builder here is made by
+from contract values that were validated when they were constructed. The publish paths write
+their builders out (below: the stores they use); every other builder here is made by
 the contract's one generator of unchecked builders (:func:`~workflow_hub._contract.generate_builder`:
 one ``object.__new__`` and one slot store per field); the values it makes are equal to, and of the
 same type as, what the validating constructor makes from the same fields
@@ -11,7 +12,6 @@ same type as, what the validating constructor makes from the same fields
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import attrs
 
@@ -23,7 +23,6 @@ from .._contract import (
     Diagnostic,
     DiagnosticKind,
     LifecycleEvent,
-    LifecycleInput,
     RemovedFrame,
     RootActivity,
     SnapshotFrame,
@@ -34,8 +33,6 @@ from .._contract import (
 
 __all__ = [
     "activity_changed_event",
-    "changed_frame",
-    "cursor",
     "cursor_epoch",
     "cursor_revision",
     "diagnostic",
@@ -44,7 +41,6 @@ __all__ = [
     "lifecycle_attribution",
     "lifecycle_cursor",
     "lifecycle_delivery",
-    "lifecycle_event",
     "lifecycle_event_id",
     "lifecycle_observed_at",
     "lifecycle_occurred_at",
@@ -55,7 +51,6 @@ __all__ = [
     "new",
     "removed_frame",
     "snapshot_frame",
-    "stage_completed_event",
     "stage_completed_event_of",
 ]
 
@@ -64,19 +59,6 @@ def _same_names(names: str) -> dict[str, str]:
     return {name.strip(): name.strip() for name in names.split(",")}
 
 
-def _envelope(event_class: type[Any]) -> dict[str, str]:
-    """A lifecycle envelope's fields, read from ``event`` (a LifecycleInput), with ``cursor``."""
-    fields = {field.name: f"event.{field.name}" for field in attrs.fields(LifecycleInput)}
-    fields["cursor"] = "cursor"
-    return fields
-
-
-cursor: Callable[[str, int], Cursor] = generate_builder(
-    Cursor, "epoch, revision", _same_names("epoch, revision")
-)
-changed_frame: Callable[[Cursor, RootActivity], ChangedFrame] = generate_builder(
-    ChangedFrame, "cursor, root", _same_names("cursor, root")
-)
 removed_frame: Callable[[Cursor, str], RemovedFrame] = generate_builder(
     RemovedFrame, "cursor, root_run_id", _same_names("cursor, root_run_id")
 )
@@ -94,14 +76,6 @@ activity_changed_event: Callable[[Cursor, RootActivity], ActivityChangedEvent] =
 )
 diagnostic: Callable[[DiagnosticKind, Cursor], Diagnostic] = generate_builder(
     Diagnostic, "kind, cursor", _same_names("kind, cursor")
-)
-lifecycle_event: Callable[[LifecycleInput, Cursor], LifecycleEvent] = generate_builder(
-    LifecycleEvent, "event, cursor", _envelope(LifecycleEvent)
-)
-stage_completed_event: Callable[[LifecycleInput, Cursor], StageCompletedEvent] = (
-    # Its post-init check (a completed stage target) is the condition the hub tests before
-    # building one.
-    generate_builder(StageCompletedEvent, "event, cursor", _envelope(StageCompletedEvent))
 )
 stage_completed_event_of: Callable[[LifecycleEvent], StageCompletedEvent] = (
     # The same event from the stamped lifecycle event of a completed stage (the envelope and
