@@ -127,11 +127,14 @@ def rename(code: str, renames: dict[str, str], place: str) -> str:
     line_starts = [0]
     for line in code.splitlines(keepends=True):
         line_starts.append(line_starts[-1] + len(line))
-    tokens = [
-        token
-        for token in tokenize.generate_tokens(io.StringIO(code).readline)
-        if token.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT)
-    ]
+    try:
+        tokens = [
+            token
+            for token in tokenize.generate_tokens(io.StringIO(code).readline)
+            if token.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT)
+        ]
+    except (tokenize.TokenError, SyntaxError) as error:
+        raise MarkerError(f"{place}: the source is not whole statements ({error})") from None
     edits: list[tuple[int, int, str]] = []
     used: set[str] = set()
     index = 0

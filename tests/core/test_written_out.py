@@ -117,6 +117,10 @@ def test_renames_apply_at_once_so_two_names_can_swap() -> None:
         ("# <copy-of Queue.push>\n# <copy-of Queue.push>\n", "opens inside another"),
         ("x = 1\n# </copy-of>\n", "closes nothing"),
         ("# <copy-of Queue.push self>\n# </copy-of>\n", "not a rename"),
+        (
+            "# <copy-source Half>\nif (x:\n# </copy-source>\n# <copy-of Half x=y>\n# </copy-of>\n",
+            "not whole statements",
+        ),
     ],
 )
 def test_a_marker_that_cannot_be_rendered_fails_the_check(
