@@ -34,6 +34,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check $(LINTED)
 	$(BIN)/ruff format --check $(LINTED)
 	$(BIN)/python tools/contract_inits.py --check
+	$(BIN)/python tools/written_out.py --check
 	$(BIN)/python tools/api_documents.py --check
 
 types: $(STAMP)

@@ -12,6 +12,10 @@ names (they say ``workflow_hub`` however they were first imported).
 """
 
 from .._public import claim_root_names
+from ._builders import generate_builder as generate_builder
+from ._builders import slot_stores as slot_stores
+from ._builders import unchecked as unchecked
+from ._builders import unchecked_builder as unchecked_builder
 from ._cursor_text import epoch_text_problem as epoch_text_problem
 from ._cursor_text import format_cursor as format_cursor
 from ._cursor_text import parse_cursor as parse_cursor
@@ -66,12 +70,12 @@ from ._values import ToolNode as ToolNode
 from ._values import ToolTarget as ToolTarget
 from ._values import WorkflowEvent as WorkflowEvent
 from ._values import snapshot_arguments as snapshot_arguments
-from ._values import unchecked as unchecked
-from ._values import unchecked_builder as unchecked_builder
+from ._wire import discriminator_of as discriminator_of
 from ._wire import dumps as dumps
 from ._wire import from_wire as from_wire
 from ._wire import loads as loads
 from ._wire import to_wire as to_wire
+from ._wire import union_members as union_members
 
 claim_root_names(globals())
 del claim_root_names

@@ -12,7 +12,7 @@ edit it by hand, run ``python tools/contract_inits.py`` (``make lint`` fails whe
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias, TypeVar
 
 import attrs
@@ -670,52 +670,3 @@ VALUE_CLASSES: tuple[type[Any], ...] = tuple(
 """Every contract value class (in ``__all__`` order): the wire format's table is this list, and the
 tests hold ``workflow_hub.contract``'s written-out names to it (a class added to ``__all__`` is
 wired at once, and a test fails until it is exported and drawn by the strategies)."""
-
-_V = TypeVar("_V")
-
-
-_BUILDERS: dict[type[Any], Callable[..., Any]] = {}
-
-
-def _generate_builder(cls: type[_V]) -> Callable[..., _V]:
-    """A function of every field as a keyword argument that builds ``cls`` without validating:
-    one ``object.__new__`` and one slot store per field, through the slot's own descriptor.
-
-    Generated once per class from its attrs fields (names only), so a call costs what the stores
-    cost: a generic loop of ``object.__setattr__`` over a keyword dict is three to five times
-    slower (issue 29).
-    """
-    names = [field.name for field in attrs.fields(cls)]  # type: ignore[arg-type]
-    namespace: dict[str, Any] = {"_new": object.__new__, "_cls": cls}
-    lines = [f"def build(*, {', '.join(names)}):" if names else "def build():"]
-    lines.append("    instance = _new(_cls)")
-    for index, name in enumerate(names):
-        # Every contract class is slotted: the class attribute is the slot's member descriptor.
-        namespace[f"_set{index}"] = cls.__dict__[name].__set__
-        lines.append(f"    _set{index}(instance, {name})")
-    lines.append("    return instance")
-    code = compile("\n".join(lines) + "\n", f"<unchecked builder of {cls.__name__}>", "exec")
-    exec(code, namespace)  # the source is made above from attrs field names only
-    build: Callable[..., _V] = namespace["build"]
-    build.__qualname__ = build.__name__ = f"unchecked_{cls.__name__}"
-    return build
-
-
-def unchecked_builder(cls: type[_V]) -> Callable[..., _V]:
-    """The function :func:`unchecked` calls for ``cls``: take it once and call it with every field
-    as a keyword argument, to skip the class look-up on a hot path. Validates nothing."""
-    build = _BUILDERS.get(cls)
-    if build is None:
-        build = _BUILDERS[cls] = _generate_builder(cls)
-    return build
-
-
-def unchecked(cls: type[_V], **fields: object) -> _V:
-    """Build ``cls`` **without validating anything**: no converter runs (C1 holds only because the
-    caller guarantees it).
-
-    For hot paths only, where every value comes from a checked contract object or the hub's own
-    state: every field must be given (a missing or unknown one is a :class:`TypeError`), already
-    of its declared type. No ``__attrs_post_init__`` check runs either.
-    """
-    return unchecked_builder(cls)(**fields)

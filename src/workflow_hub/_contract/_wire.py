@@ -42,7 +42,7 @@ from ._values import VALUE_CLASSES
 if TYPE_CHECKING:
     import cattrs
 
-__all__ = ["dumps", "from_wire", "loads", "to_wire"]
+__all__ = ["discriminator_of", "dumps", "from_wire", "loads", "to_wire", "union_members"]
 
 _T = TypeVar("_T")
 
@@ -103,7 +103,7 @@ def _json_type(value: object) -> str:
 # --- discriminators ----------------------------------------------------------------------------
 
 
-def _discriminator(cls: type[Any]) -> tuple[str, str] | None:
+def discriminator_of(cls: type[Any]) -> tuple[str, str] | None:
     """The ``(key, value)`` a class carries on the wire, e.g. ``("kind", "snapshot")``.
 
     It is a class-level string constant, never an attrs field: ``NodePrompt.kind`` and
@@ -117,7 +117,8 @@ def _discriminator(cls: type[Any]) -> tuple[str, str] | None:
     return None
 
 
-def _union_members(tp: object) -> tuple[object, ...] | None:
+def union_members(tp: object) -> tuple[object, ...] | None:
+    """The members of a union type (``A | B`` or ``Union[A, B]``), None for any other type."""
     if get_origin(tp) in (Union, types.UnionType):
         return get_args(tp)
     return None
@@ -134,12 +135,12 @@ def _discriminated_union(tp: object) -> _TagTable | None:
     may differ: ``Frame | WorkflowEvent`` (``kind`` and ``type``) is a union too, so a stream
     that mixes frames and hook events decodes line by line.
     """
-    members = _union_members(tp)
+    members = union_members(tp)
     if members is None or not all(member in _CLASS_SET for member in members):
         return None
     table: _TagTable = {}
     for member in cast(tuple[type[Any], ...], members):
-        discriminator = _discriminator(member)
+        discriminator = discriminator_of(member)
         if discriminator is None or discriminator in table:
             return None
         table[discriminator] = member
@@ -184,7 +185,7 @@ def _array_decoder(item: _Decoder | None) -> _Decoder:
 
 def _decoder_for(tp: object) -> _Decoder | None:
     """How to decode a field of type ``tp``; None for a leaf the constructor validates as is."""
-    members = _union_members(tp)
+    members = union_members(tp)
     present = tuple(m for m in members if m is not type(None)) if members is not None else (tp,)
     if all(member in _CLASS_SET for member in present):
         target = present[0] if len(present) == 1 else reduce(or_, present)
@@ -203,7 +204,7 @@ class _FieldPlan:
 
 
 def _make_class_hook(cls: type[Any]) -> Callable[[Any, Any], Any]:
-    discriminator = _discriminator(cls)
+    discriminator = discriminator_of(cls)
     plans = [
         _FieldPlan(
             name=field.name,
@@ -317,7 +318,7 @@ def _make_unstructure_hook(cls: type[Any]) -> Callable[[Any], dict[str, Any]]:
         for field in attrs.fields(cls)
     }
     fields_of = make_dict_unstructure_fn(cls, _unstructure_converter(), **overrides)
-    discriminator = _discriminator(cls)
+    discriminator = discriminator_of(cls)
     if discriminator is None:
         return fields_of
     key, tag = discriminator
@@ -416,7 +417,7 @@ def _value_array_text(values: tuple[Any, ...]) -> str:
 
 def _leaf_text(tp: object) -> str:
     """The name of the function writing a present value of type ``tp`` (never None)."""
-    members = _union_members(tp)
+    members = union_members(tp)
     present = tuple(m for m in members if m is not type(None)) if members is not None else (tp,)
     if len(present) == 1 and present[0] in _CLASS_SET:
         # One class: its own encoder, as the converter uses the declared class's hook.
@@ -461,7 +462,7 @@ _TEXT_NAMESPACE: dict[str, Any] = {
 
 
 def _make_text_encoder(cls: type[Any]) -> Callable[[Any], str]:
-    discriminator = _discriminator(cls)
+    discriminator = discriminator_of(cls)
     fields = attrs.fields(cls)
     # The converter's order: the discriminator, the required fields, then the optional ones that
     # are present (cattrs adds an omittable field after the others).

@@ -15,7 +15,6 @@ import inspect
 import logging
 import weakref
 from collections.abc import Callable
-from types import CoroutineType
 from typing import Any, Final, Literal, TypeAlias, TypeVar, final, overload
 
 import attrs
@@ -312,27 +311,6 @@ class HookRunner:
                 for handler in hooks._handlers[event_type]
             )
         return chain
-
-    async def _dispatch(self, event: WorkflowEvent, is_current: Callable[[], bool]) -> None:
-        # The hub this runner is bound to runs this loop inline (WorkflowActivityHub._run_hooks):
-        # a change here is a change there.
-        event_type = event.type
-        # Captured now: registrations made by a handler of this event apply from the next one.
-        for extension, handler in self._chain(event_type):
-            # K4: checked before every handler, because the previous one may have awaited
-            # across a reload or a publisher replacement (or, sync, replaced it itself).
-            if self._retired or not is_current():
-                return
-            try:
-                result = handler(event)
-                # An async handler returns a coroutine, a sync one (usually) None: neither
-                # needs the general, much slower, inspect.isawaitable.
-                if result is not None and (
-                    type(result) is CoroutineType or inspect.isawaitable(result)
-                ):
-                    await result
-            except Exception as exc:
-                self._handler_raised(extension, event, exc)
 
     def _handler_raised(self, extension: str, event: WorkflowEvent, exc: Exception) -> None:
         self._report(

@@ -37,12 +37,14 @@ from .._contract import (
 )
 from ._build import (
     activity_changed_event,
+    cursor_epoch,
+    cursor_revision,
     diagnostic,
+    new,
     removed_frame,
     snapshot_frame,
     stage_completed_event_of,
 )
-from ._build import cursor as new_cursor
 from ._history import FrameHistory
 from ._instruments import HubInstruments, Instrumentation
 from ._observers import (
@@ -205,10 +207,9 @@ class WorkflowActivityHub:
         # its ActivityChangedEvent (the same cursor and root), built only if it is dispatched.
         self._hook_events: deque[_HookItem] = deque()
         self._hook_events_dropped = 0
-        self._dispatcher: Dispatch | None = None
-        # The HookRunner whose _dispatch is the dispatcher, if it is one: the hook task then runs
-        # its chains itself, without a coroutine of _dispatch's per event.
-        self._runner: HookRunner | None = None
+        # Where hook events go: a dispatch callable, or a bound HookRunner, whose chains the hook
+        # task runs itself (_run_hooks).
+        self._dispatcher: Dispatch | HookRunner | None = None
         self._hook_waiter: trio.lowlevel.Task | None = None
         self._nursery: trio.Nursery | None = None
         self._exit_stack: AsyncExitStack | None = None
@@ -273,7 +274,6 @@ class WorkflowActivityHub:
         for queue in list(self._observers):
             self._dispose_observer(queue)
         self._dispatcher = None
-        self._runner = None
         self._hook_events.clear()
         self._wake_hooks()
 
@@ -364,9 +364,16 @@ class WorkflowActivityHub:
         return epoch
 
     def _advance(self) -> Cursor:
+        """The next cursor, now the hub's: written out on the publish paths, with the cursor's
+        builder written out too."""
+        # <copy-source WorkflowActivityHub._advance>
         revision = self._revision = self._revision + 1
-        cursor = self._cursor = new_cursor(self._epoch, revision)
+        cursor = new(Cursor)
+        cursor_epoch(cursor, self._epoch)
+        cursor_revision(cursor, revision)
+        self._cursor = cursor
         self._snapshot = None
+        # </copy-source>
         return cursor
 
     def _apply_snapshot(
@@ -415,14 +422,15 @@ class WorkflowActivityHub:
         assert metrics is not None
         metrics.frame_built(frame)
         for queue in self._observers:
-            # ObserverQueue.push when there is room, written out as in publish_changed.
-            pending = queue._frames
-            if len(pending) < queue._limit:
-                pending.append(frame)
+            # <copy-of ObserverQueue.push self=queue>
+            frames = queue._frames
+            if len(frames) < queue._limit:
+                frames.append(frame)
                 if queue._waiter is not None:
                     queue._wake()
             else:
-                queue.push(frame)
+                queue._push_full(frame)
+            # </copy-of>
         # Counted once the queues hold it: a scrape from another thread then never counts a
         # frame as queued that no queue holds yet (frames_delivered_total is derived).
         metrics.frame_published(frame, len(self._observers))
@@ -525,35 +533,36 @@ class WorkflowActivityHub:
             return
         if not callable(dispatch):
             raise ContractError("dispatch", f"expected a callable, got {type(dispatch).__name__}")
-        self._dispatcher = dispatch
-        self._runner = None
-        self._wake_hooks()
+        self._bind(dispatch)
 
     def _bind_runner(self, runner: HookRunner) -> None:
-        """``bind_dispatcher(runner._dispatch)``, run inline by the hook task (same behaviour)."""
-        self.bind_dispatcher(runner._dispatch)
+        """Deliver hook events to ``runner``'s chains (``HookRunner.bind``): as
+        :meth:`bind_dispatcher` does, the chains run by the hook task itself."""
         if not self._disposed:
-            self._runner = runner
+            self._bind(runner)
+
+    def _bind(self, dispatcher: Dispatch | HookRunner) -> None:
+        self._dispatcher = dispatcher
+        self._wake_hooks()
 
     def _emit_hook(self, event: WorkflowEvent, publisher: WorkflowActivityPublisher) -> None:
+        """Queue a hook event; a full buffer drops its oldest, counted. Written out in
+        ``publish_changed`` (a full buffer, no dispatcher bound, is the steady state of a hub
+        without hooks: a call there costs a quarter of one observer's fan-out)."""
+        # <copy-source WorkflowActivityHub._emit_hook>
         events = self._hook_events
+        if len(events) >= self._hook_buffer_limit:
+            events.popleft()
+            self._hook_events_dropped += 1
+            if self._metrics is not None:
+                self._metrics.hook_events_dropped(1)
         events.append((event, publisher))
-        if len(events) > self._hook_buffer_limit:
-            self._drop_oldest_hook_events(1)  # the oldest: what dropping before appending leaves
         # Without a dispatcher the event only waits in the buffer: binding one wakes the task.
         # (Waking it for nothing costs a task switch in trio, and a trip through the guest's
         # I/O thread when the hub is a guest of asyncio: once per lifecycle event.)
         if self._hook_waiter is not None and self._dispatcher is not None:
             self._wake_hooks()
-
-    def _drop_oldest_hook_events(self, count: int) -> None:
-        """Drop the ``count`` oldest hook events (at most as many as are queued), counted."""
-        events = self._hook_events
-        for _ in range(count):
-            events.popleft()
-        self._hook_events_dropped += count
-        if self._metrics is not None:
-            self._metrics.hook_events_dropped(count)
+        # </copy-source>
 
     def _wake_hooks(self) -> None:
         waiter = self._hook_waiter
@@ -586,7 +595,12 @@ class WorkflowActivityHub:
         of dispatching, whichever comes first: a dispatcher that never awaits (a sync handler,
         or one that publishes into this hub and so keeps the queue full) must not keep every
         other task, and cancellation, waiting.
+
+        A bound :class:`HookRunner`'s chains are run here, the one place they run (K4, K5):
+        without a coroutine of the runner's per event, which would cost more than the event.
         """
+        from ._hooks import HookRunner
+
         events = self._hook_events
         popleft = events.popleft
         clock = time.perf_counter
@@ -597,55 +611,16 @@ class WorkflowActivityHub:
                 await trio.lowlevel.checkpoint()
                 until_checkpoint = HOOK_YIELD_EVERY
                 checkpointed = clock()
-            runner = self._runner
-            if runner is not None and events and self._metrics is None:
-                # A backlog for a bound HookRunner, without metrics (the usual case): up to the
-                # next checkpoint in a loop of its own, HookRunner._dispatch written out (K4, K5:
-                # the same checks in the same order). Rebinding or disposing ends the loop (the
-                # runner is no longer the hub's); the chain cache is cleared in place, so it is
-                # read once.
-                chains = runner._chains
-                while until_checkpoint and events and self._runner is runner:
-                    queued, publisher = popleft()
-                    until_checkpoint -= 1
-                    if (
-                        not until_checkpoint % HOOK_CLOCK_EVERY
-                        and clock() - checkpointed >= HOOK_YIELD_AFTER
-                    ):
-                        until_checkpoint = 0  # after this event
-                    if self._current_publisher is not publisher:
-                        continue  # K2
-                    if type(queued) is ChangedFrame:
-                        event: WorkflowEvent = activity_changed_event(queued.cursor, queued.root)
-                    elif type(queued) is tuple:
-                        event = stage_completed_event_of(queued[0])
-                    else:
-                        event = queued  # type: ignore[assignment]  # neither: an event
-                    try:
-                        chain = chains.get(event.type) or runner._chain(event.type)
-                        for extension, handler in chain:
-                            if runner._retired or self._current_publisher is not publisher:
-                                break
-                            try:
-                                result: Any = handler(event)
-                                if result is not None and (
-                                    type(result) is CoroutineType or inspect.isawaitable(result)
-                                ):
-                                    await result
-                            except Exception as exc:
-                                runner._handler_raised(extension, event, exc)
-                    except Exception:
-                        logger.warning("workflow hook dispatcher failed", exc_info=True)
-                        self._record(DiagnosticKind.OBSERVER_DELIVERY_FAILED)
-                continue
-            if events and self._dispatcher is not None:
+            dispatcher = self._dispatcher
+            if events and dispatcher is not None:
                 # A backlog: the next event without a coroutine of _next_hook_event's.
-                queued, publisher = events.popleft()
+                queued, publisher = popleft()
             else:
                 item = await self._next_hook_event()
                 if item is None:
                     return
                 queued, publisher = item
+                dispatcher = self._dispatcher
                 # It waited: other tasks ran, and cancellation could be delivered.
                 until_checkpoint = HOOK_YIELD_EVERY
                 checkpointed = clock()
@@ -658,38 +633,41 @@ class WorkflowActivityHub:
             if self._current_publisher is not publisher:
                 continue  # K2: retirement fences buffered and queued events.
             if type(queued) is ChangedFrame:
-                event = activity_changed_event(queued.cursor, queued.root)
+                event: WorkflowEvent = activity_changed_event(queued.cursor, queued.root)
             elif type(queued) is tuple:
                 event = stage_completed_event_of(queued[0])
             else:
                 event = queued  # type: ignore[assignment]  # neither of the two: an event
-            dispatch = self._dispatcher
-            assert dispatch is not None
             if self._metrics is not None:
                 self._metrics.hook_dispatched(event.type)
-            runner = self._runner
             try:
-                if runner is None:
-                    result = dispatch(event, publisher._is_current)
+                if type(dispatcher) is not HookRunner:
+                    assert dispatcher is not None
+                    result: Any = dispatcher(event, publisher._is_current)
                     if result is not None and (
                         type(result) is CoroutineType or inspect.isawaitable(result)
                     ):
                         await result
                     continue
-                # HookRunner._dispatch, written out here (K4, K5): the same checks, in the same
-                # order, without a coroutine of its own per event.
-                chain = runner._chains.get(event.type) or runner._chain(event.type)
+                # The runner's chain for this hook, captured now: registrations made by a
+                # handler of this event apply from the next one.
+                chain = dispatcher._chains.get(event.type) or dispatcher._chain(event.type)
                 for extension, handler in chain:
-                    if runner._retired or self._current_publisher is not publisher:
+                    # K4: checked before every handler, because the previous one may have
+                    # awaited across a reload or a publisher replacement (or, sync, replaced it
+                    # itself).
+                    if dispatcher._retired or self._current_publisher is not publisher:
                         break
                     try:
                         result = handler(event)
+                        # An async handler returns a coroutine, a sync one (usually) None:
+                        # neither needs the general, much slower, inspect.isawaitable.
                         if result is not None and (
                             type(result) is CoroutineType or inspect.isawaitable(result)
                         ):
                             await result
                     except Exception as exc:
-                        runner._handler_raised(extension, event, exc)
+                        dispatcher._handler_raised(extension, event, exc)  # K5
             except Exception:
                 logger.warning("workflow hook dispatcher failed", exc_info=True)
                 self._record(DiagnosticKind.OBSERVER_DELIVERY_FAILED)

@@ -82,18 +82,29 @@ class ObserverQueue:
         return len(self._frames)
 
     def push(self, frame: Frame) -> None:
+        """Queue ``frame``; a full queue conflates or overflows (O4). Written out where the hub
+        broadcasts (one call less per delivery)."""
+        # <copy-source ObserverQueue.push>
         frames = self._frames
-        if len(frames) >= self._limit:
-            if self.conflate and self._compact(frame):
-                return
-            if self._metrics is not None:
-                self._metrics.frames_dropped(len(frames))
-            frames.clear()
-            # The hub has already applied the arriving frame, so its snapshot includes it.
-            frames.append(self._hub.snapshot_frame())
-            self._hub._record(DiagnosticKind.OBSERVER_OVERFLOW)
-        else:
+        if len(frames) < self._limit:
             frames.append(frame)
+            if self._waiter is not None:
+                self._wake()
+        else:
+            self._push_full(frame)
+        # </copy-source>
+
+    def _push_full(self, frame: Frame) -> None:
+        """:meth:`push` of a frame that finds the queue full."""
+        if self.conflate and self._compact(frame):
+            return
+        frames = self._frames
+        if self._metrics is not None:
+            self._metrics.frames_dropped(len(frames))
+        frames.clear()
+        # The hub has already applied the arriving frame, so its snapshot includes it.
+        frames.append(self._hub.snapshot_frame())
+        self._hub._record(DiagnosticKind.OBSERVER_OVERFLOW)
         if self._waiter is not None:
             self._wake()
 
@@ -137,10 +148,12 @@ class ObserverQueue:
         frame = self._frames.popleft()
         metrics = self._metrics
         if metrics is not None:
+            # <copy-source ObserverQueue.start_delivery>
             self._until_sample -= 1
             if not self._until_sample:
                 self._until_sample = LAG_SAMPLE_EVERY
                 metrics.sample_lag(frame)
+            # </copy-source>
         return frame
 
     def take_all(self) -> list[Frame]:
@@ -280,7 +293,8 @@ async def _deliver_sampled(
     callback: FrameCallback,
     metrics: HubInstruments,
 ) -> None:
-    """:func:`deliver_to_callback` with metrics on: start_delivery's lag sampling, written out.
+    """:func:`deliver_to_callback` with metrics on: start_delivery's lag sampling written out,
+    with its countdown in a local.
 
     The countdown lives here: only this task takes frames from a callback observer's queue.
     """
@@ -295,10 +309,12 @@ async def _deliver_sampled(
         while frames and budget:
             budget -= 1
             frame = popleft()
+            # <copy-of ObserverQueue.start_delivery self._until_sample=until_sample>
             until_sample -= 1
             if not until_sample:
                 until_sample = LAG_SAMPLE_EVERY
                 metrics.sample_lag(frame)
+            # </copy-of>
             try:
                 if coroutines:
                     await callback(frame)  # type: ignore[misc]
@@ -353,10 +369,12 @@ class FrameStream(metaclass=NoPublicConstructor):
                 frame = queue._frames.popleft()
                 metrics = queue._metrics
                 if metrics is not None:
+                    # <copy-of ObserverQueue.start_delivery self=queue>
                     queue._until_sample -= 1
                     if not queue._until_sample:
                         queue._until_sample = LAG_SAMPLE_EVERY
                         metrics.sample_lag(frame)
+                    # </copy-of>
                 return frame
             self._streak = 0
             await trio.lowlevel.checkpoint()

@@ -40,7 +40,23 @@ from .._contract import (
     snapshot_arguments,
 )
 from .._public import NoPublicConstructor
-from ._build import slot_stores
+from ._build import (
+    cursor_epoch,
+    cursor_revision,
+    frame_cursor,
+    frame_root,
+    lifecycle_attribution,
+    lifecycle_cursor,
+    lifecycle_delivery,
+    lifecycle_event_id,
+    lifecycle_observed_at,
+    lifecycle_occurred_at,
+    lifecycle_owner_session_id,
+    lifecycle_root_run_id,
+    lifecycle_run_id,
+    lifecycle_target,
+    new,
+)
 
 if TYPE_CHECKING:
     from ._hub import WorkflowActivityHub
@@ -51,24 +67,6 @@ _check_root = instance_check(RootActivity)
 _check_lifecycle = instance_check(LifecycleInput)
 _check_heartbeat = instance_check(HeartbeatEvent)
 
-# The publish paths build their cursor, frame and lifecycle event written out: ``object.__new__``
-# and one slot store per field, as the builders of ``_build.py`` do, without their calls (the
-# values are held to the validating constructors in tests/core/test_builders.py).
-_new = object.__new__
-_cursor_epoch, _cursor_revision = slot_stores(Cursor)
-_frame_cursor, _frame_root = slot_stores(ChangedFrame)
-(
-    _event_id,
-    _event_cursor,
-    _event_run_id,
-    _event_root_run_id,
-    _event_owner_session_id,
-    _event_occurred_at,
-    _event_observed_at,
-    _event_delivery,
-    _event_target,
-    _event_attribution,
-) = slot_stores(LifecycleEvent)
 _FENCED = DiagnosticKind.PUBLISHER_FENCED
 _COMPLETED = StageStatus.COMPLETED
 
@@ -121,48 +119,55 @@ class WorkflowActivityPublisher(metaclass=NoPublicConstructor):
     def publish_changed(self, root: RootActivity) -> Cursor | None:
         """Store or replace one whole root and tell observers and hooks (P4)."""
         # The hottest call there is, so the whole path is written out here: the checks of
-        # _check_root and _record_if_fenced, the hub's _advance, _broadcast and _emit_hook, and
-        # the cursor's and the frame's builders.
+        # _check_root and _record_if_fenced, the hub's _advance, _broadcast (ObserverQueue.push
+        # per queue) and _emit_hook, and the frame's builder.
         if type(root) is not RootActivity:
             _check_root(root, "root")  # raises unless it is an instance of a subclass
         hub = self._hub
         if hub._current_publisher is not self:
             hub._record(_FENCED)
             return None
+        # <copy-of WorkflowActivityHub._advance self=hub>
         revision = hub._revision = hub._revision + 1
-        cursor = _new(Cursor)
-        _cursor_epoch(cursor, hub._epoch)
-        _cursor_revision(cursor, revision)
+        cursor = new(Cursor)
+        cursor_epoch(cursor, hub._epoch)
+        cursor_revision(cursor, revision)
         hub._cursor = cursor
         hub._snapshot = None
+        # </copy-of>
         hub._roots[root.root_run_id] = root
-        frame = _new(ChangedFrame)
-        _frame_cursor(frame, cursor)
-        _frame_root(frame, root)
+        frame = new(ChangedFrame)
+        frame_cursor(frame, cursor)
+        frame_root(frame, root)
         hub._record_change(frame)
         if hub._metrics is not None:
             hub._deliver_measured(frame)
         elif hub._observers:
             for queue in hub._observers:
-                # ObserverQueue.push when there is room, written out: one call less per delivery.
-                pending = queue._frames
-                if len(pending) < queue._limit:
-                    pending.append(frame)
+                # <copy-of ObserverQueue.push self=queue>
+                frames = queue._frames
+                if len(frames) < queue._limit:
+                    frames.append(frame)
                     if queue._waiter is not None:
                         queue._wake()
                 else:
-                    queue.push(frame)
+                    queue._push_full(frame)
+                # </copy-of>
+        # Its ActivityChangedEvent, when dispatched, is the frame's (the same cursor and root).
+        # <copy-of WorkflowActivityHub._emit_hook self=hub event=frame publisher=self>
         events = hub._hook_events
         if len(events) >= hub._hook_buffer_limit:
-            # Full (no dispatcher bound, typically): every change drops the oldest, so this is
-            # written out too (a call and a loop here cost a quarter of one observer's fan-out).
             events.popleft()
             hub._hook_events_dropped += 1
             if hub._metrics is not None:
                 hub._metrics.hook_events_dropped(1)
-        events.append((frame, self))  # its ActivityChangedEvent, when dispatched
+        events.append((frame, self))
+        # Without a dispatcher the event only waits in the buffer: binding one wakes the task.
+        # (Waking it for nothing costs a task switch in trio, and a trip through the guest's
+        # I/O thread when the hub is a guest of asyncio: once per lifecycle event.)
         if hub._hook_waiter is not None and hub._dispatcher is not None:
             hub._wake_hooks()
+        # </copy-of>
         return cursor
 
     def publish_removed(self, root_run_id: str) -> Cursor | None:
@@ -209,25 +214,27 @@ class WorkflowActivityPublisher(metaclass=NoPublicConstructor):
         if hub._current_publisher is not self:
             hub._record(_FENCED)
             return None
-        # The hub's _advance and _emit_hook, and the builders, written out (both events are
-        # queued before the hook task is woken, which changes nothing: it runs later anyway).
+        # The hub's _advance and _emit_hook, and the event's builder, written out (both events
+        # are queued before the hook task is woken, which changes nothing: it runs later anyway).
+        # <copy-of WorkflowActivityHub._advance self=hub>
         revision = hub._revision = hub._revision + 1
-        cursor = _new(Cursor)
-        _cursor_epoch(cursor, hub._epoch)
-        _cursor_revision(cursor, revision)
+        cursor = new(Cursor)
+        cursor_epoch(cursor, hub._epoch)
+        cursor_revision(cursor, revision)
         hub._cursor = cursor
         hub._snapshot = None
-        stamped = _new(LifecycleEvent)
-        _event_id(stamped, event_id)
-        _event_cursor(stamped, cursor)
-        _event_run_id(stamped, run_id)
-        _event_root_run_id(stamped, root_run_id)
-        _event_owner_session_id(stamped, owner_session_id)
-        _event_occurred_at(stamped, occurred_at)
-        _event_observed_at(stamped, observed_at)
-        _event_delivery(stamped, delivery)
-        _event_target(stamped, target)
-        _event_attribution(stamped, attribution)
+        # </copy-of>
+        stamped = new(LifecycleEvent)
+        lifecycle_event_id(stamped, event_id)
+        lifecycle_cursor(stamped, cursor)
+        lifecycle_run_id(stamped, run_id)
+        lifecycle_root_run_id(stamped, root_run_id)
+        lifecycle_owner_session_id(stamped, owner_session_id)
+        lifecycle_occurred_at(stamped, occurred_at)
+        lifecycle_observed_at(stamped, observed_at)
+        lifecycle_delivery(stamped, delivery)
+        lifecycle_target(stamped, target)
+        lifecycle_attribution(stamped, attribution)
         events = hub._hook_events
         events.append((stamped, self))
         if type(target) is StageTarget and target.status is _COMPLETED:
@@ -236,9 +243,8 @@ class WorkflowActivityPublisher(metaclass=NoPublicConstructor):
             events.append(((stamped,), self))
         over = len(events) - hub._hook_buffer_limit
         if over > 0:
-            # The oldest go first, so this is what dropping one before each append leaves:
-            # _drop_oldest_hook_events written out (a full buffer, no dispatcher bound, is the
-            # steady state of a tracker without hooks).
+            # The oldest go first, so this is what dropping one before each append leaves (a
+            # full buffer, no dispatcher bound, is the steady state of a tracker without hooks).
             for _ in range(over):
                 events.popleft()
             hub._hook_events_dropped += over

@@ -109,11 +109,18 @@ class _ChangedTemplate:
             return None
         return template
 
-    def render(self, revision: int, root: str) -> bytes:
-        return (
-            f"{self.id_head}{revision}\nevent: changed\ndata: "
-            f'{self.data_head}{revision}}},"root":{root}}}\n\n'
-        ).encode()
+    def render(self, revision: int | str, root_json: str) -> bytes:
+        """The event of the changed frame of this epoch at ``revision`` with this root's JSON.
+        Written out in :meth:`FrameEncoder._join` (names inside the f-strings are the same at
+        both places: tools/written_out.py renames none there)."""
+        id_head, data_head = self.id_head, self.data_head
+        # <copy-source _ChangedTemplate.render>
+        sse = (
+            f"{id_head}{revision}\nevent: changed\ndata: "
+            f'{data_head}{revision}}},"root":{root_json}}}\n\n'
+        )
+        # </copy-source>
+        return sse.encode()
 
 
 _Entry = tuple[Frame, bytes | str, str | None, str | None]
@@ -206,21 +213,30 @@ class FrameEncoder:
         return entry
 
     def _root(self, root: RootActivity) -> str:
-        """``dumps(root)``, from the cache of recent roots if the same object is in it."""
+        """``dumps(root)``, from the cache of recent roots if the same object is in it. Written
+        out in :meth:`_join`, which counts its hits once per backlog."""
         roots = self._roots_now(1)
+        hits = 0
+        # <copy-source FrameEncoder._root>
         if roots is None:
-            return dumps(root)
-        key = id(root)
-        kept = roots.get(key)
-        if kept is not None and kept[0] is root:
-            self._root_hits += 1
-            return kept[1]
-        text = dumps(root)
-        if len(roots) >= ROOTS_KEPT:
-            roots = self._roots_full()
-        if roots is not None:
-            roots[key] = (root, text)
-        return text
+            root_json = dumps(root)
+        else:
+            key = id(root)
+            kept = roots.get(key)
+            if kept is not None and kept[0] is root:
+                root_json = kept[1]
+                hits += 1
+            else:
+                root_json = dumps(root)
+                if len(roots) >= ROOTS_KEPT:
+                    self._root_hits += hits
+                    hits = 0
+                    roots = self._roots_full()
+                if roots is not None:
+                    roots[key] = (root, root_json)
+        # </copy-source>
+        self._root_hits += hits
+        return root_json
 
     def _roots_now(self, frames: int) -> dict[int, tuple[RootActivity, str]] | None:
         """The roots' cache for the next ``frames`` frames, or None while it is paused."""
@@ -342,29 +358,33 @@ class FrameEncoder:
                             and cursor.epoch == epoch
                             and cursor.revision < _REVISIONS_WITH_TEXT
                         ):
-                            # _ChangedTemplate.render and _root, written out.
+                            # _root and _ChangedTemplate.render, written out.
                             root = frame.root
+                            # <copy-of FrameEncoder._root>
                             if roots is None:
-                                text = dumps(root)
+                                root_json = dumps(root)
                             else:
                                 key = id(root)
                                 kept = roots.get(key)
                                 if kept is not None and kept[0] is root:
-                                    text = kept[1]
+                                    root_json = kept[1]
                                     hits += 1
                                 else:
-                                    text = dumps(root)
+                                    root_json = dumps(root)
                                     if len(roots) >= ROOTS_KEPT:
                                         self._root_hits += hits
                                         hits = 0
                                         roots = self._roots_full()
                                     if roots is not None:
-                                        roots[key] = (root, text)
+                                        roots[key] = (root, root_json)
+                            # </copy-of>
                             revision = str(cursor.revision)  # formatted once, used twice
+                            # <copy-of _ChangedTemplate.render>
                             sse = (
                                 f"{id_head}{revision}\nevent: changed\ndata: "
-                                f'{data_head}{revision}}},"root":{text}}}\n\n'
+                                f'{data_head}{revision}}},"root":{root_json}}}\n\n'
                             )
+                            # </copy-of>
                             entry = (frame, sse, None, None)
                             encoded += 1
                             current[ident] = entry

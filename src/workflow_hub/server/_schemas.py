@@ -14,8 +14,7 @@ its availability is ``ready`` (SPEC §2).
 from __future__ import annotations
 
 import enum
-import types
-from typing import Any, Final, Union, get_args, get_origin
+from typing import Any, Final, get_args, get_origin
 
 import attrs
 
@@ -26,6 +25,8 @@ from .._contract import (
     LifecycleInput,
     SnapshotFrame,
     WorkflowEvent,
+    discriminator_of,
+    union_members,
 )
 
 __all__ = ["JSON_SCHEMA_DIALECT", "events_schema", "wire_definitions"]
@@ -43,21 +44,6 @@ def _camel(name: str) -> str:
     return head + "".join(part[:1].upper() + part[1:] for part in rest)
 
 
-def _discriminator(cls: type[Any]) -> tuple[str, str] | None:
-    fields = attrs.fields_dict(cls)
-    for key in ("kind", "type"):
-        value = cls.__dict__.get(key)
-        if key not in fields and isinstance(value, str):
-            return key, value
-    return None
-
-
-def _members(tp: object) -> tuple[object, ...] | None:
-    if get_origin(tp) in (Union, types.UnionType):
-        return get_args(tp)
-    return None
-
-
 class _Builder:
     def __init__(self, ref_prefix: str) -> None:
         self.prefix = ref_prefix
@@ -67,7 +53,7 @@ class _Builder:
         return {"$ref": f"{self.prefix}{name}"}
 
     def type_schema(self, tp: object) -> Schema:
-        members = _members(tp)
+        members = union_members(tp)
         if members is not None:
             present = [member for member in members if member is not type(None)]
             if len(present) == 1:
@@ -107,7 +93,7 @@ class _Builder:
         self.definitions[name] = {}  # a placeholder: classes may refer to each other
         properties: dict[str, Schema] = {}
         required: list[str] = []
-        discriminator = _discriminator(cls)
+        discriminator = discriminator_of(cls)
         if discriminator is not None:
             key, value = discriminator
             properties[key] = {"const": value}

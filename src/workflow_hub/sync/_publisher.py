@@ -3,40 +3,26 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Final, final
+from typing import final
 
 from .. import (
     Availability,
-    ContractError,
     Cursor,
     HeartbeatEvent,
     LifecycleInput,
     RootActivity,
-    SnapshotFrame,
     WorkflowActivityPublisher,
 )
+from .._contract import check_str, instance_check, snapshot_arguments
 from .._public import NoPublicConstructor
 from ._portal import Portal
 
 __all__ = ["Publisher"]
 
-# SnapshotFrame's own checks are publish_snapshot's (roots iff ready, each a RootActivity).
-_PROBE: Final = Cursor(epoch="probe", revision=0)
-
-
-def _snapshot_arguments(
-    availability: Availability | str, roots: Iterable[RootActivity] | None
-) -> tuple[Availability, tuple[RootActivity, ...] | None]:
-    if roots is not None and not isinstance(roots, Iterable):
-        raise ContractError("roots", f"expected an iterable of RootActivity, got {roots!r}")
-    frozen = None if roots is None else tuple(roots)
-    frame = SnapshotFrame(cursor=_PROBE, availability=availability, roots=frozen)
-    return frame.availability, frame.roots
-
-
-def _check(value: object, expected: type, path: str) -> None:
-    if not isinstance(value, expected):
-        raise ContractError(path, f"expected {expected.__name__}, got {type(value).__name__}")
+# The checks of every publishing front (the trio publisher's and ThreadPublisher's own).
+_check_root = instance_check(RootActivity)
+_check_lifecycle = instance_check(LifecycleInput)
+_check_heartbeat = instance_check(HeartbeatEvent)
 
 
 @final
@@ -65,27 +51,27 @@ class Publisher(metaclass=NoPublicConstructor):
     def publish_snapshot(
         self, availability: Availability | str, roots: Iterable[RootActivity] | None = None
     ) -> None:
-        state, frozen = _snapshot_arguments(availability, roots)
+        state, frozen = snapshot_arguments(availability, roots)
         publish = self._publisher.publish_snapshot
         self._portal.submit(lambda: publish(state, frozen))
 
     def publish_changed(self, root: RootActivity) -> None:
-        _check(root, RootActivity, "root")
+        _check_root(root, "root")
         publish = self._publisher.publish_changed
         self._portal.submit(lambda: publish(root))
 
     def publish_removed(self, root_run_id: str) -> None:
-        _check(root_run_id, str, "root_run_id")
+        check_str(root_run_id, "root_run_id")
         publish = self._publisher.publish_removed
         self._portal.submit(lambda: publish(root_run_id))
 
     def publish_lifecycle(self, event: LifecycleInput) -> None:
-        _check(event, LifecycleInput, "event")
+        _check_lifecycle(event, "event")
         publish = self._publisher.publish_lifecycle
         self._portal.submit(lambda: publish(event))
 
     def publish_heartbeat(self, event: HeartbeatEvent) -> None:
-        _check(event, HeartbeatEvent, "event")
+        _check_heartbeat(event, "event")
         publish = self._publisher.publish_heartbeat
         self._portal.submit(lambda: publish(event))
 
@@ -96,19 +82,19 @@ class Publisher(metaclass=NoPublicConstructor):
     def publish_snapshot_blocking(
         self, availability: Availability | str, roots: Iterable[RootActivity] | None = None
     ) -> Cursor | None:
-        state, frozen = _snapshot_arguments(availability, roots)
+        state, frozen = snapshot_arguments(availability, roots)
         return self._portal.call(self._publisher.publish_snapshot, state, frozen)
 
     def publish_changed_blocking(self, root: RootActivity) -> Cursor | None:
-        _check(root, RootActivity, "root")
+        _check_root(root, "root")
         return self._portal.call(self._publisher.publish_changed, root)
 
     def publish_removed_blocking(self, root_run_id: str) -> Cursor | None:
-        _check(root_run_id, str, "root_run_id")
+        check_str(root_run_id, "root_run_id")
         return self._portal.call(self._publisher.publish_removed, root_run_id)
 
     def publish_lifecycle_blocking(self, event: LifecycleInput) -> Cursor | None:
-        _check(event, LifecycleInput, "event")
+        _check_lifecycle(event, "event")
         return self._portal.call(self._publisher.publish_lifecycle, event)
 
     def dispose_blocking(self) -> None:
