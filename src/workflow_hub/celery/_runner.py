@@ -20,8 +20,8 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, final
 
+from ..tracker import SchedulerFacts as Facts
 from ._bridge import BridgeStatistics, CeleryBridge, Inspection, WorkerStatus
-from ._facts import Facts
 
 __all__ = ["CeleryWatch", "watch_celery"]
 
