@@ -11,7 +11,7 @@ publish the event and, when it changed, the root's summary. Heartbeats follow ev
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import final
+from typing import TypeAlias, TypeVar, final
 
 from .._contract import (
     Attribution,
@@ -25,8 +25,10 @@ from .._contract import (
     StageStatus,
     Timestamp,
     ToolNodeStatus,
+    check_bool,
     check_number,
     check_str,
+    enum_check,
 )
 from ._heartbeat import HeartbeatSchedule
 from ._publication import NOT_STARTED, Publication
@@ -41,8 +43,28 @@ from ._records import (
 )
 from ._rootstate import RootState
 
-__all__ = ["Ledger"]
+__all__ = ["STAGE", "TOOL", "Ledger", "NodeKind"]
 
+_Node = TypeVar("_Node", bound=StageRecord | ToolRecord)
+
+# What a status fact of each kind of node looks up and checks: its record, its statuses by value
+# (a member looks up as its value: the written-out check) and the full check.
+NodeKind: TypeAlias = tuple[
+    type[StageRecord | ToolRecord],
+    dict[str, StageStatus] | dict[str, ToolNodeStatus],
+    Callable[[object, str], StageStatus | ToolNodeStatus],
+]
+STAGE: NodeKind = (
+    StageRecord,
+    {member.value: member for member in StageStatus},
+    enum_check(StageStatus),
+)
+TOOL: NodeKind = (
+    ToolRecord,
+    {member.value: member for member in ToolNodeStatus},
+    enum_check(ToolNodeStatus),
+)
+_STATUS_TYPES = frozenset({str, StageStatus, ToolNodeStatus})
 _STOP_ACTIONS = frozenset({ControlAction.QUIT, ControlAction.KILL})
 
 
@@ -94,16 +116,11 @@ class Ledger:
         except KeyError:
             raise KeyError(f"no run {run_id!r} is tracked") from None
 
-    def stage(self, run: RunRecord, stage_id: str) -> StageRecord:
-        node = run.nodes.get(check_str(stage_id, "stage_id"))
-        if not isinstance(node, StageRecord):
-            raise KeyError(f"run {run.run_id!r} has no stage {stage_id!r}")
-        return node
-
-    def tool(self, run: RunRecord, tool_id: str) -> ToolRecord:
-        node = run.nodes.get(check_str(tool_id, "tool_id"))
-        if not isinstance(node, ToolRecord):
-            raise KeyError(f"run {run.run_id!r} has no tool {tool_id!r}")
+    def node(self, run: RunRecord, node_id: str, record: type[_Node]) -> _Node:
+        """The stage (``record``: ``StageRecord``) or tool (``ToolRecord``) of ``run``."""
+        node = run.nodes.get(check_str(node_id, f"{record.kind}_id"))
+        if not isinstance(node, record):
+            raise KeyError(f"run {run.run_id!r} has no {record.kind} {node_id!r}")
         return node
 
     def now(self) -> float:
@@ -217,7 +234,7 @@ class Ledger:
         parent.children.remove(run.run_id)
         state.drop_runs(doomed)
         if run.host_stage_id is not None:
-            state.host_changed(parent, self.stage(parent, run.host_stage_id), -1)
+            state.host_changed(parent, self.node(parent, run.host_stage_id, StageRecord), -1)
         self.touched(parent, now)
 
     # --- stages and tools -------------------------------------------------------------------
@@ -245,16 +262,36 @@ class Ledger:
 
     def node_status(
         self,
-        run: RunRecord,
-        node: NodeRecord,
-        status: StageStatus | ToolNodeStatus,
+        kind: NodeKind,
+        run_id: str,
+        node_id: str,
+        status: StageStatus | ToolNodeStatus | str,
         replay: bool,
         retrying: bool | None,
     ) -> None:
-        """A node's status (``retrying`` is a stage's, None for a tool).
+        """A stage's or tool's status (``retrying`` is a stage's, None for a tool), its
+        arguments not checked yet.
 
-        The most frequent fact: :meth:`now`, ``Publication.event_id`` and :meth:`touched` are
-        written out for it."""
+        The most frequent fact, so the checks are written out for the usual arguments (ids of
+        tracked records, a status member or its value, bools, a finite clock); any other
+        argument goes through the full check (:meth:`run`, :meth:`node`, the status's
+        ``enum_check``, :meth:`now`), which raises what it always raised, in the same order
+        (C1: nothing has changed yet). ``Publication.event_id`` and :meth:`touched` are written
+        out too."""
+        record, statuses, check_status = kind
+        run = self.runs.get(run_id) if type(run_id) is str else None
+        if run is None:
+            run = self.run(run_id)
+        node = run.nodes.get(node_id) if type(node_id) is str else None
+        if type(node) is not record:
+            node = self.node(run, node_id, record)
+        new = statuses.get(status) if type(status) in _STATUS_TYPES else None
+        if new is None:
+            new = check_status(status, "status")
+        if retrying is not None and type(retrying) is not bool:
+            check_bool(retrying, "retrying")
+        if type(replay) is not bool:
+            check_bool(replay, "replay")
         publication = self.publication
         if not publication.started and not publication.hydrating:
             raise RuntimeError(NOT_STARTED)
@@ -263,14 +300,14 @@ class Ledger:
             now = check_number(now, "clock")
         previous = node.status
         event_id = None
-        if status is not previous and run.live and publication.publishing:
+        if new is not previous and run.live and publication.publishing:
             event_id = publication.event_id_factory()
             if type(event_id) is not str or not event_id.isascii():
                 event_id = check_str(event_id, "event_id")
         state = self.states[run.root_run_id]
-        state.node_status(run, node, status, retrying)
+        state.node_status(run, node, new, retrying)
         if event_id is not None:
-            publication.node_moved(event_id, run, node, previous, status, now, replay)
+            publication.node_moved(event_id, run, node, previous, new, now, replay)
         if publication.batch_depth or run.root_run_id in self.heartbeats.watched:
             self.touched(run, now)
         elif publication.publishing:

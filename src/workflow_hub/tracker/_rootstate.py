@@ -172,8 +172,7 @@ class RootState:
         if retrying is not None:
             node.retrying = retrying  # type: ignore[union-attr]  # a stage: only stages retry
         if node.execution_order is None and status != "pending":
-            node.execution_order = self.next_order  # order_node, written out
-            self.next_order += 1
+            self.order_node(node)  # once per node
         changed = False
         done = status in _DONE
         if done is not was_done:

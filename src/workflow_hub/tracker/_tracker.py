@@ -55,16 +55,12 @@ from .._contract import (
 )
 from .._core import WorkflowActivityPublisher
 from ._heartbeat import check_interval
-from ._ledger import Ledger
+from ._ledger import STAGE, TOOL, Ledger
 from ._publication import Publication, uuid4
 from ._records import RunRecord, StageRecord, ToolRecord
 
 __all__ = ["RunTracker", "run_heartbeats"]
 
-# The statuses a fact names, by value (a member looks up as its value): the written-out checks.
-_STAGE_STATUSES: dict[str, StageStatus] = {member.value: member for member in StageStatus}
-_TOOL_STATUSES: dict[str, ToolNodeStatus] = {member.value: member for member in ToolNodeStatus}
-_STATUS_TYPES = frozenset({str, StageStatus, ToolNodeStatus})
 
 _check_run_status = enum_check(RunStatus)
 _check_stage_status = enum_check(StageStatus)
@@ -267,7 +263,7 @@ class RunTracker:
         if host_stage_id is not None:
             if parent is None:
                 raise ContractError("host_stage_id", "only a nested run has a host stage")
-            host = self._ledger.stage(parent, check_str(host_stage_id, "host_stage_id"))
+            host = self._ledger.node(parent, check_str(host_stage_id, "host_stage_id"), StageRecord)
         record = RunRecord(
             run_id=run_id,
             root_run_id=run_id if parent is None else parent.root_run_id,
@@ -405,25 +401,7 @@ class RunTracker:
         ``replay=True`` says an explicit continuation is re-running the stage: its event has
         ``delivery: replay``.
         """
-        # The hottest call of a tracker, so the checks are written out for the usual arguments
-        # (ids of tracked records, a status member or its value, bools, a finite clock); any
-        # other argument goes through the full check, which raises what it always raised, in
-        # the same order (C1: nothing has changed yet).
-        ledger = self._ledger
-        run = ledger.runs.get(run_id) if type(run_id) is str else None
-        if run is None:
-            run = ledger.run(run_id)
-        stage = run.nodes.get(stage_id) if type(stage_id) is str else None
-        if type(stage) is not StageRecord:
-            stage = ledger.stage(run, stage_id)
-        new = _STAGE_STATUSES.get(status) if type(status) in _STATUS_TYPES else None
-        if new is None:
-            new = _check_stage_status(status, "status")
-        if type(retrying) is not bool:
-            check_bool(retrying, "retrying")
-        if type(replay) is not bool:
-            check_bool(replay, "replay")
-        ledger.node_status(run, stage, new, replay, retrying)
+        self._ledger.node_status(STAGE, run_id, stage_id, status, replay, retrying)
 
     def set_tool_status(
         self,
@@ -434,20 +412,7 @@ class RunTracker:
         replay: bool = False,
     ) -> None:
         """Record a tool's status; a live run emits a tool event when the status changed."""
-        # Written out as set_stage_status is.
-        ledger = self._ledger
-        run = ledger.runs.get(run_id) if type(run_id) is str else None
-        if run is None:
-            run = ledger.run(run_id)
-        tool = run.nodes.get(tool_id) if type(tool_id) is str else None
-        if type(tool) is not ToolRecord:
-            tool = ledger.tool(run, tool_id)
-        new = _TOOL_STATUSES.get(status) if type(status) in _STATUS_TYPES else None
-        if new is None:
-            new = _check_tool_status(status, "status")
-        if type(replay) is not bool:
-            check_bool(replay, "replay")
-        ledger.node_status(run, tool, new, replay, None)
+        self._ledger.node_status(TOOL, run_id, tool_id, status, replay, None)
 
     # --- prompts and interventions ---------------------------------------------------------
 
@@ -473,7 +438,7 @@ class RunTracker:
         check_str(message, "message")
         stage = None
         if stage_id is not None:
-            stage = self._ledger.stage(run, stage_id)
+            stage = self._ledger.node(run, stage_id, StageRecord)
         options = _check_choices(choices, "choices")
         created = _check_timestamp(created_at, "created_at")
         self._ledger.open_prompt(run, stage, prompt_id, prompt_kind, message, options, created)
@@ -499,14 +464,14 @@ class RunTracker:
         """
         run = self._ledger.run(run_id)
         if stage_id is not None:
-            self._ledger.stage(run, stage_id)
+            self._ledger.node(run, stage_id, StageRecord)
         self._ledger.set_intervention(run, stage_id, check_bool(budget_stop, "budget_stop"))
 
     def clear_intervention(self, run_id: str, *, stage_id: str | None = None) -> None:
         """The intervention or approval is no longer needed. Clearing an absent one is allowed."""
         run = self._ledger.run(run_id)
         if stage_id is not None:
-            self._ledger.stage(run, stage_id)
+            self._ledger.node(run, stage_id, StageRecord)
         self._ledger.set_intervention(run, stage_id, None)
 
     def acknowledge_failure(self, run_id: str) -> None:
