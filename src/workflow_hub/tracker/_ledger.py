@@ -276,8 +276,8 @@ class Ledger:
         tracked records, a status member or its value, bools, a finite clock); any other
         argument goes through the full check (:meth:`run`, :meth:`node`, the status's
         ``enum_check``, :meth:`now`), which raises what it always raised, in the same order
-        (C1: nothing has changed yet). ``Publication.event_id`` and :meth:`touched` are written
-        out too."""
+        (C1: nothing has changed yet). ``Publication.event_id``, :meth:`touched` and
+        ``Publication.publish_root`` are written out too."""
         record, statuses, check_status = kind
         run = self.runs.get(run_id) if type(run_id) is str else None
         if run is None:
@@ -310,8 +310,24 @@ class Ledger:
             publication.node_moved(event_id, run, node, previous, new, now, replay)
         if publication.batch_depth or run.root_run_id in self.heartbeats.watched:
             self.touched(run, now)
-        elif publication.publishing:
-            publication.publish_root(state)
+            return
+        if not publication.publishing:
+            return
+        # Publication.publish_root, written out (the usual fact: its summary is a kept one).
+        activity = state.summary
+        if activity is None:
+            activity = state.activity()
+        published = publication.published.get(run.root_run_id)
+        if published is activity:
+            return
+        kept = state.kept
+        if (
+            published is None
+            or (id(published) in kept and id(activity) in kept)
+            or published != activity
+        ):
+            publication.published[run.root_run_id] = activity
+            publication.publisher.publish_changed(activity)
 
     # --- prompts and interventions ------------------------------------------------------------
 
