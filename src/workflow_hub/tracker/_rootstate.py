@@ -1,11 +1,11 @@
 """The fold: every fact's change to one root's state, kept up to date fact by fact.
 
 :func:`~._derive.derive_root` is the definition of D1-D8; :class:`RootState` gives the same
-answer at a cost that does not grow with the workflow. The tracker (``_tracker.py``) checks a
-fact, looks its records up and writes what the scheduler said into them; everything that follows
-from it is folded in here, in one place: the packed counts of the records it touched
-(``_counts.py``) and the differences they make to the root's totals, the root's execution order,
-its graph, and its summary. A fact costs O(1), plus:
+answer at a cost that does not grow with the workflow. The tracker checks a fact and looks its
+records up (``_tracker.py``), and writes what the scheduler said into them (``_ledger.py``);
+everything that follows from it is folded in here, in one place: the packed counts of the
+records it touched (``_counts.py``) and the differences they make to the root's totals, the
+root's execution order, its graph, and its summary. A fact costs O(1), plus:
 
 * the dependents of a node that becomes, or stops being, done (their "parents not done" count);
 * the runs nested in a run whose stop request or ownership changed (D1 and "live" cover them).

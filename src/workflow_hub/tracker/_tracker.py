@@ -11,11 +11,13 @@ rules D1-D8 up to date fact by fact, and publishes through a :class:`WorkflowAct
   ``ready`` snapshot around :meth:`RunTracker.hydrating`, during which nothing is published one
   change at a time and no lifecycle event is synthesised.
 
-Three rooms share the work. This module is the fact API: it checks every argument, looks every
-id up and writes what the scheduler said into the records (``_records.py``). ``_rootstate.py``
-folds each fact into its root's state (counts, execution order, graph, summary; ``_derive.py``
-is the readable definition it must equal). ``_publication.py`` publishes: the framing, the
-summaries that changed and the lifecycle events.
+Four rooms share the work. This module is the fact API: it checks a fact's arguments and looks
+its ids up. ``_ledger.py`` keeps the records (``_records.py``) and applies a checked fact to
+them; ``_rootstate.py`` folds each fact into its root's state (counts, execution order, graph,
+summary; ``_derive.py`` is the readable definition it must equal); ``_publication.py``
+publishes: the framing, the summaries that changed and the lifecycle events. The facts, with
+``batch()`` and ``hydrating()``, are the protocol every bridge reports to
+(``_scheduler_facts.py``).
 
 Every method validates all of its arguments, looks up every id, reads the clock and takes its
 lifecycle event's id (so the clock's value and the ``event_id_factory``'s id are checked too)
