@@ -34,7 +34,7 @@ TIMEOUT = 30.0
 def oracle(tracker: RunTracker, root_run_id: str) -> RootActivity:
     """SPEC §5's readable definition applied to the tracker's facts (internal, as in
     tests/tracker/test_tracker_oracle.py)."""
-    runs = tracker._subtree(tracker._runs[root_run_id])
+    runs = tracker._ledger.subtree(tracker._ledger.runs[root_run_id])
     result: RootActivity = derive_root(
         runs, owner_session_id=tracker.owner_session_id, include_graph=True
     )

@@ -82,7 +82,7 @@ FORBIDDEN: tuple[tuple[str, str, str], ...] = (
 CORE_PRIVATE_ENTRIES: frozenset[tuple[str, str]] = frozenset(
     {
         # "A private entry for the tracker's lifecycle events" (issue 29, perf4).
-        ("tracker._tracker", "_publish_checked_lifecycle"),
+        ("tracker._publication", "_publish_checked_lifecycle"),
     }
 )
 

@@ -800,9 +800,9 @@ def test_the_default_event_ids_are_uuid4_text() -> None:
     its canonical text (what ``str(uuid.uuid4())`` gives), and ids do not repeat."""
     import uuid
 
-    from workflow_hub.tracker import _tracker
+    from workflow_hub.tracker._publication import uuid4
 
-    made = [_tracker._uuid4() for _ in range(5000)]
+    made = [uuid4() for _ in range(5000)]
     assert len(set(made)) == len(made)
     for text in made:
         value = uuid.UUID(text)

@@ -2,7 +2,7 @@
 
 A stage or tool fact looks its node's counts up by status when they depend on the status alone:
 a stage with no open prompt, no hosted run and no retry, or a tool, in any status but pending
-(``_rootstate.PLAIN_STAGE_COUNTS``, ``TOOL_COUNTS``); a pending dependent's, by whether its
+(``_counts.PLAIN_STAGE_COUNTS``, ``TOOL_COUNTS``); a pending dependent's, by whether its
 parents are all done, when it is a tool or a stage with no open prompt and no retry
 (``PLAIN_PENDING_STAGE_COUNTS``, ``PENDING_TOOL_COUNTS``). These properties hold the tables to
 ``node_counts`` for every other field of such a node; the oracle property test
@@ -15,19 +15,19 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from workflow_hub import StageStatus, ToolNodeStatus
-from workflow_hub.tracker._derive import Totals
-from workflow_hub.tracker._records import StageRecord, ToolRecord
-from workflow_hub.tracker._rootstate import (
+from workflow_hub.tracker._counts import (
     _LANE,
     _TOTAL_FIELDS,
     PENDING_TOOL_COUNTS,
     PLAIN_PENDING_STAGE_COUNTS,
     PLAIN_STAGE_COUNTS,
     TOOL_COUNTS,
-    RootState,
     node_counts,
+    totals,
     unpack,
 )
+from workflow_hub.tracker._derive import Totals
+from workflow_hub.tracker._records import StageRecord, ToolRecord
 
 _counts = st.integers(min_value=0, max_value=5)
 _orders = st.none() | st.integers(min_value=0, max_value=100)
@@ -127,8 +127,7 @@ def test_the_pending_tables_tell_ready_from_waiting() -> None:
 
 @given(st.lists(st.integers(min_value=0, max_value=2**20), min_size=10, max_size=10))
 def test_a_roots_totals_are_its_lanes_unpacked(lanes: list[int]) -> None:
-    """``RootState.totals`` (written out) reads each lane as ``unpack`` does, in field order."""
-    state = RootState("root")
-    state._totals = sum(value << (_LANE * lane) for lane, value in enumerate(lanes))
-    assert state.totals() == Totals(**dict(zip(_TOTAL_FIELDS, lanes, strict=True)))
-    assert tuple(lanes) == unpack(state._totals, len(_TOTAL_FIELDS))
+    """``totals`` (written out) reads each lane as ``unpack`` does, in field order."""
+    packed = sum(value << (_LANE * lane) for lane, value in enumerate(lanes))
+    assert totals(packed) == Totals(**dict(zip(_TOTAL_FIELDS, lanes, strict=True)))
+    assert tuple(lanes) == unpack(packed, len(_TOTAL_FIELDS))

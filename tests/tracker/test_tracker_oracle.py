@@ -52,7 +52,7 @@ LIKELY_STAGE = st.sampled_from(("running", "pending", "completed") * 2 + STAGE_S
 
 
 def oracle(tracker: RunTracker, root_run_id: str, *, graph: bool) -> Any:
-    runs = tracker._subtree(tracker._runs[root_run_id])
+    runs = tracker._ledger.subtree(tracker._ledger.runs[root_run_id])
     return derive_root(runs, owner_session_id=tracker.owner_session_id, include_graph=graph)
 
 
@@ -77,13 +77,13 @@ class Driver:
 
     def run_id(self) -> str:
         """Mostly a tracked run, sometimes any id (an unknown one is refused)."""
-        known = sorted(self.tracker._runs)
+        known = sorted(self.tracker._ledger.runs)
         if known and self.draw(st.integers(0, 9)):
             return str(self.draw(st.sampled_from(known)))
         return str(self.draw(st.sampled_from(RUN_IDS)))
 
     def known_nodes(self, run_id: str) -> list[str]:
-        run = self.tracker._runs.get(run_id)
+        run = self.tracker._ledger.runs.get(run_id)
         return [] if run is None else sorted(run.nodes)
 
     def node_id(self, run_id: str) -> str:
@@ -104,7 +104,7 @@ class Driver:
         return list(self.draw(st.lists(st.sampled_from(known), max_size=2, unique=True)))
 
     def new_run(self) -> None:
-        known = sorted(self.tracker._runs)
+        known = sorted(self.tracker._ledger.runs)
         parent = None
         host = None
         if known and self.draw(st.integers(0, 3)):
@@ -121,7 +121,7 @@ class Driver:
         )
 
     def remove_nested_run(self) -> None:
-        nested = sorted(r.run_id for r in self.tracker._runs.values() if r.parent_run_id)
+        nested = sorted(r.run_id for r in self.tracker._ledger.runs.values() if r.parent_run_id)
         if nested:
             self.tracker.remove_run(self.draw(st.sampled_from(nested)))
 

@@ -99,17 +99,21 @@ def _plain(value: object) -> object:
 def everything(hub: WorkflowActivityHub, tracker: RunTracker) -> object:
     """The tracker's and the hub's whole observable and internal state, as plain values."""
     states = {
-        root: (state._totals, state._order is None or [r.run_id for r in state._order])
-        for root, state in tracker._root_states.items()
+        root: (
+            state._totals,
+            state.next_order,
+            state._order is None or [r.run_id for r in state._order],
+        )
+        for root, state in tracker._ledger.states.items()
     }
-    beats = {run: _plain(beat) for run, beat in tracker._heartbeats._beats.items()}
+    beats = {run: _plain(beat) for run, beat in tracker._ledger.heartbeats._beats.items()}
+    publication = tracker._ledger.publication
     return (
-        _plain(tracker._runs),
-        list(tracker._roots),
-        dict(tracker._published),
-        dict(tracker._next_execution_order),
-        list(tracker._dirty),
-        (tracker._started, tracker._hydrating, tracker._batch_depth),
+        _plain(tracker._ledger.runs),
+        list(tracker._ledger.roots),
+        dict(publication.published),
+        list(publication.dirty),
+        (publication.started, publication.hydrating, publication.batch_depth),
         states,
         beats,
         tracker.activities(),
@@ -153,10 +157,10 @@ class Caller:
         return self.draw(st.sampled_from(bad))
 
     def run(self) -> Any:
-        return self.pick(sorted(self.tracker._runs), bad=(*RUN_IDS, *BAD))
+        return self.pick(sorted(self.tracker._ledger.runs), bad=(*RUN_IDS, *BAD))
 
     def node(self, run_id: object) -> Any:
-        run = self.tracker._runs.get(run_id) if isinstance(run_id, str) else None
+        run = self.tracker._ledger.runs.get(run_id) if isinstance(run_id, str) else None
         known = [] if run is None else sorted(run.nodes)
         return self.pick(known, bad=(*NODE_IDS, *BAD))
 
@@ -175,7 +179,7 @@ class Caller:
         return [self.node(run_id) for _ in range(self.draw(st.integers(0, 2)))]
 
     def prompt(self, run_id: object) -> Any:
-        run = self.tracker._runs.get(run_id) if isinstance(run_id, str) else None
+        run = self.tracker._ledger.runs.get(run_id) if isinstance(run_id, str) else None
         known = [] if run is None else sorted(run.prompts)
         return self.pick(known, bad=(*PROMPT_IDS, *BAD))
 
@@ -261,7 +265,7 @@ def enter_or_leave(
 
 def check_oracle(tracker: RunTracker) -> None:
     for root in tracker.activities():
-        runs = tracker._subtree(tracker._runs[root.root_run_id])
+        runs = tracker._ledger.subtree(tracker._ledger.runs[root.root_run_id])
         expected = derive_root(runs, owner_session_id=tracker.owner_session_id, include_graph=True)
         assert root == expected
 

@@ -23,7 +23,9 @@ def tracker() -> RunTracker:
 def summary(t: RunTracker, root: str = "root") -> Summary:
     activity = t.activity(root)
     expected = derive_root(
-        t._subtree(t._runs[root]), owner_session_id=t.owner_session_id, include_graph=False
+        t._ledger.subtree(t._ledger.runs[root]),
+        owner_session_id=t.owner_session_id,
+        include_graph=False,
     )
     assert activity == expected
     return (
@@ -450,7 +452,9 @@ def test_successive_graphs_share_unchanged_nodes_and_never_change() -> None:
     assert [node.status for node in before.graph.nodes] == ["pending"] * 5
     shared = [a is b for a, b in zip(before.graph.nodes, after.graph.nodes, strict=True)]
     assert shared == [True, True, False, True, True]
-    rebuilt = derive_root(t._subtree(t._runs["root"]), owner_session_id="s", include_graph=True)
+    rebuilt = derive_root(
+        t._ledger.subtree(t._ledger.runs["root"]), owner_session_id="s", include_graph=True
+    )
     assert after == rebuilt
 
 

@@ -17,7 +17,7 @@ from typing import Any, Final, final
 
 import attrs
 
-from ._facts import Facts
+from ..tracker import SchedulerFacts as Facts
 
 __all__ = ["BridgeStatistics", "CeleryBridge", "Inspection", "WorkerStatus"]
 

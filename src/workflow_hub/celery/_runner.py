@@ -23,8 +23,8 @@ from typing import Any, final
 
 import attrs
 
+from ..tracker import SchedulerFacts as Facts
 from ._bridge import BridgeStatistics, CeleryBridge, Inspection, WorkerStatus
-from ._facts import Facts
 
 __all__ = ["CeleryWatch", "watch_celery"]
 

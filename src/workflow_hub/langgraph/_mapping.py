@@ -25,7 +25,7 @@ from typing import Literal
 
 import attrs
 
-from ._facts import FactSink
+from ..tracker import SchedulerFacts as FactSink
 
 __all__ = ["Outcome", "PromptSpec", "ThreadMapper"]
 

@@ -21,7 +21,7 @@ from typing import Any, final
 from langchain_core.callbacks import BaseCallbackManager
 from langgraph.types import Command
 
-from ._facts import FactSink
+from ..tracker import SchedulerFacts as FactSink
 from ._gates import Gate, LoopGate, ThreadGate
 from ._handler import WatchHandler
 from ._mapping import Outcome, ThreadMapper

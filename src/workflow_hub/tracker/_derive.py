@@ -1,11 +1,12 @@
 """The readable definition of a root's summary (SPEC §5, D1-D8).
 
-The tracker (``_tracker.py``) records facts in the records of ``_records.py``. :func:`derive_root`
+The tracker (``_tracker.py``, ``_ledger.py``) records facts in the records of ``_records.py``. :func:`derive_root`
 is the *definition*: it reads the facts of one root's runs and applies the rules D1-D8 one by one,
 each in its own small function, with nothing cached. The tracker does not call it on every fact:
 ``_rootstate.py`` keeps the same answer up to date incrementally, and the tests check after every
 fact of random scenarios that the two agree, so this module stays the one a reader checks against
-SPEC.md.
+SPEC.md. A graph node is built from its record by ``_graph.py``, which both share: here afresh,
+there incrementally.
 
 """
 
@@ -17,7 +18,6 @@ from typing import Literal
 import attrs
 
 from .._contract import (
-    NodePrompt,
     RootActivity,
     RootGraph,
     RunPrompt,
@@ -28,12 +28,12 @@ from .._contract import (
     state_and_reason,
     unchecked_builder,
 )
+from ._graph import graph_node, run_prompts
 from ._records import (
     ATTENTION_BEARING,
     FAILURES,
     SETTLED_STAGE,
     SETTLED_TOOL,
-    PromptRecord,
     RunRecord,
     StageRecord,
     nested_id,
@@ -240,64 +240,15 @@ def _totals(runs: Sequence[RunRecord]) -> Totals:
     )
 
 
-def _node_prompt(prompt: PromptRecord) -> NodePrompt:
-    return NodePrompt(
-        id=prompt.prompt_id,
-        kind=prompt.kind,
-        message=prompt.message,
-        choices=prompt.choices,
-        created_at=prompt.created_at,
-    )
-
-
 def _graph(runs: Sequence[RunRecord]) -> RootGraph:
     nodes: list[StageNode | ToolNode] = []
-    run_prompts: list[RunPrompt] = []
+    prompts: list[RunPrompt] = []
     for run in runs:
         for node in run.nodes.values():
-            node_id = nested_id(run.run_id, node.node_id)
             parent_ids = tuple(nested_id(run.run_id, parent) for parent in node.parent_ids)
-            if isinstance(node, StageRecord):
-                nodes.append(
-                    StageNode(
-                        id=node_id,
-                        run_id=run.run_id,
-                        node_id=node.node_id,
-                        name=node.name,
-                        parent_ids=parent_ids,
-                        execution_order=node.execution_order,
-                        depth=run.depth,
-                        status=node.status,
-                        pending_prompt=None if node.prompt is None else _node_prompt(node.prompt),
-                    )
-                )
-            else:
-                nodes.append(
-                    ToolNode(
-                        id=node_id,
-                        run_id=run.run_id,
-                        node_id=node.node_id,
-                        name=node.name,
-                        parent_ids=parent_ids,
-                        execution_order=node.execution_order,
-                        depth=run.depth,
-                        status=node.status,
-                        ordinal=node.ordinal,
-                    )
-                )
-        run_prompts.extend(
-            RunPrompt(
-                id=prompt.prompt_id,
-                kind=prompt.kind,
-                message=prompt.message,
-                choices=prompt.choices,
-                created_at=prompt.created_at,
-                run_id=run.run_id,
-            )
-            for prompt in run.prompts.values()
-            if prompt.stage_id is None
-        )
-    return RootGraph(nodes=tuple(nodes), run_prompts=tuple(run_prompts) or None)
+            nodes.append(graph_node(run, node, nested_id(run.run_id, node.node_id), parent_ids))
+        prompts.extend(run_prompts(run))
+    return RootGraph(nodes=tuple(nodes), run_prompts=tuple(prompts) or None)
 
 
 def derive_root(

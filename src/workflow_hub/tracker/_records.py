@@ -73,25 +73,18 @@ class PromptRecord:
 
 
 @attrs.define(kw_only=True, eq=False)
-class StageRecord:
-    """A stage of one run. ``node_id`` is the scheduler's raw id, unique in its run."""
+class _Node:
+    """What a stage and a tool share. ``node_id`` is the scheduler's raw id, unique in its run;
+    ``status`` is each kind's own field, after these (so that ``status`` has its kind's type)."""
 
-    kind: ClassVar[Literal["stage"]] = "stage"
-
-    # The fields a status fact reads or writes come first, so that a fact touches as few cache
-    # lines of the record as it can (issue 29: at 1 000 stages, memory is much of a fact's cost).
-    status: StageStatus
-    retrying: bool = False
-    prompt: PromptRecord | None = None
-    # Bookkeeping: child runs this stage hosts, what it adds to its run's counts, parents not
-    # yet done, nodes whose parent it is.
-    hosted: int = 0
+    # Bookkeeping: what it adds to its run's counts, the order in which it first left
+    # ``pending``, parents not yet done, nodes whose parent it is; then its canonical id
+    # (nested_id of its run's id and its own), set when the tracker adds it: every event target
+    # of the node names it. A status fact reads these first.
     counts: int = 0
     execution_order: int | None = None
     unmet_parents: int = 0
     dependents: list[NodeRecord] = attrs.field(factory=list)
-    # Bookkeeping: its canonical id (nested_id of its run's id and its own), set when the
-    # tracker adds it: every event target of the stage names it.
     nested: str = ""
     name: str
     node_id: str
@@ -99,6 +92,19 @@ class StageRecord:
     # Bookkeeping: its position among its run's nodes, its graph node.
     position: int = 0
     graph_node: GraphNode | None = None
+
+
+@attrs.define(kw_only=True, eq=False)
+class StageRecord(_Node):
+    """A stage of one run."""
+
+    kind: ClassVar[Literal["stage"]] = "stage"
+
+    status: StageStatus
+    retrying: bool = False
+    prompt: PromptRecord | None = None
+    # Bookkeeping: child runs this stage hosts.
+    hosted: int = 0
 
     @property
     def running(self) -> bool:
@@ -116,24 +122,13 @@ class StageRecord:
 
 
 @attrs.define(kw_only=True, eq=False)
-class ToolRecord:
-    """A tool node of one run. ``node_id`` is the scheduler's raw id, unique in its run."""
+class ToolRecord(_Node):
+    """A tool node of one run (``ordinal`` orders tools that share a parent)."""
 
     kind: ClassVar[Literal["tool"]] = "tool"
 
-    # Bookkeeping as for stages, in the same order: what a status fact touches first.
     status: ToolNodeStatus
-    counts: int = 0
-    execution_order: int | None = None
-    unmet_parents: int = 0
-    dependents: list[NodeRecord] = attrs.field(factory=list)
-    nested: str = ""
-    name: str
-    node_id: str
-    parent_ids: tuple[str, ...]
     ordinal: int = 0
-    position: int = 0
-    graph_node: GraphNode | None = None
 
     @property
     def running(self) -> bool:

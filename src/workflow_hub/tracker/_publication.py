@@ -1,0 +1,302 @@
+"""The publishing of a tracker: what it has published, when it publishes, its lifecycle events.
+
+:class:`Publication` holds the tracker's side of its publisher: the framing (not started yet,
+hydrating, inside a batch), the summary last published for each root, the roots a batch changed,
+and the lifecycle events a fact emits. The tracker (``_tracker.py``) asks it for an event's id
+before a fact changes anything and hands it the event once the fact is folded in
+(``_rootstate.py``); then the root's summary is published when it really changed.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from typing import Any, final
+
+import attrs
+
+from .._contract import (
+    Attribution,
+    Availability,
+    Delivery,
+    HeartbeatEvent,
+    LifecycleInput,
+    LifecycleTarget,
+    RootActivity,
+    StageStatus,
+    StageTarget,
+    ToolNodeStatus,
+    ToolTarget,
+    check_str,
+    unchecked_builder,
+)
+from .._core import WorkflowActivityPublisher
+from ._records import NodeRecord, RunRecord, StageRecord
+from ._rootstate import RootState
+
+__all__ = ["NOT_STARTED", "Publication", "uuid4"]
+
+NOT_STARTED = (
+    "the tracker has not published its first snapshot: call tracker.start(), "
+    "or restore state inside `with tracker.hydrating():`, before reporting changes"
+)
+
+# The hex digit at a uuid4's variant position, from the random digit it replaces: its top two
+# bits become 10 (RFC 4122), its low two stay random.
+_VARIANT_DIGIT = {digit: "89ab"[int(digit, 16) & 3] for digit in "0123456789abcdef"}
+
+
+def uuid4() -> str:
+    """``str(uuid.uuid4())``, written out: the same 122 random bits from ``os.urandom`` and the
+    same text, without building a ``UUID`` (a third of the cost; every lifecycle event pays it)."""
+    digits = os.urandom(16).hex()
+    return (
+        f"{digits[:8]}-{digits[8:12]}-4{digits[13:16]}-"
+        f"{_VARIANT_DIGIT[digits[16]]}{digits[17:20]}-{digits[20:]}"
+    )
+
+
+def _slot_stores(cls: type[Any]) -> tuple[Callable[[Any, Any], None], ...]:
+    # The slot store of each attrs field, in field order: what unchecked_builder's function
+    # calls, for a path that builds the value written out (tests/tracker: the targets a
+    # tracker emits equal the constructor's).
+    return tuple(cls.__dict__[field.name].__set__ for field in attrs.fields(cls))
+
+
+_new = object.__new__
+_build_LifecycleInput = unchecked_builder(LifecycleInput)
+(
+    _stage_run_id,
+    _stage_stage_id,
+    _stage_stage_name,
+    _stage_previous_status,
+    _stage_status,
+) = _slot_stores(StageTarget)
+(
+    _tool_run_id,
+    _tool_tool_node_id,
+    _tool_tool_name,
+    _tool_previous_status,
+    _tool_status,
+) = _slot_stores(ToolTarget)
+_LIVE = Delivery.LIVE
+_REPLAY = Delivery.REPLAY
+
+
+@final
+class Publication:
+    """A tracker's publishing: its publisher, its framing, what it published, its events.
+
+    ``started`` once a ready snapshot was published; ``hydrating`` inside ``hydrating()``;
+    ``publishing`` while both say that changes are published one at a time (started, not
+    hydrating); ``batch_depth`` counts the ``batch()`` blocks the tracker is in. ``published``
+    holds the summary last published for each root, ``dirty`` the roots a batch changed.
+    """
+
+    __slots__ = (
+        "batch_depth",
+        "dirty",
+        "event_id_factory",
+        "hydrating",
+        "owner_session_id",
+        "published",
+        "publisher",
+        "publishing",
+        "started",
+    )
+
+    def __init__(
+        self,
+        publisher: WorkflowActivityPublisher,
+        *,
+        owner_session_id: str,
+        event_id_factory: Callable[[], str],
+    ) -> None:
+        self.publisher = publisher
+        self.owner_session_id = owner_session_id
+        self.event_id_factory = event_id_factory
+        self.started = False
+        self.hydrating = False
+        self.publishing = False
+        self.batch_depth = 0
+        self.published: dict[str, RootActivity] = {}
+        self.dirty: dict[str, RootState] = {}
+
+    # --- framing ------------------------------------------------------------------------------
+
+    def require_started(self) -> None:
+        """Facts are taken once a ready snapshot was published, or while hydrating."""
+        if not self.started and not self.hydrating:
+            raise RuntimeError(NOT_STARTED)
+
+    def ready(self, states: Iterable[RootState]) -> None:
+        """Publish a full ``ready`` snapshot of ``states``' roots (in order) and start
+        publishing changes one at a time."""
+        activities = {state.root_run_id: state.activity() for state in states}
+        self.started = True
+        self.publishing = not self.hydrating
+        self.dirty.clear()
+        self.published = activities
+        self.publisher.publish_snapshot(Availability.READY, list(activities.values()))
+
+    def begin_hydrating(self) -> None:
+        """Publish ``recovering``; nothing is published one change at a time until :meth:`ready`."""
+        self.hydrating = True
+        self.publishing = False
+        self.dirty.clear()
+        self.publisher.publish_snapshot(Availability.RECOVERING)
+
+    def hydrating_failed(self) -> None:
+        """The restore raised: the source's activity is not known (``unavailable``)."""
+        self.hydrating = False
+        self.started = False
+        self.publishing = False
+        self.published.clear()
+        self.publisher.publish_snapshot(Availability.UNAVAILABLE)
+
+    def replace_publisher(self, publisher: WorkflowActivityPublisher) -> bool:
+        """Publish through ``publisher`` from now on; True when the caller must publish a ready
+        snapshot through it (``recovering`` is published here while hydrating)."""
+        self.publisher = publisher
+        if self.hydrating:
+            publisher.publish_snapshot(Availability.RECOVERING)
+            return False
+        return self.started
+
+    # --- roots --------------------------------------------------------------------------------
+
+    def changed(self, state: RootState) -> None:
+        """A fact changed ``state``'s root: publish it now, or at the end of the batch."""
+        if not self.publishing:
+            return
+        if self.batch_depth:
+            self.dirty[state.root_run_id] = state
+        else:
+            self.publish_root(state)
+
+    def publish_root(self, state: RootState) -> None:
+        """Publish the root's summary (``changed``) if it is not the one last published."""
+        activity = state.summary  # the summary, unless a fact changed it since it was derived
+        if activity is None:
+            activity = state.activity()
+        root_run_id = state.root_run_id
+        published = self.published.get(root_run_id)
+        if published is activity:
+            return  # the state caches its summary: the same object means nothing changed
+        # Two summaries the state keeps are equal only if they are the same object; otherwise
+        # compare (an equal graph shares its nodes, so that is cheap too).
+        kept = state.kept
+        if (
+            published is None
+            or (id(published) in kept and id(activity) in kept)
+            or published != activity
+        ):
+            self.published[root_run_id] = activity
+            self.publisher.publish_changed(activity)
+
+    def flush(self) -> None:
+        """The outermost batch ended: publish each root it changed, once."""
+        dirty, self.dirty = self.dirty, {}
+        if self.publishing:
+            for state in dirty.values():
+                self.publish_root(state)
+
+    def removed(self, root_run_id: str) -> None:
+        """The root is gone: ``removed``, if its summary was published."""
+        self.dirty.pop(root_run_id, None)
+        if self.publishing and self.published.pop(root_run_id, None) is not None:
+            self.publisher.publish_removed(root_run_id)
+
+    # --- events -------------------------------------------------------------------------------
+
+    def event_id(self, run: RunRecord) -> str | None:
+        """The id of the lifecycle event a fact on ``run`` emits, or None when it emits none.
+
+        Lifecycle events describe what a live executor does; recovery and history are silent.
+        Asked for *before* the fact changes anything: a bad id from ``event_id_factory`` raises
+        ContractError with the tracker unchanged (C1)."""
+        if not run.live or not self.publishing:
+            return None
+        event_id = self.event_id_factory()
+        if type(event_id) is not str or not event_id.isascii():  # not plain text: the full check
+            event_id = check_str(event_id, "event_id")
+        return event_id
+
+    def lifecycle(
+        self,
+        event_id: str | None,
+        run: RunRecord,
+        target: LifecycleTarget,
+        now: float,
+        *,
+        attribution: Attribution | None = None,
+    ) -> None:
+        """Publish the lifecycle event of id ``event_id`` (None: none) once its fact is folded in.
+
+        Every field is a checked value (the id by :meth:`event_id`, the time by the tracker's
+        clock check, the target when it was built), so the event is built without validating
+        again (issue 29)."""
+        if event_id is not None:
+            event = _build_LifecycleInput(
+                event_id=event_id,
+                run_id=run.run_id,
+                root_run_id=run.root_run_id,
+                owner_session_id=self.owner_session_id,
+                occurred_at=now,
+                observed_at=now,
+                delivery=_LIVE,
+                target=target,
+                attribution=attribution,
+            )
+            self.publisher.publish_lifecycle(event)
+
+    def node_moved(
+        self,
+        event_id: str,
+        run: RunRecord,
+        node: NodeRecord,
+        previous: StageStatus | ToolNodeStatus | None,
+        status: StageStatus | ToolNodeStatus,
+        now: float,
+        replay: bool,
+    ) -> None:
+        """Publish a stage's or tool's event: it moved from ``previous`` to ``status``.
+
+        Its target is built from the node's canonical id and checked values only, with the
+        builder's slot stores written out (as the hub's publish paths are): nothing can raise.
+        The most frequent event: it goes to the publisher without a ``LifecycleInput``.
+        A target is built per event, not kept per node and move: a workflow that runs each
+        stage once makes every move once, and a kept target (a dict per node) costs memory a
+        fact reads (issue 29, fifth pass)."""
+        target: StageTarget | ToolTarget
+        if type(node) is StageRecord:
+            target = _new(StageTarget)
+            _stage_run_id(target, run.run_id)
+            _stage_stage_id(target, node.nested)
+            _stage_stage_name(target, node.name)
+            _stage_previous_status(target, previous)
+            _stage_status(target, status)
+        else:
+            target = _new(ToolTarget)
+            _tool_run_id(target, run.run_id)
+            _tool_tool_node_id(target, node.nested)
+            _tool_tool_name(target, node.name)
+            _tool_previous_status(target, previous)
+            _tool_status(target, status)
+        # publish_lifecycle of the event's LifecycleInput, without building that value: every
+        # field is a checked value (docs/decisions.md, "A private entry for the tracker's
+        # lifecycle events").
+        self.publisher._publish_checked_lifecycle(
+            event_id,
+            run.run_id,
+            run.root_run_id,
+            self.owner_session_id,
+            now,
+            now,
+            _REPLAY if replay else _LIVE,
+            target,
+            None,
+        )
+
+    def heartbeat(self, event: HeartbeatEvent) -> None:
+        self.publisher.publish_heartbeat(event)
