@@ -16,8 +16,6 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[2]
 CONTRACT = ROOT / "docs" / "contract.md"
 FAMILIES = "CPORNHLKD"
@@ -99,11 +97,6 @@ def test_each_id_is_defined_once() -> None:
     assert sorted(each for each in set(found) if found.count(each) > 1) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="fixed at merge: tracker/_derive.py, testing/model.py, testing/_profiles.py, "
-    "docs/decisions.md and docs/conformance.md still name it (issue 35)",
-)
 def test_no_file_cites_a_contract_outside_the_repository() -> None:
     """The repository stands alone: docs/contract.md is the contract, nothing names another."""
     naming = sorted(where for where, text in texts() if OUTSIDE_CONTRACT.search(text))

@@ -5,7 +5,7 @@ is the *definition*: it reads the facts of one root's runs and applies the rules
 each in its own small function, with nothing cached. The tracker does not call it on every fact:
 ``_rootstate.py`` keeps the same answer up to date incrementally, and the tests check after every
 fact of random scenarios that the two agree, so this module stays the one a reader checks against
-SPEC.md. A graph node is built from its record by ``_graph.py``, which both share: here afresh,
+the contract (docs/contract.md, §5). A graph node is built from its record by ``_graph.py``, which both share: here afresh,
 there incrementally.
 
 """
