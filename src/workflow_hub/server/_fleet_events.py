@@ -1,7 +1,7 @@
 """The fleet's hook events over HTTP: one follower for every client, each event encoded once.
 
 :class:`FleetEvents` follows the hook events of every source (one
-:func:`~workflow_hub.redis.follow_events`, whatever the number of clients) and keeps the last
+``engine.follow_events()``, whatever the number of clients) and keeps the last
 ``history`` items, each encoded once in the two forms a client can ask for:
 
 - ``/sources/{source}/v1/events`` — one source, in the single hub's ``/v1/events`` format (an
@@ -25,7 +25,7 @@ from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from functools import partial
-from typing import TYPE_CHECKING, Any, Final, final
+from typing import Any, Final, final
 
 import trio
 from starlette.requests import Request
@@ -33,23 +33,11 @@ from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from .._contract import ContractError, dumps
-from ..redis import (
-    DEFAULT_BLOCK,
-    DEFAULT_PREFIX,
-    DEFAULT_READ_TIMEOUT,
-    DEFAULT_RETIRE_AFTER,
-    ContinuityLost,
-    EventItem,
-    EventStream,
-    follow_events,
-)
+from ..fleet import ContinuityLost, EventFollower, EventItem, FleetEngine
 from ._encode import sse_comment, sse_event
 from ._middleware import SSE_HEADERS
 from ._requests import contract_problem, parse_position, resume_text
 from ._streams import RETRY_FIELD, StreamHead, StreamTracker
-
-if TYPE_CHECKING:
-    import coredis
 
 __all__ = ["DEFAULT_EVENTS_HISTORY", "FleetEvents"]
 
@@ -87,26 +75,15 @@ def _dropped(
 class FleetEvents:
     """The fleet's hook events for HTTP clients: one follower, a bounded history, positions."""
 
-    def __init__(
-        self,
-        redis: coredis.Redis[Any],
-        *,
-        prefix: str = DEFAULT_PREFIX,
-        history: int = DEFAULT_EVENTS_HISTORY,
-        read_timeout: float = DEFAULT_READ_TIMEOUT,
-        retire_after: float = DEFAULT_RETIRE_AFTER,
-    ) -> None:
+    def __init__(self, engine: FleetEngine, *, history: int = DEFAULT_EVENTS_HISTORY) -> None:
         if type(history) is not int or history < 1:
             raise ContractError("events_history", f"expected an int >= 1, got {history!r}")
-        self._redis = redis
-        self._prefix = prefix
-        self._read_timeout = read_timeout
-        self._retire_after = retire_after
+        self._engine = engine
         self.boot = secrets.token_hex(4)
         self._held: deque[_Held] = deque(maxlen=history)
         self.end = 0  # the position of the last item (0: none yet)
         self._changed = trio.Event()
-        self.stream: EventStream | None = None
+        self.stream: EventFollower | None = None
 
     @property
     def start(self) -> int:
@@ -127,13 +104,7 @@ class FleetEvents:
                 nursery.cancel_scope.cancel()
 
     async def _run(self, *, task_status: trio.TaskStatus[None]) -> None:
-        async with follow_events(
-            self._redis,
-            prefix=self._prefix,
-            read_timeout=self._read_timeout,
-            retire_after=self._retire_after,
-            block=min(DEFAULT_BLOCK, self._read_timeout / 2),
-        ) as stream:
+        async with self._engine.follow_events() as stream:
             self.stream = stream
             task_status.started()
             try:
