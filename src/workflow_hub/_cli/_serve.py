@@ -22,7 +22,7 @@ from ._errors import leaves, os_errors_as, until_ctrl_c
 from ._options import port, seconds
 from ._serve_mirror import add_serve_arguments, refuse_serve_flags, run_serve
 from ._served_hub import dashboard_url
-from ._urls import check_fleet_url, open_fleet
+from ._urls import check_fleet_url, fleet_settings, open_fleet
 
 __all__ = ["add_arguments", "run"]
 
@@ -169,7 +169,7 @@ async def _serve_fleet(args: argparse.Namespace) -> None:
     duration = args.duration if given else float("inf")
     with trio.move_on_after(duration):
         async with (
-            open_fleet(args.fleet, prefix=args.prefix) as engine,
+            open_fleet(args.fleet, **fleet_settings(args)) as engine,
             trio.open_nursery() as nursery,
         ):
             url: str = await nursery.start(

@@ -27,7 +27,7 @@ from ._errors import CommandError, UsageError, leaves
 from ._fetch_hub import decode_snapshot, fetch_snapshot_body, short_reason, why_down
 from ._options import seconds
 from ._summary import Summary, summarize
-from ._urls import check_fleet_url, hub_url, names_fleet, open_fleet
+from ._urls import check_fleet_url, fleet_settings, hub_url, names_fleet, open_fleet
 
 TYPE_CHECKING = False  # not from typing: a status refresh does not load it
 if TYPE_CHECKING:
@@ -329,12 +329,7 @@ async def _read_fleet(args: argparse.Namespace, printer: _Printer | None) -> Agg
 
     fleet_view = FleetView()
     async with (
-        open_fleet(
-            args.url,
-            connect_timeout=args.timeout,
-            prefix=args.prefix,
-            stale_after=args.stale_after,
-        ) as engine,
+        open_fleet(args.url, connect_timeout=args.timeout, **fleet_settings(args)) as engine,
         engine.follow_fleet() as fleet,
     ):
         if printer is not None:

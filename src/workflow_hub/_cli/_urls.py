@@ -26,6 +26,7 @@ __all__ = [
     "FLEET_SCHEMES",
     "STREAM_TIMEOUT",
     "check_fleet_url",
+    "fleet_settings",
     "hub_url",
     "names_fleet",
     "open_fleet",
@@ -91,6 +92,12 @@ def hub_url(text: str, *, command: str) -> str:
         raise UsageError(f"{text}: expected http://HOST:PORT, e.g. http://127.0.0.1:8765")
     del port
     return url.rstrip("/")
+
+
+def fleet_settings(args: object) -> dict[str, Any]:
+    """The engine's settings a command line gave (``--prefix``, ``--stale-after``,
+    ``--read-timeout``; ``None`` where not given or not an option of the command)."""
+    return {name: getattr(args, name, None) for name in ("prefix", "stale_after", "read_timeout")}
 
 
 def open_redis(url: str, *, option: str = "redis://") -> AbstractAsyncContextManager[Any]:

@@ -23,7 +23,7 @@ from .._contract import Availability
 from ..fleet import FleetFollower, FleetView, SourceLiveness
 from ..redis import DEFAULT_PREFIX, DEFAULT_READ_TIMEOUT, DEFAULT_STALE_AFTER
 from ._errors import until_ctrl_c
-from ._urls import open_fleet
+from ._urls import fleet_settings, open_fleet
 
 __all__ = ["add_watch_arguments", "fleet_line", "run_watch"]
 
@@ -112,12 +112,7 @@ async def _watch(
     fleet_view = FleetView()
     with trio.move_on_after(args.duration if args.duration is not None else float("inf")):
         async with (
-            open_fleet(
-                args.url,
-                prefix=args.prefix,
-                stale_after=args.stale_after,
-                read_timeout=args.read_timeout,
-            ) as engine,
+            open_fleet(args.url, **fleet_settings(args)) as engine,
             engine.follow_fleet() as fleet,
         ):
             async for source, frame in fleet:

@@ -47,62 +47,50 @@ class RedisFleet:
         timeout = check_seconds(read_timeout, "read_timeout")
         chosen = min(DEFAULT_BLOCK, timeout / 2) if block is None else block
         check_block(chosen, timeout)
-        self._redis = redis
-        self._prefix = prefix
+        self.redis = redis
+        """The client every follower reads with."""
+        self.prefix = prefix
+        """The key prefix: every key of the fleet is ``{prefix}:…``."""
         self.stale_after = float(stale)
         self.retire_after = float(retire)
-        self._read_timeout = float(timeout)
-        self.block = float(chosen)
-
-    @property
-    def redis(self) -> coredis.Redis[Any]:
-        """The client every follower reads with."""
-        return self._redis
-
-    @property
-    def prefix(self) -> str:
-        """The key prefix: every key of the fleet is ``{prefix}:…``."""
-        return self._prefix
-
-    @property
-    def read_timeout(self) -> float:
+        self.read_timeout = float(timeout)
         """Seconds without a completed read after which every source is shown unknown."""
-        return self._read_timeout
+        self.block = float(chosen)
 
     def follow_fleet(self) -> AbstractAsyncContextManager[FleetStream]:
         """Every source under the prefix (:func:`follow_fleet`)."""
         return follow_fleet(
-            self._redis,
-            prefix=self._prefix,
+            self.redis,
+            prefix=self.prefix,
             stale_after=self.stale_after,
             retire_after=self.retire_after,
-            read_timeout=self._read_timeout,
+            read_timeout=self.read_timeout,
             block=self.block,
         )
 
     def follow_source(self, source: str) -> AbstractAsyncContextManager[SourceStream]:
         """One source (:func:`follow_source`)."""
         return follow_source(
-            self._redis,
+            self.redis,
             source=source,
-            prefix=self._prefix,
+            prefix=self.prefix,
             block=self.block,
-            read_timeout=self._read_timeout,
+            read_timeout=self.read_timeout,
         )
 
     def follow_events(self, source: str | None = None) -> AbstractAsyncContextManager[EventStream]:
         """The hook events of ``source``, or of every source (:func:`follow_events`)."""
         return follow_events(
-            self._redis,
-            prefix=self._prefix,
+            self.redis,
+            prefix=self.prefix,
             source=source,
             block=self.block,
-            read_timeout=self._read_timeout,
+            read_timeout=self.read_timeout,
             retire_after=self.retire_after,
         )
 
     def __repr__(self) -> str:
-        return f"RedisFleet(prefix={self._prefix!r})"
+        return f"RedisFleet(prefix={self.prefix!r})"
 
 
 if TYPE_CHECKING:

@@ -26,7 +26,7 @@ import trio
 from .._contract import ContractError, WorkflowEvent, loads
 from .._public import NoPublicConstructor
 from ..fleet import ContinuityLost, EventItem, GapReason, SourceEvent
-from ._connection import bounded, describe, server_errors, text, transient_errors
+from ._connection import bounded, describe, not_streams, server_errors, text, transient_errors
 from ._follow import DEFAULT_BLOCK, DEFAULT_READ_COUNT, DEFAULT_READ_TIMEOUT, check_block
 from ._follow_fleet import DEFAULT_POLL_INTERVAL
 from ._keys import (
@@ -417,20 +417,19 @@ class _EventReader:
             self._gap(track, "unreadable", f"cannot read the events of {track.source!r}: {why}")
 
     async def _set_aside_bad_keys(self, reading: Mapping[str, _Track]) -> bool:
-        kinds: dict[str, str] = {}
+        found = await not_streams(self._redis, reading)
+        for key, kind in found.items():
+            self._refuse(reading[key], f"{key} is a {kind}, not a stream")
+        return bool(found)
 
-        async def kind_of(key: str) -> None:
-            kinds[key] = text(await self._redis.type(key))
-
-        async with trio.open_nursery() as nursery:
-            for key in reading:
-                nursery.start_soon(kind_of, key)
-        found = False
-        for key, kind in kinds.items():
-            if kind not in ("stream", "none"):
-                found = True
-                self._refuse(reading[key], f"{key} is a {kind}, not a stream")
-        return found
+    def _missing(self, track: _Track, missed: int, lost: int, trimmed: str) -> None:
+        """``missed`` events before this one: dropped by the mirror when it says so (``lost``),
+        else trimmed or lost in Redis (``trimmed`` says how)."""
+        if lost == missed:
+            detail = f"the mirror of {track.source!r} dropped {missed} event(s): Redis was too slow"
+            self._gap(track, "dropped", detail + " for it", missed)
+        else:
+            self._gap(track, "trimmed", trimmed, missed)
 
     def _feed(self, track: _Track, entries: Sequence[Any]) -> None:
         for entry in entries:
@@ -460,41 +459,20 @@ class _EventReader:
                 continue
             elif track.seq is not None and seq != track.seq + 1:
                 missed = seq - track.seq - 1
-                if lost == missed:
-                    self._gap(
-                        track,
-                        "dropped",
-                        f"the mirror of {track.source!r} dropped {missed} event(s): "
-                        "Redis was too slow for it",
-                        missed,
-                    )
-                else:
-                    self._gap(
-                        track,
-                        "trimmed",
-                        f"{missed} event(s) of {track.source!r} were trimmed or lost "
-                        "before they were read",
-                        missed,
-                    )
+                trimmed = "were trimmed or lost before they were read"
+                self._missing(
+                    track, missed, lost, f"{missed} event(s) of {track.source!r} {trimmed}"
+                )
             elif track.seq is None and seq > 1 and not track.baseline_free:
                 # Read from the start of the stream: what came before it is missing.
                 missed = seq - 1
-                if lost == missed:
-                    self._gap(
-                        track,
-                        "dropped",
-                        f"the mirror of {track.source!r} dropped {missed} event(s): "
-                        "Redis was too slow for it",
-                        missed,
-                    )
-                else:
-                    self._gap(
-                        track,
-                        "trimmed",
-                        f"the first {missed} event(s) of {track.source!r} are no longer in the "
-                        "stream",
-                        missed,
-                    )
+                trimmed = "are no longer in the stream"
+                self._missing(
+                    track,
+                    missed,
+                    lost,
+                    f"the first {missed} event(s) of {track.source!r} {trimmed}",
+                )
             track.epoch = epoch
             track.seq = seq
             track.baseline_free = False

@@ -140,16 +140,16 @@ class FollowState:
     def __init__(
         self,
         redis: coredis.Redis[Any],
-        *,
+        prefix: str,
         source: str,
-        keys: SourceKeys,
+        *,
         block: float,
         count: int,
-        read_timeout: float = DEFAULT_READ_TIMEOUT,
+        read_timeout: float,
     ) -> None:
         self.redis = redis
         self.source = source
-        self.keys = keys
+        self.keys: SourceKeys = source_keys(prefix, source)
         self.block_ms = max(1, int(block * 1000))
         self.poll = block
         self.count = count
@@ -615,16 +615,9 @@ async def follow_source(
     if type(count) is not int or count < 1:
         raise ContractError("count", f"expected an int >= 1, got {count!r}")
     check_block(block, read_timeout)
-    stream = SourceStream._create(
-        FollowState(
-            redis,
-            source=source,
-            keys=source_keys(prefix, source),
-            block=block,
-            count=count,
-            read_timeout=float(read_timeout),
-        )
-    )
+    timeout = float(read_timeout)
+    state = FollowState(redis, prefix, source, block=block, count=count, read_timeout=timeout)
+    stream = SourceStream._create(state)
     try:
         yield stream
     finally:

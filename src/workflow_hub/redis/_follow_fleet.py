@@ -20,7 +20,7 @@ import trio
 from .._contract import ContractError, Frame
 from .._public import NoPublicConstructor
 from ..fleet import SourceLiveness
-from ._connection import bounded, describe, server_errors, text, transient_errors
+from ._connection import bounded, describe, not_streams, server_errors, text, transient_errors
 from ._follow import (
     _BACKOFF_FIRST,
     _BACKOFF_MAX,
@@ -209,19 +209,14 @@ async def follow_fleet(
     streams: dict[str, SourceStream] = {}
     followed: dict[str, FollowState] = {}
     liveness: dict[str, SourceLiveness] = {}
-    state = _FleetState(read_timeout=float(read_timeout), last_discovery=trio.current_time())
+    timeout = float(read_timeout)
+    state = _FleetState(read_timeout=timeout, last_discovery=trio.current_time())
     send, receive = trio.open_memory_channel[tuple[str, Frame | None]](1024)
     skipped: set[bytes] = set()
 
     def follow(source: str) -> None:
-        followed[source] = one = FollowState(
-            redis,
-            source=source,
-            keys=source_keys(prefix, source),
-            block=block,
-            count=count,
-            read_timeout=float(read_timeout),
-        )
+        one = FollowState(redis, prefix, source, block=block, count=count, read_timeout=timeout)
+        followed[source] = one
         streams[source] = SourceStream._create(one)
 
     def mark(stream: FollowState, *, stale: bool, last_seen_ms: float | None = None) -> None:
@@ -724,21 +719,10 @@ class _FleetReader:
     ) -> bool:
         """After a refused ``XREAD``: the sources whose frames key is not a stream are refused
         (unknown, read again later); True when there was one."""
-        kinds: dict[str, str] = {}
-
-        async def kind_of(key: str) -> None:
-            kinds[key] = text(await self._redis.type(key))
-
-        # Concurrent commands share the client's multiplexed connection: one round trip.
-        async with trio.open_nursery() as nursery:
-            for key in reading:
-                nursery.start_soon(kind_of, key)
-        found = False
-        for key, kind in kinds.items():
-            if kind not in ("stream", "none"):
-                found = True
-                reading[key].refused_read(BadKey(f"{key} is a {kind}, not a stream"))
-        return found
+        found = await not_streams(self._redis, reading)
+        for key, kind in found.items():
+            reading[key].refused_read(BadKey(f"{key} is a {kind}, not a stream"))
+        return bool(found)
 
     async def _deliver(self, streams: Iterable[FollowState]) -> None:
         for stream in streams:

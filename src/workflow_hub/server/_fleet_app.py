@@ -52,9 +52,11 @@ from ._fleet_stream import (
     FleetFeed,
     FleetSelection,
     FleetStreamResponse,
+    SseResponse,
     parse_selection,
+    quiet_for,
 )
-from ._middleware import SSE_HEADERS, Guard, NoStore, is_open_path
+from ._middleware import Guard, NoStore, is_open_path
 from ._openapi import OPENAPI_PATH
 from ._requests import (
     EXCEPTION_HANDLERS,
@@ -217,24 +219,16 @@ class _Relay:
 
 
 @final
-class _SourceStream(Response):
+class _SourceStream(SseResponse):
     """``/sources/{source}/v1/activity``: a snapshot (or a resume), then every frame, as SSE."""
 
     def __init__(self, app: FleetApp, relay: _Relay, position: int | None) -> None:
+        super().__init__(app, position is not None)
         self._fleet = app
         self._relay = relay
         self._position = position
-        self.status_code = 200
-        self.background = None
-        self.raw_headers = list(SSE_HEADERS)
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        resumed = b"false" if self._position is None else b"true"
-        headers = [*self.raw_headers, (b"x-workflow-hub-resumed", resumed)]
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
-        await self._fleet.stream_until_done(receive, send, partial(self._events, send))
-
-    async def _events(self, send: Send) -> None:
+    async def produce(self, send: Send) -> None:
         relay = self._relay
         position = self._position
         keepalive = self._fleet.keepalive
@@ -242,9 +236,7 @@ class _SourceStream(Response):
         while True:
             body, position = relay.take(position)
             if body is None:
-                with trio.move_on_after(keepalive) as idle:
-                    await relay.wait()
-                if not idle.cancelled_caught:
+                if not await quiet_for(keepalive, relay.wait):
                     continue
                 body = self._fleet.keepalive_bytes
             elif retry:

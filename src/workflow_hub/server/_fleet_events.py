@@ -24,18 +24,17 @@ import secrets
 from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from functools import partial
 from typing import Any, Final, final
 
 import trio
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.types import Receive, Scope, Send
+from starlette.types import Send
 
 from .._contract import ContractError, dumps
 from ..fleet import ContinuityLost, EventFollower, EventItem, FleetEngine
 from ._encode import sse_comment, sse_event
-from ._middleware import SSE_HEADERS
+from ._fleet_stream import SseResponse, quiet_for
 from ._requests import contract_problem, parse_position, resume_text
 from ._streams import RETRY_FIELD, StreamHead, StreamTracker
 
@@ -194,7 +193,7 @@ class FleetEvents:
 
 
 @final
-class _EventStream(Response):
+class _EventStream(SseResponse):
     def __init__(
         self,
         events: FleetEvents,
@@ -203,27 +202,18 @@ class _EventStream(Response):
         source: str | None,
         since: tuple[str, int] | None,
     ) -> None:
+        self._position, resumed = events.resume(since)
+        super().__init__(tracker, resumed)
         self._events = events
-        self._tracker = tracker
         self._keepalive = keepalive
         self._source = source
         self._since = since
-        self.status_code = 200
-        self.background = None
-        self.raw_headers = list(SSE_HEADERS)
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        position, resumed = self._events.resume(self._since)
-        headers = [*self.raw_headers, (b"x-workflow-hub-resumed", b"true" if resumed else b"false")]
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
-        await self._tracker.stream_until_done(
-            receive, send, partial(self._produce, send, position, resumed)
-        )
-
-    async def _produce(self, send: Send, position: int, resumed: bool) -> None:
+    async def produce(self, send: Send) -> None:
         events = self._events
+        position = self._position
         first = RETRY_FIELD
-        if self._since is not None and not resumed:
+        if self._since is not None and not self._resumed:
             first += _dropped(
                 None,
                 None,
@@ -235,9 +225,7 @@ class _EventStream(Response):
         while True:
             body, position = events.take(position, self._source)
             if not body:
-                with trio.move_on_after(self._keepalive) as idle:
-                    await events.wait()
-                if not idle.cancelled_caught:
+                if not await quiet_for(self._keepalive, events.wait):
                     continue
                 body = _KEEPALIVE
             await send({"type": "http.response.body", "body": body, "more_body": True})

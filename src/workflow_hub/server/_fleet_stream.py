@@ -39,7 +39,10 @@ __all__ = [
     "FleetSelection",
     "FleetStreamResponse",
     "FleetStreams",
+    "SseResponse",
+    "Streaming",
     "parse_selection",
+    "quiet_for",
 ]
 
 DEFAULT_FLEET_LOG: Final = 8192
@@ -224,7 +227,15 @@ class FleetFeed:
         await self._changed.wait()
 
 
-class FleetStreams(Protocol):
+class Streaming(Protocol):
+    """What runs a response's stream: until it ends, the client leaves or the server stops."""
+
+    async def stream_until_done(
+        self, receive: Receive, send: Send, produce: Callable[[], Awaitable[None]]
+    ) -> None: ...
+
+
+class FleetStreams(Streaming, Protocol):
     """What a ``/v1/fleet`` response needs of the application (``FleetApp``)."""
 
     @property
@@ -234,13 +245,41 @@ class FleetStreams(Protocol):
     @property
     def keepalive_bytes(self) -> bytes: ...
     def picture(self, selection: FleetSelection, only: Iterable[str] | None = None) -> bytes: ...
-    async def stream_until_done(
-        self, receive: Receive, send: Send, produce: Callable[[], Awaitable[None]]
-    ) -> None: ...
+
+
+class SseResponse(Response):
+    """The fleet server's event streams (``/v1/fleet``, a source's ``v1/activity`` and
+    ``v1/events``): the SSE headers, saying whether the client resumed, then what
+    :meth:`produce` sends for as long as ``streaming`` runs it."""
+
+    def __init__(self, streaming: Streaming, resumed: bool) -> None:
+        self._streaming = streaming
+        self._resumed = resumed
+        self.status_code = 200
+        self.background = None
+        self.raw_headers = list(SSE_HEADERS)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        resumed = b"true" if self._resumed else b"false"
+        headers = [*self.raw_headers, (b"x-workflow-hub-resumed", resumed)]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await self._streaming.stream_until_done(receive, send, partial(self.produce, send))
+
+    async def produce(self, send: Send) -> None:
+        """Send the stream's events until cancelled (or the stream ends)."""
+        raise NotImplementedError
+
+
+async def quiet_for(seconds: float, changed: Callable[[], Awaitable[None]]) -> bool:
+    """Wait for ``changed()``, at most ``seconds``; True when nothing changed meanwhile (time
+    for a keep-alive)."""
+    with trio.move_on_after(seconds) as idle:
+        await changed()
+    return idle.cancelled_caught
 
 
 @final
-class FleetStreamResponse(Response):
+class FleetStreamResponse(SseResponse):
     """``/v1/fleet``: a picture of the fleet (or a resume), then every event, as SSE."""
 
     def __init__(
@@ -249,20 +288,12 @@ class FleetStreamResponse(Response):
         selection: FleetSelection,
         since: tuple[str, int] | None,
     ) -> None:
+        self._position = app.feed.resume_position(since)
+        super().__init__(app, self._position is not None)
         self._fleet = app
         self._selection = selection
-        self._position = app.feed.resume_position(since)
-        self.status_code = 200
-        self.background = None
-        self.raw_headers = list(SSE_HEADERS)
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        resumed = b"false" if self._position is None else b"true"
-        headers = [*self.raw_headers, (b"x-workflow-hub-resumed", resumed)]
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
-        await self._fleet.stream_until_done(receive, send, partial(self._events, send))
-
-    async def _events(self, send: Send) -> None:
+    async def produce(self, send: Send) -> None:
         app = self._fleet
         feed = app.feed
         selection = self._selection
@@ -291,9 +322,7 @@ class FleetStreamResponse(Response):
             else:
                 body, position = feed.take(position, wants)
             if body is None:
-                with trio.move_on_after(keepalive) as idle:
-                    await feed.wait()
-                if not idle.cancelled_caught:
+                if not await quiet_for(keepalive, feed.wait):
                     continue
                 body = app.keepalive_bytes
             await send({"type": "http.response.body", "body": body, "more_body": True})

@@ -29,6 +29,7 @@ __all__ = [
     "json_answer",
     "openapi_document",
     "operation",
+    "probe",
     "problem_answer",
     "stream_answer",
 ]
@@ -188,6 +189,20 @@ def _get(operation: Schema, operation_id: str) -> Schema:
     return {"get": {**operation, "operationId": operation_id}, "head": head}
 
 
+def probe(
+    operation_id: str,
+    summary: str,
+    responses: dict[str, Schema],
+    *,
+    description: str | None = None,
+) -> Schema:
+    """A probe (``/livez``, ``/readyz``, ``/healthz``): GET and HEAD, open without a token."""
+    found = _operation(
+        summary, responses, open_path=True, description=description, tags=("probes",)
+    )
+    return _get(found, operation_id)
+
+
 def openapi_document(
     *,
     version: str,
@@ -204,44 +219,28 @@ def openapi_document(
     }
     guarded = unauthorized if token else {}
     paths: dict[str, Schema] = {
-        "/livez": _get(
-            _operation(
-                "Liveness: the process answers",
-                {
-                    "200": _json(
-                        "Always, while the server runs.", "Live", **{"Cache-Control": _CACHE}
-                    )
-                },
-                open_path=True,
-                description="Never depends on the source: restarting the process cures nothing "
-                "a source's state could say.",
-                tags=("probes",),
-            ),
+        "/livez": probe(
             "livez",
+            "Liveness: the process answers",
+            {"200": _json("Always, while the server runs.", "Live", **{"Cache-Control": _CACHE})},
+            description="Never depends on the source: restarting the process cures nothing "
+            "a source's state could say.",
         ),
-        "/readyz": _get(
-            _operation(
-                "Readiness: the source is ready",
-                {
-                    "200": _json("The source is ready: its roots are known.", "Ready"),
-                    "503": _problem(
-                        "The source is recovering or unavailable (or the hub was disposed); "
-                        "`availability` says which."
-                    ),
-                },
-                open_path=True,
-                tags=("probes",),
-            ),
+        "/readyz": probe(
             "readyz",
+            "Readiness: the source is ready",
+            {
+                "200": _json("The source is ready: its roots are known.", "Ready"),
+                "503": _problem(
+                    "The source is recovering or unavailable (or the hub was disposed); "
+                    "`availability` says which."
+                ),
+            },
         ),
-        "/healthz": _get(
-            _operation(
-                "Liveness with the hub's cursor (kept from the first release)",
-                {"200": _json("Always, while the server runs.", "Health")},
-                open_path=True,
-                tags=("probes",),
-            ),
+        "/healthz": probe(
             "healthz",
+            "Liveness with the hub's cursor (kept from the first release)",
+            {"200": _json("Always, while the server runs.", "Health")},
         ),
         "/metrics": _get(
             _operation(
