@@ -22,8 +22,6 @@ from __future__ import annotations
 import json
 import logging
 import re
-import secrets
-from collections import deque
 from collections.abc import Iterable, Sequence
 from functools import partial
 from importlib.metadata import PackageNotFoundError, version
@@ -52,6 +50,7 @@ from ._fleet_stream import (
     FleetFeed,
     FleetSelection,
     FleetStreamResponse,
+    HeldEvents,
     SseResponse,
     parse_selection,
     quiet_for,
@@ -101,39 +100,19 @@ _PROBES: Final = frozenset({"/livez", "/readyz"})
 
 
 @final
-class _Relay:
-    """One source: its folded state and its last frames, each encoded once for every client."""
+class _Relay(HeldEvents[bytes]):
+    """One source: its folded state and its last frames, each encoded once for every client.
 
-    __slots__ = (
-        "_changed",
-        "_snapshot",
-        "_snapshot_json",
-        "boot",
-        "end",
-        "events",
-        "source",
-        "view",
-    )
+    An id from another relay (or server run) names a different sequence: a fresh snapshot."""
+
+    __slots__ = ("_snapshot", "_snapshot_json", "source", "view")
 
     def __init__(self, source: str, history: int) -> None:
+        super().__init__(history)
         self.source = source
-        # Positions are only meaningful to this relay: an id from another server run (or
-        # another relay) names a different sequence and gets a fresh snapshot.
-        self.boot = secrets.token_hex(4)
         self.view = ActivityView()
-        self.events: deque[bytes] = deque(maxlen=history)
-        self.end = 0  # the position after the last frame
         self._snapshot: bytes | None = None
         self._snapshot_json: str | None = None
-        self._changed = trio.Event()
-
-    @property
-    def start(self) -> int:
-        """The position of the oldest frame still held."""
-        return self.end - len(self.events)
-
-    def event_id(self, position: int) -> str:
-        return f"{self.boot}-{position}"
 
     def push(self, frame: Frame) -> str:
         """Fold and keep ``frame``; its JSON text (encoded once, for the fleet's stream too)."""
@@ -167,16 +146,6 @@ class _Relay:
             self._snapshot = sse_event(frame.kind, dumps(frame), self.event_id(self.end))
         return self._snapshot
 
-    def resume_position(self, since: tuple[str, int] | None) -> int | None:
-        """Where a client that last saw ``since`` (boot, position) continues, if the frames
-        after it are held."""
-        if since is None:
-            return None
-        boot, position = since
-        if boot != self.boot:
-            return None
-        return position if self.start <= position <= self.end else None
-
     def take(self, position: int | None) -> tuple[bytes | None, int]:
         """Everything after ``position`` as one chunk, or a snapshot if it is no longer held."""
         if position is None or position < self.start:
@@ -188,9 +157,6 @@ class _Relay:
         if first == 0:
             return b"".join(events), self.end
         return b"".join([events[index] for index in range(first, len(events))]), self.end
-
-    async def wait(self) -> None:
-        await self._changed.wait()
 
     def summary(self, liveness: SourceLiveness | None) -> dict[str, Any]:
         """The source as ``/v1/fleet`` describes it: ``/v1/sources``' entry without the cursor."""

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import logging
-import secrets
 from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -34,7 +33,7 @@ from starlette.types import Send
 from .._contract import ContractError, dumps
 from ..fleet import ContinuityLost, EventFollower, EventItem, FleetEngine
 from ._encode import sse_comment, sse_event
-from ._fleet_stream import SseResponse, quiet_for
+from ._fleet_stream import Positions, SseResponse, quiet_for
 from ._requests import contract_problem, parse_position, resume_text
 from ._streams import RETRY_FIELD, StreamHead, StreamTracker
 
@@ -71,26 +70,21 @@ def _dropped(
 
 
 @final
-class FleetEvents:
+class FleetEvents(Positions):
     """The fleet's hook events for HTTP clients: one follower, a bounded history, positions."""
 
     def __init__(self, engine: FleetEngine, *, history: int = DEFAULT_EVENTS_HISTORY) -> None:
         if type(history) is not int or history < 1:
             raise ContractError("events_history", f"expected an int >= 1, got {history!r}")
+        super().__init__()
         self._engine = engine
-        self.boot = secrets.token_hex(4)
         self._held: deque[_Held] = deque(maxlen=history)
-        self.end = 0  # the position of the last item (0: none yet)
-        self._changed = trio.Event()
         self.stream: EventFollower | None = None
 
     @property
     def start(self) -> int:
         """The position of the oldest item still held (``end + 1`` when none is)."""
         return self.end - len(self._held) + 1
-
-    def event_id(self, position: int) -> str:
-        return f"{self.boot}-{position}"
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
@@ -172,9 +166,6 @@ class FleetEvents:
             elif item.source == source:
                 chunks.append(item.own)
         return b"".join(chunks), self.end
-
-    async def wait(self) -> None:
-        await self._changed.wait()
 
     # --- endpoints -------------------------------------------------------------------------
 

@@ -23,9 +23,11 @@ from ._openapi import (
     operation,
     probe,
     problem_answer,
+    served_document,
     stream_answer,
+    whole_document,
 )
-from ._schemas import JSON_SCHEMA_DIALECT, Schema, wire_definitions
+from ._schemas import Schema, wire_definitions
 
 __all__ = ["fleet_openapi_document"]
 
@@ -410,19 +412,8 @@ def fleet_openapi_document(*, version: str, token: bool, page: bool) -> Schema:
             ),
             "fleet_events",
         ),
-        "/openapi.json": get_and_head(
-            operation(
-                "This document",
-                {
-                    "200": {
-                        "description": "OpenAPI 3.1",
-                        "content": {"application/json": {"schema": {"type": "object"}}},
-                    }
-                },
-                open_path=True,
-                tags=("documents",),
-            ),
-            "openapi",
+        "/openapi.json": served_document(
+            "This document", "OpenAPI 3.1", "application/json", "openapi"
         ),
     }
     if page:
@@ -433,30 +424,12 @@ def fleet_openapi_document(*, version: str, token: bool, page: bool) -> Schema:
             "The source page's files", "source_static", _SOURCE, file
         )
         paths["/static/{path}"] = _page("The pages' files", "static", file)
-    document: Schema = {
-        "openapi": "3.1.0",
-        "jsonSchemaDialect": JSON_SCHEMA_DIALECT,
-        "info": {
-            "title": "workflow-hub fleet",
-            "version": version,
-            "summary": "Every source of a Redis fleet over HTTP, and one stream for all of them.",
-            "description": "See docs/fleet.md. Every error is application/problem+json.",
-            "license": {"name": "MIT", "identifier": "MIT"},
-        },
-        "paths": paths,
-        "components": {
-            "schemas": {**wire_definitions(REF), **_FLEET_SCHEMAS},
-            "securitySchemes": {
-                "bearer": {"type": "http", "scheme": "bearer"},
-                "tokenQuery": {
-                    "type": "apiKey",
-                    "in": "query",
-                    "name": "token",
-                    "description": "For EventSource, which cannot set headers.",
-                },
-            },
-        },
-    }
-    if token:
-        document["security"] = [{"bearer": []}, {"tokenQuery": []}]
-    return document
+    return whole_document(
+        "workflow-hub fleet",
+        version,
+        "Every source of a Redis fleet over HTTP, and one stream for all of them.",
+        "See docs/fleet.md. Every error is application/problem+json.",
+        paths,
+        {**wire_definitions(REF), **_FLEET_SCHEMAS},
+        token=token,
+    )

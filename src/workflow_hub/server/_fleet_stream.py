@@ -21,7 +21,7 @@ import secrets
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from functools import partial
-from typing import Any, Final, Protocol, final
+from typing import Any, Final, Generic, Protocol, TypeVar, final
 
 import trio
 from starlette.datastructures import QueryParams
@@ -39,6 +39,8 @@ __all__ = [
     "FleetSelection",
     "FleetStreamResponse",
     "FleetStreams",
+    "HeldEvents",
+    "Positions",
     "SseResponse",
     "Streaming",
     "parse_selection",
@@ -100,32 +102,68 @@ def _text(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-@final
-class FleetFeed:
-    """The fleet's log: what every client of ``/v1/fleet`` is sent, each event encoded once."""
+class Positions:
+    """What clients follow by position: event ids are ``<boot>-<position>``, and ``boot`` is
+    new for every log of every run, so an id from another run (or another log) is never taken
+    for a position here. :meth:`wait` returns at the next change (``end`` moved)."""
 
-    __slots__ = ("_changed", "_key", "boot", "end", "events", "readable", "summaries")
+    __slots__ = ("_changed", "boot", "end")
 
-    def __init__(self, size: int = DEFAULT_FLEET_LOG) -> None:
-        if type(size) is not int or size < 1:
-            raise ContractError("fleet_log", f"expected an int >= 1, got {size!r}")
-        # Positions are only meaningful to this run: an id from another run gets a snapshot.
+    def __init__(self) -> None:
         self.boot = secrets.token_hex(4)
-        # (source, event): source None for the table's events, which every client receives.
-        self.events: deque[tuple[str | None, bytes]] = deque(maxlen=size)
-        self.end = 0  # the position of the last event
-        self.summaries: dict[str, dict[str, Any]] = {}
-        self._key: dict[str, tuple[object, ...]] = {}
-        self.readable = True
+        self.end = 0
         self._changed = trio.Event()
+
+    def event_id(self, position: int) -> str:
+        return f"{self.boot}-{position}"
+
+    async def wait(self) -> None:
+        await self._changed.wait()
+
+
+_T = TypeVar("_T")
+
+
+class HeldEvents(Positions, Generic[_T]):
+    """The last events of a log, each at a position (``end`` is the last one's)."""
+
+    __slots__ = ("events",)
+
+    def __init__(self, size: int) -> None:
+        super().__init__()
+        self.events: deque[_T] = deque(maxlen=size)
 
     @property
     def start(self) -> int:
         """The position of the oldest event held, minus one: a client at it misses nothing."""
         return self.end - len(self.events)
 
-    def event_id(self, position: int) -> str:
-        return f"{self.boot}-{position}"
+    def resume_position(self, since: tuple[str, int] | None) -> int | None:
+        """Where a client that last saw ``since`` continues, if every event after it is held."""
+        if since is None:
+            return None
+        boot, position = since
+        if boot != self.boot:
+            return None
+        return position if self.start <= position <= self.end else None
+
+
+@final
+class FleetFeed(HeldEvents[tuple[str | None, bytes]]):
+    """The fleet's log: what every client of ``/v1/fleet`` is sent, each event encoded once.
+
+    Its events are ``(source, event)``: source None for the table's events, which every client
+    receives."""
+
+    __slots__ = ("_key", "readable", "summaries")
+
+    def __init__(self, size: int = DEFAULT_FLEET_LOG) -> None:
+        if type(size) is not int or size < 1:
+            raise ContractError("fleet_log", f"expected an int >= 1, got {size!r}")
+        super().__init__(size)
+        self.summaries: dict[str, dict[str, Any]] = {}
+        self._key: dict[str, tuple[object, ...]] = {}
+        self.readable = True
 
     def _append(self, source: str | None, kind: str, data: str) -> None:
         self.end += 1
@@ -163,15 +201,6 @@ class FleetFeed:
             self._append(None, "readable", _text({"readable": readable}))
 
     # --- what a client is sent --------------------------------------------------------------
-
-    def resume_position(self, since: tuple[str, int] | None) -> int | None:
-        """Where a client that last saw ``since`` continues, if every event after it is held."""
-        if since is None:
-            return None
-        boot, position = since
-        if boot != self.boot:
-            return None
-        return position if self.start <= position <= self.end else None
 
     def picture(
         self,
@@ -222,9 +251,6 @@ class FleetFeed:
             if source is None or (source not in skip and wants(source))
         ]
         return (b"".join(chosen) if chosen else None), self.end
-
-    async def wait(self) -> None:
-        await self._changed.wait()
 
 
 class Streaming(Protocol):

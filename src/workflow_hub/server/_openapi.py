@@ -31,7 +31,9 @@ __all__ = [
     "operation",
     "probe",
     "problem_answer",
+    "served_document",
     "stream_answer",
+    "whole_document",
 ]
 
 OPENAPI_PATH: Final = "/openapi.json"
@@ -187,6 +189,14 @@ def _get(operation: Schema, operation_id: str) -> Schema:
         for code, answer in operation["responses"].items()
     }
     return {"get": {**operation, "operationId": operation_id}, "head": head}
+
+
+def served_document(summary: str, description: str, media_type: str, operation_id: str) -> Schema:
+    """A document the server serves (``/openapi.json``, ``/schemas/wire.json``), open without
+    a token."""
+    answer = {"description": description, "content": {media_type: {"schema": {"type": "object"}}}}
+    found = _operation(summary, {"200": answer}, open_path=True, tags=("documents",))
+    return _get(found, operation_id)
 
 
 def probe(
@@ -368,32 +378,13 @@ def openapi_document(
                 "operationId": "websocket",
             }
         },
-        "/openapi.json": _get(
-            _operation(
-                "This document",
-                {
-                    "200": {
-                        "description": "OpenAPI 3.1",
-                        "content": {"application/json": {"schema": {"type": "object"}}},
-                    }
-                },
-                open_path=True,
-                tags=("documents",),
-            ),
-            "openapi",
+        "/openapi.json": served_document(
+            "This document", "OpenAPI 3.1", "application/json", "openapi"
         ),
-        "/schemas/wire.json": _get(
-            _operation(
-                "The JSON Schema (2020-12) of the stream payloads",
-                {
-                    "200": {
-                        "description": "JSON Schema",
-                        "content": {"application/schema+json": {"schema": {"type": "object"}}},
-                    }
-                },
-                open_path=True,
-                tags=("documents",),
-            ),
+        "/schemas/wire.json": served_document(
+            "The JSON Schema (2020-12) of the stream payloads",
+            "JSON Schema",
+            "application/schema+json",
             "wire_schema",
         ),
     }
@@ -434,14 +425,37 @@ def openapi_document(
         **stream_definitions(_REF),
         **_SIMPLE,
     }
+    return whole_document(
+        "workflow-hub",
+        version,
+        "A workflow hub's activity and hook events over HTTP.",
+        "See docs/network.md. Every error is application/problem+json.",
+        paths,
+        schemas,
+        token=token,
+    )
+
+
+def whole_document(
+    title: str,
+    version: str,
+    summary: str,
+    description: str,
+    paths: dict[str, Schema],
+    schemas: dict[str, Schema],
+    *,
+    token: bool,
+) -> Schema:
+    """An OpenAPI 3.1 document of ``paths``: the bearer token (or ``?token=`` for EventSource)
+    is required everywhere when ``token``, but where an operation says it is open."""
     document: Schema = {
         "openapi": "3.1.0",
         "jsonSchemaDialect": JSON_SCHEMA_DIALECT,
         "info": {
-            "title": "workflow-hub",
+            "title": title,
             "version": version,
-            "summary": "A workflow hub's activity and hook events over HTTP.",
-            "description": "See docs/network.md. Every error is application/problem+json.",
+            "summary": summary,
+            "description": description,
             "license": {"name": "MIT", "identifier": "MIT"},
         },
         "paths": paths,
