@@ -86,24 +86,23 @@ _SIMPLE: Final[dict[str, Schema]] = {
 }
 
 
-def _problem(description: str, **headers: Schema) -> Schema:
+def _answer(description: str, media_type: str, schema: str, headers: dict[str, Schema]) -> Schema:
+    """An answer whose body is ``schema`` (a component) as ``media_type``, with ``headers``."""
     answer: Schema = {
         "description": description,
-        "content": {"application/problem+json": {"schema": {"$ref": f"{_REF}Problem"}}},
+        "content": {media_type: {"schema": {"$ref": f"{_REF}{schema}"}}},
     }
     if headers:
         answer["headers"] = headers
     return answer
+
+
+def _problem(description: str, **headers: Schema) -> Schema:
+    return _answer(description, "application/problem+json", "Problem", headers)
 
 
 def _json(description: str, schema: str, **headers: Schema) -> Schema:
-    answer: Schema = {
-        "description": description,
-        "content": {"application/json": {"schema": {"$ref": f"{_REF}{schema}"}}},
-    }
-    if headers:
-        answer["headers"] = headers
-    return answer
+    return _answer(description, "application/json", schema, headers)
 
 
 def _header(description: str, **schema: Any) -> Schema:
