@@ -1,6 +1,6 @@
 """``watch redis://``'s table (issue 25, item 6): sorted, and 80 columns that keep every column.
 
-The table is the command's, not an API: these tests import the internal ``workflow_hub._cli._fleet``.
+The table is the command's, not an API: these tests import the internal ``workflow_hub._cli._watch_fleet``.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from rich.console import Console
 
 from tests.support.builders import root
 from workflow_hub import Availability, Cursor, SnapshotFrame
-from workflow_hub._cli._fleet import _fleet_table, _LogTail
-from workflow_hub.redis import FleetView, SourceLiveness
+from workflow_hub._cli._watch_fleet import _fleet_table, _LogTail
+from workflow_hub.fleet import FleetView, SourceLiveness
 
 
 def render(renderable: object, width: int) -> list[str]:

@@ -53,6 +53,7 @@ LAYERS: dict[str, int] = {
     "metrics": INTEGRATIONS,
     "remote": INTEGRATIONS,
     "server": INTEGRATIONS,
+    "fleet": INTEGRATIONS,  # the fleet-engine interface: server, redis and the commands use it
     "redis": INTEGRATIONS,
     "testing": INTEGRATIONS,
     "_hosting": HOSTS,  # what the asyncio and thread hosts share

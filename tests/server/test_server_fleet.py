@@ -4,7 +4,7 @@ SPEC O1 (snapshot first), O4/N2 (a fresh snapshot whenever continuity is lost), 
 event id): each source's SSE stream folds to its hub's snapshot, a new source appears, a client
 that is behind or reconnects late gets a fresh snapshot, one that reconnects in time resumes.
 Against a real redis-server (tests/redis_support.py). The relay's own tests are about the internal
-``workflow_hub.server._fleet`` (its ``_Relay``).
+``workflow_hub.server._fleet_app`` (its ``_Relay``).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from workflow_hub import (
 )
 from workflow_hub.reporting import ActivityView
 from workflow_hub.server import FleetApp, serve_fleet
-from workflow_hub.server._fleet import _Relay
+from workflow_hub.server._fleet_app import _Relay
 from workflow_hub.server._requests import parse_position
 
 WAIT = 10

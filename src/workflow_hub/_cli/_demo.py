@@ -131,7 +131,7 @@ async def _play(
     async with trio.open_nursery() as serving:
         runner = HookRunner(hub)
         if args is not None and getattr(args, "serve", None) is not None:
-            from ._serving import start_serving
+            from ._served_hub import start_serving
 
             await start_serving(
                 serving,

@@ -40,6 +40,7 @@ __all__ = [
     "leaves",
     "os_errors_as",
     "run_reported",
+    "until_ctrl_c",
 ]
 
 EXIT_FAILURE = 1
@@ -212,3 +213,17 @@ def os_errors_as(prefix: str) -> Iterator[None]:
             if isinstance(leaf, OSError) and not isinstance(leaf, BrokenPipeError):
                 raise CommandError(f"{prefix}: {describe_os_error(leaf)}") from failure
         raise
+
+
+@contextmanager
+def until_ctrl_c() -> Iterator[None]:
+    """Ctrl-C is how the long-running commands stop: no traceback and exit status 0, even when
+    trio raises it from inside the nurseries (wrapped in an exception group)."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        pass
+    except BaseExceptionGroup as group:
+        _, rest = group.split(KeyboardInterrupt)
+        if rest is not None:
+            raise rest from None

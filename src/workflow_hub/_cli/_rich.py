@@ -27,7 +27,7 @@ from rich.text import Text
 from .._contract import Frame, WorkflowEvent
 from ..reporting import ActivityView, aggregate
 from ._output import describe_event, describe_running, short_ids
-from ._serving import dashboard_url
+from ._served_hub import dashboard_url
 
 __all__ = ["RichOutput", "Screen"]
 

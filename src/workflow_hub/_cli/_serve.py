@@ -3,7 +3,7 @@
 Three modes: plain ``serve`` runs the demo scheduler with the HTTP server on and prints its URL
 (the demo's story at its natural pace, 20 seconds, again and again with fresh runs, until
 ``--duration`` or Ctrl-C);
-``--redis URL --source NAME`` mirrors the demo scheduler into Redis instead (``_fleet``);
+``--redis URL --source NAME`` mirrors the demo scheduler into Redis instead (``_serve_mirror``);
 ``--fleet URL`` serves every source mirrored into a Redis. The server's and Redis' dependencies
 (the ``server`` and ``redis`` extras) are imported only when they start.
 """
@@ -13,20 +13,16 @@ from __future__ import annotations
 import argparse
 import sys
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import trio
 
 from .._defaults import DEFAULT_PORT
-from ..redis import DEFAULT_PREFIX
-from ._errors import os_errors_as
-from ._fleet import add_serve_arguments, open_client, refuse_serve_flags, run_serve, until_ctrl_c
-from ._http import check_redis_url
+from ._errors import leaves, os_errors_as, until_ctrl_c
 from ._options import port, seconds
-from ._serving import dashboard_url
-
-if TYPE_CHECKING:
-    pass
+from ._serve_mirror import add_serve_arguments, refuse_serve_flags, run_serve
+from ._served_hub import dashboard_url
+from ._urls import check_fleet_url, fleet_settings, open_fleet
 
 __all__ = ["add_arguments", "run"]
 
@@ -116,7 +112,7 @@ def server_options(args: argparse.Namespace) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> int:
     for option in ("fleet", "redis"):
         if getattr(args, option) is not None:
-            check_redis_url(getattr(args, option), option=f"--{option}")
+            check_fleet_url(getattr(args, option), option=f"--{option}")
     refused = refuse_serve_flags(args, default_port=DEFAULT_PORT)
     if refused is not None:
         print(f"workflow-hub serve: {refused}", file=sys.stderr)
@@ -153,18 +149,10 @@ def run_fleet(args: argparse.Namespace) -> int:
     from .._contract import ContractError
 
     try:
-        import coredis  # noqa: F401
-    except ImportError:
-        print(
-            "workflow-hub serve: --fleet needs the 'redis' extra: pip install 'workflow-hub[redis]'",
-            file=sys.stderr,
-        )
-        return 2
-    try:
         with until_ctrl_c():
             trio.run(_serve_fleet, args)
     except (ContractError, OSError, BaseExceptionGroup) as failure:
-        errors = _leaves(failure)
+        errors = list(leaves(failure))
         if not all(isinstance(error, ContractError | OSError) for error in errors):
             raise
         for error in errors:
@@ -180,12 +168,14 @@ async def _serve_fleet(args: argparse.Namespace) -> None:
     given = args.duration is not None and args.duration != _DEFAULT_DURATION
     duration = args.duration if given else float("inf")
     with trio.move_on_after(duration):
-        async with open_client(args.fleet) as redis, trio.open_nursery() as nursery:
+        async with (
+            open_fleet(args.fleet, **fleet_settings(args)) as engine,
+            trio.open_nursery() as nursery,
+        ):
             url: str = await nursery.start(
                 partial(
                     serve_fleet,
-                    redis,
-                    prefix=args.prefix or DEFAULT_PREFIX,
+                    engine,
                     host=args.host,
                     port=args.port,
                     token=args.token,
@@ -196,18 +186,11 @@ async def _serve_fleet(args: argparse.Namespace) -> None:
             )
             print(url, flush=True)
             print(
-                f"workflow-hub: serving the fleet {args.prefix or DEFAULT_PREFIX!r} from {args.fleet} at {url} "
+                f"workflow-hub: serving the fleet {engine.prefix!r} from {args.fleet} at {url} "
                 f"(dashboard: {dashboard_url(url)})",
                 file=sys.stderr,
                 flush=True,
             )
-
-
-def _leaves(error: BaseException) -> list[BaseException]:
-    """The exceptions inside (nested) exception groups: what actually went wrong."""
-    if isinstance(error, BaseExceptionGroup):
-        return [leaf for inner in error.exceptions for leaf in _leaves(inner)]
-    return [error]
 
 
 class _Quiet:

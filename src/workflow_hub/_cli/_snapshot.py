@@ -1,6 +1,6 @@
 """``workflow-hub snapshot URL``: the current snapshot of a served hub, as wire JSON.
 
-One ``GET /v1/snapshot`` with the standard library (``_http``): no httpx, no trio run.
+One ``GET /v1/snapshot`` with the standard library (``_fetch_hub``): no httpx, no trio run.
 """
 
 from __future__ import annotations
@@ -8,8 +8,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ._http import fetch_snapshot, hub_url
+from ._fetch_hub import fetch_snapshot
 from ._options import seconds
+from ._urls import hub_url
 
 __all__ = ["add_arguments", "run"]
 

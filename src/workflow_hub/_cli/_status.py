@@ -2,7 +2,7 @@
 
 It prints the aggregate sentence of a served hub (``http://…``, see
 :func:`~workflow_hub.reporting.aggregate`) or of a fleet (``redis://…``, see
-:meth:`~workflow_hub.redis.FleetView.aggregate`) once, and exits with a status that tells the
+:meth:`~workflow_hub.fleet.FleetView.aggregate`) once, and exits with a status that tells the
 state (:data:`EXIT_STATUSES`); ``--format`` makes the line of the fields of :data:`FIELDS`,
 ``--json`` prints them as one JSON object, and ``--follow`` stays connected and prints a new line
 only when the line changes (for status bars that read a pipe).
@@ -24,17 +24,10 @@ import sys
 from contextlib import contextmanager
 
 from ._errors import CommandError, UsageError, leaves
-from ._http import (
-    check_redis_url,
-    decode_snapshot,
-    fetch_snapshot_body,
-    hub_url,
-    is_redis_url,
-    short_reason,
-    why_down,
-)
+from ._fetch_hub import decode_snapshot, fetch_snapshot_body, short_reason, why_down
 from ._options import seconds
 from ._summary import Summary, summarize
+from ._urls import check_fleet_url, fleet_settings, hub_url, names_fleet, open_fleet
 
 TYPE_CHECKING = False  # not from typing: a status refresh does not load it
 if TYPE_CHECKING:
@@ -219,21 +212,21 @@ class _Printer:
 
 def run(args: argparse.Namespace) -> int:
     printer = _Printer(_formatter(args))
-    redis = is_redis_url(args.url)
-    if not redis:
+    fleet = names_fleet(args.url)
+    if not fleet:
         args.url = hub_url(args.url, command="status")
     elif args.token is not None:
         raise UsageError("--token is for http:// URLs; a Redis URL carries its password")
     else:
-        check_redis_url(args.url)
+        check_fleet_url(args.url)
     try:
         with _first_command_error():
             if args.follow:
                 import trio
 
-                trio.run(_follow, args, printer, redis)
+                trio.run(_follow, args, printer, fleet)
             else:
-                printer.show(_fleet_once(args) if redis else _hub_once(args))
+                printer.show(_fleet_once(args) if fleet else _hub_once(args))
     except KeyboardInterrupt:
         pass
     except CommandError as error:
@@ -244,11 +237,11 @@ def run(args: argparse.Namespace) -> int:
     return exit_status(printer.status) if printer.status is not None else 3
 
 
-async def _follow(args: argparse.Namespace, printer: _Printer, redis: bool) -> None:
+async def _follow(args: argparse.Namespace, printer: _Printer, fleet: bool) -> None:
     import trio
 
     with trio.move_on_after(args.duration if args.duration else float("inf")):
-        if redis:
+        if fleet:
             await _read_fleet(args, printer)
         else:
             await _follow_hub(args, printer)
@@ -318,7 +311,7 @@ async def _follow_hub(args: argparse.Namespace, printer: _Printer) -> None:
         nursery.cancel_scope.cancel()
 
 
-# --- a fleet in Redis ---------------------------------------------------------------------------
+# --- a fleet (in Redis) ---------------------------------------------------------------------------
 
 
 def _fleet_once(args: argparse.Namespace) -> AggregateStatus:
@@ -332,44 +325,30 @@ async def _read_fleet(args: argparse.Namespace, printer: _Printer | None) -> Agg
     or every change of it, until cancelled."""
     import trio
 
-    from ..redis import DEFAULT_PREFIX, FleetView, follow_fleet
+    from ..fleet import FleetView
 
-    coredis = _coredis()
     fleet_view = FleetView()
-    prefix = args.prefix or DEFAULT_PREFIX
-    async with coredis.Redis.from_url(args.url) as redis:
-        try:
-            with trio.fail_after(args.timeout):
-                await redis.ping()
-        except (trio.TooSlowError, coredis.exceptions.ConnectionError, OSError) as error:
-            raise CommandError(f"cannot connect to {args.url}: {error or 'no answer'}") from None
-        async with follow_fleet(redis, prefix=prefix, stale_after=args.stale_after) as fleet:
-            if printer is not None:
+    async with (
+        open_fleet(args.url, connect_timeout=args.timeout, **fleet_settings(args)) as engine,
+        engine.follow_fleet() as fleet,
+    ):
+        if printer is not None:
+            printer.show(fleet_view.aggregate())
+            async for source, frame in fleet:
+                fleet_view.apply(source, frame)
                 printer.show(fleet_view.aggregate())
-                async for source, frame in fleet:
+            return fleet_view.aggregate()
+        frames = aiter(fleet)
+        with trio.move_on_after(args.timeout):
+            while True:
+                complete = bool(fleet.liveness) and all(
+                    source in fleet_view.views for source in fleet.liveness
+                )
+                # Sources are listed at once; give the first listing a moment, then each
+                # source its first frame, then what is already queued.
+                with trio.move_on_after(0.1 if complete else 0.5) as quiet:
+                    source, frame = await anext(frames)
                     fleet_view.apply(source, frame)
-                    printer.show(fleet_view.aggregate())
-                return fleet_view.aggregate()
-            with trio.move_on_after(args.timeout):
-                while True:
-                    complete = bool(fleet.streams) and all(
-                        source in fleet_view.views for source in fleet.streams
-                    )
-                    # Sources are listed at once; give the first listing a moment, then each
-                    # source its first frame, then what is already queued.
-                    with trio.move_on_after(0.1 if complete else 0.5) as quiet:
-                        source, frame = await fleet.__anext__()
-                        fleet_view.apply(source, frame)
-                    if quiet.cancelled_caught and (complete or not fleet.streams):
-                        break
+                if quiet.cancelled_caught and (complete or not fleet.liveness):
+                    break
     return fleet_view.aggregate()
-
-
-def _coredis() -> Any:
-    try:
-        import coredis
-    except ModuleNotFoundError:
-        raise UsageError(
-            "redis:// needs the 'redis' extra (coredis): pip install 'workflow-hub[redis]'"
-        ) from None
-    return coredis

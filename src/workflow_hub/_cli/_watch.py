@@ -3,7 +3,7 @@
 It draws the demo's live view of a hub served by ``workflow_hub.server`` (or, on a pipe, one line
 per frame and per hook event), with the connection's state: connecting, live, reconnecting (with
 the reason, and the picture marked stale), or resynced from a snapshot. Before it opens its
-stream it fetches the snapshot once (``_http``), so that a URL where no hub answers is one line
+stream it fetches the snapshot once (``_fetch_hub``), so that a URL where no hub answers is one line
 saying why, not a view that says "connecting" forever. Needs the ``server`` extra, imported only
 when it runs.
 """
@@ -19,9 +19,10 @@ from typing import TYPE_CHECKING
 import trio
 
 from ._errors import CommandError
-from ._fleet import add_watch_arguments, is_redis_url, run_watch
-from ._http import check_redis_url, fetch_snapshot, hub_url, why_down
+from ._fetch_hub import fetch_snapshot, why_down
 from ._options import seconds
+from ._urls import check_fleet_url, hub_url, names_fleet
+from ._watch_fleet import add_watch_arguments, run_watch
 
 if TYPE_CHECKING:
     from ..remote import RemoteStream
@@ -63,8 +64,8 @@ def connection_state(stream: RemoteStream) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    if is_redis_url(args.url):
-        check_redis_url(args.url)
+    if names_fleet(args.url):
+        check_fleet_url(args.url)
         return run_watch(args)
     args.url = hub_url(args.url, command="watch")
     return _watch_http(args)

@@ -10,7 +10,7 @@ client's connections: the retry opens a fresh one.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +21,15 @@ from .._exceptions import WorkflowHubError
 if TYPE_CHECKING:
     import coredis
 
-__all__ = ["RoundTripTimeout", "bounded", "describe", "server_errors", "text", "transient_errors"]
+__all__ = [
+    "RoundTripTimeout",
+    "bounded",
+    "describe",
+    "not_streams",
+    "server_errors",
+    "text",
+    "transient_errors",
+]
 
 
 class RoundTripTimeout(WorkflowHubError, TimeoutError):
@@ -76,3 +84,18 @@ def describe(error: BaseException) -> str:
     """An error as text for a log line (never the exception itself: a log record holding it
     would keep its traceback, and every connection in it, alive)."""
     return str(error) or type(error).__name__
+
+
+async def not_streams(redis: coredis.Redis[Any], keys: Iterable[str]) -> dict[str, str]:
+    """The keys among ``keys`` that hold something else than a stream (or nothing), with the
+    type they hold: what made an ``XREAD`` of them fail. One round trip: the ``TYPE`` commands
+    run at once over the client's multiplexed connection."""
+    kinds: dict[str, str] = {}
+
+    async def kind_of(key: str) -> None:
+        kinds[key] = text(await redis.type(key))
+
+    async with trio.open_nursery() as nursery:
+        for key in keys:
+            nursery.start_soon(kind_of, key)
+    return {key: kind for key, kind in kinds.items() if kind not in ("stream", "none")}

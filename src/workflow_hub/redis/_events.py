@@ -18,16 +18,17 @@ import logging
 import re
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, final
+from typing import TYPE_CHECKING, Any, Final, Literal, final
 
 import attrs
 import trio
 
 from .._contract import ContractError, WorkflowEvent, loads
 from .._public import NoPublicConstructor
-from ._connection import bounded, describe, server_errors, text, transient_errors
-from ._fleet import DEFAULT_POLL_INTERVAL
+from ..fleet import ContinuityLost, EventItem, GapReason, SourceEvent
+from ._connection import bounded, describe, not_streams, server_errors, text, transient_errors
 from ._follow import DEFAULT_BLOCK, DEFAULT_READ_COUNT, DEFAULT_READ_TIMEOUT, check_block
+from ._follow_fleet import DEFAULT_POLL_INTERVAL
 from ._keys import (
     DEFAULT_PREFIX,
     DEFAULT_RETIRE_AFTER,
@@ -42,79 +43,15 @@ from ._mirror import check_seconds
 if TYPE_CHECKING:
     import coredis
 
-__all__ = [
-    "ContinuityLost",
-    "EventItem",
-    "EventStream",
-    "GapReason",
-    "SourceEvent",
-    "follow_events",
-]
+__all__ = ["EventStream", "follow_events"]
 
 logger = logging.getLogger("workflow_hub.redis")
 
-GapReason: TypeAlias = Literal[
-    "trimmed", "dropped", "new_instance", "unreachable", "unreadable", "retired"
-]
-"""Why continuity was lost; see :class:`ContinuityLost`."""
 
 _DISCOVER = ServerScript(DISCOVER_SCRIPT)
 _BACKOFF_FIRST = 0.05
 _BACKOFF_MAX = 2.0
 _STREAM_ID: Final = re.compile(r"^[0-9]+-[0-9]+$")
-
-
-@final
-@attrs.frozen(kw_only=True)
-class SourceEvent:
-    """One hook event of one source, as its mirror appended it."""
-
-    source: str
-    """The source (scheduler) whose hub dispatched the event."""
-    id: str
-    """The event's stream entry id: the position to resume after (``since``)."""
-    epoch: str
-    """The fencing token of the mirror that appended it (a new one per instance)."""
-    seq: int
-    """Its number among that mirror's events, from 1."""
-    event: WorkflowEvent
-    """The hook event itself."""
-
-
-@final
-@attrs.frozen(kw_only=True)
-class ContinuityLost:
-    """Continuity of a source's events could not be guaranteed here: events may be missing.
-
-    ``reason`` says why:
-
-    - ``"trimmed"``: entries were gone before this follower read them (the stream's ``MAXLEN``
-      trimmed them, the key was deleted or lost in a Redis restart, or the position resumed
-      from is no longer in the stream);
-    - ``"dropped"``: the mirror dropped events before they reached Redis (its buffer was full:
-      Redis was slower than the scheduler, or unreachable);
-    - ``"new_instance"``: the next event comes from another instance of the source (a restart
-      or a failover); what the previous one had not appended yet is lost;
-    - ``"unreachable"``: no read from Redis completed within ``read_timeout``; when reading
-      works again the follower goes on from where it was (and if entries were lost meanwhile,
-      that is one more item);
-    - ``"unreadable"``: the source's data cannot be read (a key of another type, an entry whose
-      event does not decode);
-    - ``"retired"``: the source stopped refreshing for the retirement time; nothing more comes.
-    """
-
-    source: str
-    reason: GapReason
-    after: str | None
-    """The id of the last event of this source delivered before the gap (``None``: none)."""
-    missed: int | None
-    """How many events are missing, when the sequence numbers tell (``None``: unknown)."""
-    detail: str
-    """A sentence for a log line or a page."""
-
-
-EventItem: TypeAlias = SourceEvent | ContinuityLost
-"""What :class:`EventStream` yields."""
 
 
 @attrs.define
@@ -480,20 +417,19 @@ class _EventReader:
             self._gap(track, "unreadable", f"cannot read the events of {track.source!r}: {why}")
 
     async def _set_aside_bad_keys(self, reading: Mapping[str, _Track]) -> bool:
-        kinds: dict[str, str] = {}
+        found = await not_streams(self._redis, reading)
+        for key, kind in found.items():
+            self._refuse(reading[key], f"{key} is a {kind}, not a stream")
+        return bool(found)
 
-        async def kind_of(key: str) -> None:
-            kinds[key] = text(await self._redis.type(key))
-
-        async with trio.open_nursery() as nursery:
-            for key in reading:
-                nursery.start_soon(kind_of, key)
-        found = False
-        for key, kind in kinds.items():
-            if kind not in ("stream", "none"):
-                found = True
-                self._refuse(reading[key], f"{key} is a {kind}, not a stream")
-        return found
+    def _missing(self, track: _Track, missed: int, lost: int, trimmed: str) -> None:
+        """``missed`` events before this one: dropped by the mirror when it says so (``lost``),
+        else trimmed or lost in Redis (``trimmed`` says how)."""
+        if lost == missed:
+            detail = f"the mirror of {track.source!r} dropped {missed} event(s): Redis was too slow"
+            self._gap(track, "dropped", detail + " for it", missed)
+        else:
+            self._gap(track, "trimmed", trimmed, missed)
 
     def _feed(self, track: _Track, entries: Sequence[Any]) -> None:
         for entry in entries:
@@ -523,41 +459,20 @@ class _EventReader:
                 continue
             elif track.seq is not None and seq != track.seq + 1:
                 missed = seq - track.seq - 1
-                if lost == missed:
-                    self._gap(
-                        track,
-                        "dropped",
-                        f"the mirror of {track.source!r} dropped {missed} event(s): "
-                        "Redis was too slow for it",
-                        missed,
-                    )
-                else:
-                    self._gap(
-                        track,
-                        "trimmed",
-                        f"{missed} event(s) of {track.source!r} were trimmed or lost "
-                        "before they were read",
-                        missed,
-                    )
+                trimmed = "were trimmed or lost before they were read"
+                self._missing(
+                    track, missed, lost, f"{missed} event(s) of {track.source!r} {trimmed}"
+                )
             elif track.seq is None and seq > 1 and not track.baseline_free:
                 # Read from the start of the stream: what came before it is missing.
                 missed = seq - 1
-                if lost == missed:
-                    self._gap(
-                        track,
-                        "dropped",
-                        f"the mirror of {track.source!r} dropped {missed} event(s): "
-                        "Redis was too slow for it",
-                        missed,
-                    )
-                else:
-                    self._gap(
-                        track,
-                        "trimmed",
-                        f"the first {missed} event(s) of {track.source!r} are no longer in the "
-                        "stream",
-                        missed,
-                    )
+                trimmed = "are no longer in the stream"
+                self._missing(
+                    track,
+                    missed,
+                    lost,
+                    f"the first {missed} event(s) of {track.source!r} {trimmed}",
+                )
             track.epoch = epoch
             track.seq = seq
             track.baseline_free = False

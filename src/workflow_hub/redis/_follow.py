@@ -49,6 +49,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_READ_TIMEOUT",
+    "FollowState",
     "FollowerStatistics",
     "RedisSource",
     "SourceStream",
@@ -97,6 +98,397 @@ class BadData(WorkflowHubError):
 
 
 @final
+class FollowState:
+    """What the follower of one source knows, shared by its two ends (trio's channel state).
+
+    The :class:`SourceStream` a user iterates takes frames from :attr:`ready`; a reader fills it:
+    the stream's own (:meth:`read_once`, for :func:`follow_source`) or a fleet's shared one
+    (``_follow_fleet``), which reads many sources at once and reports to each state through the
+    methods below. Neither end reads the other's private attributes: they share this object.
+    """
+
+    __slots__ = (
+        "alive_after",
+        "backoff",
+        "block_ms",
+        "closed",
+        "connection_errors",
+        "count",
+        "cursor",
+        "errors",
+        "failed_checkpoint",
+        "foreign",
+        "frames",
+        "keys",
+        "last_id",
+        "last_read",
+        "last_seq",
+        "poll",
+        "read_timeout",
+        "ready",
+        "redis",
+        "refused",
+        "resynced_from",
+        "resyncs",
+        "retry_at",
+        "source",
+        "stale",
+        "unavailable",
+        "unreadable",
+        "view",
+    )
+
+    def __init__(
+        self,
+        redis: coredis.Redis[Any],
+        prefix: str,
+        source: str,
+        *,
+        block: float,
+        count: int,
+        read_timeout: float,
+    ) -> None:
+        self.redis = redis
+        self.source = source
+        self.keys: SourceKeys = source_keys(prefix, source)
+        self.block_ms = max(1, int(block * 1000))
+        self.poll = block
+        self.count = count
+        self.read_timeout = read_timeout
+        self.ready: deque[Frame] = deque()
+        self.last_id: str | None = None  # None: start over from the checkpoint
+        self.last_seq = -1
+        self.cursor: Cursor | None = None  # the last frame delivered
+        self.unavailable = False  # the last frame delivered was our own "unavailable"
+        self.resynced_from: str | None = None  # the checkpoint last started from
+        self.failed_checkpoint: str | None = None  # a checkpoint that led straight to a gap
+        # Everything delivered, folded: after a stale spell, the state to say "available again"
+        # with (the entries are still continuous, so it is exact).
+        self.view = ActivityView()
+        self.stale = False
+        # The stream id a stale source must append after to count as alive again: its last
+        # refresh (Redis server time), or the last entry read when that is not known. An entry
+        # appended before it is only the source's backlog.
+        self.alive_after: tuple[int, int] | None = None
+        self.unreadable = False
+        self.last_read = trio.current_time()
+        self.backoff = _BACKOFF_FIRST
+        self.retry_at = 0.0
+        self.refused = ""  # the last error logged (logged once until reads work again)
+        self.closed = False
+        self.frames = 0
+        self.resyncs = 0
+        self.connection_errors = 0
+        self.foreign = 0
+        self.errors = 0
+
+    def statistics(self) -> FollowerStatistics:
+        return FollowerStatistics(
+            source=self.source,
+            frames=self.frames,
+            resyncs=self.resyncs,
+            connection_errors=self.connection_errors,
+            last_seq=self.last_seq,
+            foreign_entries=self.foreign,
+            errors=self.errors,
+            unreadable=self.unreadable,
+        )
+
+    async def read_once(self) -> None:
+        """One read by the stream's own reader (after the backoff, if one is due)."""
+        wait = self.retry_at - trio.current_time()
+        if wait > 0:
+            await trio.sleep(wait)
+        try:
+            with bounded(self.redis, self.read_timeout):
+                await self.fill()
+        except transient_errors() as error:
+            self.unreachable(error)
+        except (BadKey, BadData, *server_errors()) as error:  # type: ignore[misc]
+            self.refused_read(error)
+        else:
+            self.read_ok()
+
+    # --- what a reader (this stream's own, or a fleet's shared one) reports -------------------
+
+    def unreachable(self, error: Exception, *, log: bool = True) -> None:
+        self.connection_errors += 1
+        self.failed(error, "Redis unreachable", logging.WARNING, log=log)
+
+    def refused_read(self, error: Exception) -> None:
+        self.errors += 1
+        # Nothing a retry soon would change: unknown now, and a read now and then.
+        self.failed(error, "cannot read the source", logging.ERROR, unknown=True)
+        self.backoff = _BACKOFF_MAX
+
+    def read_ok(self) -> None:
+        self.last_read = trio.current_time()
+        self.backoff = _BACKOFF_FIRST
+        self.retry_at = 0.0
+        self.refused = ""
+
+    def take_ready(self) -> list[Frame]:
+        frames = list(self.ready)
+        self.ready.clear()
+        self.frames += len(frames)
+        return frames
+
+    def failed(
+        self, error: Exception, what: str, level: int, *, unknown: bool = False, log: bool = True
+    ) -> None:
+        now = trio.current_time()
+        unknown = unknown or now - self.last_read >= self.read_timeout
+        if unknown and not self.unreadable:
+            self.unreadable = True
+            self.say_unavailable()
+        # Retry after the backoff, but no later than the moment the source becomes unknown.
+        delay = self.backoff
+        if not self.unreadable:
+            delay = min(delay, max(0.0, self.last_read + self.read_timeout - now))
+        self.retry_at = now + delay
+        self.backoff = min(self.backoff * 2, _BACKOFF_MAX)
+        if log and str(error) != self.refused:
+            self.refused = str(error)
+            logger.log(
+                level,
+                "follower of %r: %s (%s); retrying%s",
+                self.source,
+                what,
+                describe(error),
+                " (shown as unknown meanwhile)" if self.unreadable else "",
+            )
+
+    # --- fleet hooks -------------------------------------------------------------------------
+
+    def mark_stale(self, last_seen_ms: float | None = None) -> None:
+        """The source stopped refreshing (its last refresh at ``last_seen_ms``, server time, when
+        known): say so with an ``unavailable`` snapshot (at the next read timeout at the latest)
+        until it shows signs of life again: an entry appended after that refresh (or, when it
+        is not known, after the last entry read)."""
+        self.stale = True
+        if last_seen_ms is not None:
+            self.alive_after = (int(last_seen_ms), _LAST)
+        else:
+            self.alive_after = _stream_id(self.last_id)
+
+    def mark_fresh(self) -> None:
+        """The source refreshes again: its last known state holds (continuity was kept)."""
+        if self.stale:
+            self.stale = False
+            if not self.unreadable:
+                self.restore()
+
+    # --- reading -----------------------------------------------------------------------------
+
+    def deliver(self, frame: Frame) -> None:
+        if self.stale:
+            # A stale source's backlog (what it appended before it stopped refreshing) keeps the
+            # view exact for later, but is not shown: never its last state as current (N4).
+            self.view.apply(frame)
+            self.cursor = frame.cursor
+            return
+        self.ready.append(frame)
+        self.view.apply(frame)
+        self.cursor = frame.cursor
+        self.unavailable = False
+
+    def restore(self) -> None:
+        """After our own ``unavailable``: the state as of the last entry, if nothing was lost."""
+        if self.unavailable and self.last_id is not None:
+            snapshot = self.view.snapshot_frame()
+            if snapshot is not None:
+                self.deliver(snapshot)
+
+    def say_unavailable(self) -> None:
+        if self.cursor is not None and not self.unavailable:
+            self.ready.append(
+                SnapshotFrame(cursor=self.cursor, availability=Availability.UNAVAILABLE)
+            )
+            self.unavailable = True
+
+    async def fill(self) -> None:
+        if self.stale:
+            self.say_unavailable()
+            if self.ready:
+                return
+        if self.last_id is None:
+            await self.resync()
+            self.unreadable = False
+            return
+        reply = await self.redis.xread(
+            {self.keys.frames: self.last_id}, count=self.count, block=self.block_ms
+        )
+        if not reply:
+            self.after_quiet(await self.check_quiet_source())
+            return
+        self.feed(next(iter(reply.values())))
+
+    def prepare(self) -> None:
+        """Before a read: a stale source says so first."""
+        if self.stale:
+            self.say_unavailable()
+
+    def after_quiet(self, lost: bool) -> None:
+        """After a quiet check (nothing new was read): back from an unreadable spell."""
+        if self.unreadable:
+            self.unreadable = False
+            if not lost and not self.stale:
+                self.restore()
+
+    def feed(self, entries: Sequence[Any]) -> None:
+        """Entries read after the last one delivered, in order."""
+        # A stale source appended again: it is alive after all. Unless it starts over with a
+        # snapshot anyway, its state as of the last entry holds again (after an unreadable
+        # spell too: nothing was lost while the entries continue the sequence). Entries from
+        # before its last known refresh are no such sign: a follower that starts after a crash
+        # reads them too.
+        revived = self.stale and bool(entries) and self.appended_since_stale(entries[-1])
+        restore = revived or (self.unreadable and not self.stale)
+        self.unreadable = False
+        for entry in entries:
+            identifier = text(entry.identifier)
+            fields = _fields(entry.field_values)
+            seq = _seq(fields)
+            if seq is None:
+                # Not one of ours (another writer, or undecodable): it carries no sequence
+                # number, so skipping it loses nothing the sequence check would not see.
+                self.foreign += 1
+                if self.foreign == 1:
+                    logger.warning(
+                        "follower of %r: skipping entry %s, not written by a mirror",
+                        self.source,
+                        identifier,
+                    )
+                self.last_id = identifier
+                continue
+            assert fields is not None
+            try:
+                frame: Frame = loads(_FRAME_TYPE, fields["frame"])
+            except (KeyError, ValueError, ContractError):
+                logger.error(
+                    "follower of %r: malformed entry %s; starting over from the checkpoint",
+                    self.source,
+                    identifier,
+                )
+                self.lose_continuity()
+                return
+            if seq != self.last_seq + 1 and not isinstance(frame, SnapshotFrame):
+                logger.info(
+                    "follower of %r: entry %d follows %d (trimmed or lost entries); resyncing",
+                    self.source,
+                    seq,
+                    self.last_seq,
+                )
+                self.lose_continuity()
+                return
+            if restore:
+                restore = False
+                self.stale = False
+                if not isinstance(frame, SnapshotFrame):
+                    self.restore()
+            self.resynced_from = self.failed_checkpoint = None
+            self.last_seq = seq
+            self.last_id = identifier
+            self.deliver(frame)
+        if restore and not self.stale:
+            self.restore()
+
+    def appended_since_stale(self, entry: Any) -> bool:
+        if self.alive_after is None:
+            return False  # nothing to tell new from old by: the registry will say
+        try:
+            appended = _stream_id(text(entry.identifier))
+        except UnicodeDecodeError:
+            return False
+        return appended is not None and appended > self.alive_after
+
+    async def check_quiet_source(self) -> bool:
+        """Nothing new for a whole blocking read: make sure no entry was lost meanwhile.
+
+        A Redis restart without persistence loses the stream silently, and so does an ``XTRIM
+        MAXLEN 0`` or a ``DEL`` of an idle source; if no mirror appends afterwards, no entry
+        would ever reveal it. The owner's sequence number does: it is gone, it no longer
+        reaches the last entry delivered, or it is ahead of every entry the stream still holds.
+        True when continuity was lost.
+        """
+        reply = await _QUIET(self.redis, keys=[self.keys.owner, self.keys.frames], args=[])
+        return self.judge_quiet(reply)
+
+    def judge_quiet(self, reply: object) -> bool:
+        """The quiet check's verdict on ``QUIET_SCRIPT``'s reply for this source."""
+        assert self.last_id is not None
+        status, *rest = _reply_text(reply)
+        if status == "wrongtype":
+            raise BadKey(f"a key of source {self.source!r} is a {rest[0]}")
+        owner, newest = rest
+        try:
+            seq = int(owner) if owner else None
+            behind = seq is not None and seq > self.last_seq
+            unreadable = behind and (not newest or id_at_most(newest, self.last_id))
+        except ValueError:
+            raise BadData(f"unreadable owner or stream of {self.source!r}") from None
+        if seq is None or seq < self.last_seq:
+            logger.info("follower of %r: the stream was lost (Redis restarted?)", self.source)
+        elif unreadable:
+            logger.info(
+                "follower of %r: the owner is at entry %d, the stream holds nothing after %d "
+                "(emptied or deleted)",
+                self.source,
+                seq,
+                self.last_seq,
+            )
+        else:
+            return False
+        self.lose_continuity()
+        return True
+
+    def lose_continuity(self) -> None:
+        self.resyncs += 1
+        self.last_id = None
+        # A gap right after starting from a checkpoint: that checkpoint cannot restart the
+        # sequence (the entries after it were trimmed too); wait for a newer one.
+        self.failed_checkpoint = self.resynced_from
+
+    async def resync(self) -> None:
+        checkpoint = _fields(await self.redis.hgetall(self.keys.checkpoint)) or {}
+        identity = None
+        snapshot = None
+        with contextlib.suppress(ValueError):
+            identity = text(checkpoint["id"]) if "id" in checkpoint else None
+        if identity is not None and identity != self.failed_checkpoint:
+            try:
+                snapshot = loads(SnapshotFrame, checkpoint["frame"])
+                int(text(checkpoint["seq"]))
+            except (KeyError, ValueError, ContractError):
+                logger.error("follower of %r: malformed checkpoint; waiting", self.source)
+                snapshot = None
+            if snapshot is not None and self.older_than_delivered(snapshot.cursor):
+                snapshot = None
+        if snapshot is None:
+            # Nothing to start over from yet (Redis restarted, or the mirror has not yet replaced
+            # a checkpoint whose following entries were trimmed): unknown until it has.
+            self.say_unavailable()
+            if not self.ready:
+                self.retry_at = trio.current_time() + self.poll
+            return
+        assert identity is not None
+        self.last_seq = int(text(checkpoint["seq"]))
+        self.last_id = self.resynced_from = identity
+        self.deliver(snapshot)
+        if self.stale:
+            self.say_unavailable()
+
+    def older_than_delivered(self, cursor: Cursor) -> bool:
+        # What a view would refuse (SPEC R2's rule too): an older revision of the same epoch.
+        current = self.cursor
+        return (
+            current is not None
+            and cursor.epoch == current.epoch
+            and cursor.revision < current.revision
+        )
+
+
+@final
 class SourceStream(metaclass=NoPublicConstructor):
     """Frames of one mirrored source, pulled with ``async for`` like a local ``FrameStream``.
 
@@ -108,142 +500,33 @@ class SourceStream(metaclass=NoPublicConstructor):
     :func:`follow_source`.
     """
 
-    def __init__(
-        self,
-        redis: coredis.Redis[Any],
-        *,
-        source: str,
-        keys: SourceKeys,
-        block: float,
-        count: int,
-        read_timeout: float = DEFAULT_READ_TIMEOUT,
-    ) -> None:
-        self._redis = redis
-        self._source = source
-        self._keys = keys
-        self._block_ms = max(1, int(block * 1000))
-        self._poll = block
-        self._count = count
-        self._read_timeout = read_timeout
-        self._ready: deque[Frame] = deque()
-        self._last_id: str | None = None  # None: start over from the checkpoint
-        self._last_seq = -1
-        self._cursor: Cursor | None = None  # the last frame delivered
-        self._unavailable = False  # the last frame delivered was our own "unavailable"
-        self._resynced_from: str | None = None  # the checkpoint last started from
-        self._failed_checkpoint: str | None = None  # a checkpoint that led straight to a gap
-        # Everything delivered, folded: after a stale spell, the state to say "available again"
-        # with (the entries are still continuous, so it is exact).
-        self._view = ActivityView()
-        self._stale = False
-        # The stream id a stale source must append after to count as alive again: its last
-        # refresh (Redis server time), or the last entry read when that is not known. An entry
-        # appended before it is only the source's backlog.
-        self._alive_after: tuple[int, int] | None = None
-        self._unreadable = False
-        self._last_read = trio.current_time()
-        self._backoff = _BACKOFF_FIRST
-        self._retry_at = 0.0
-        self._refused = ""  # the last error logged (logged once until reads work again)
-        self._closed = False
-        self._frames = 0
-        self._resyncs = 0
-        self._connection_errors = 0
-        self._foreign = 0
-        self._errors = 0
+    def __init__(self, state: FollowState) -> None:
+        self._state = state
 
     @property
     def source(self) -> str:
-        return self._source
+        return self._state.source
 
     @property
     def last_cursor(self) -> Cursor | None:
         """The cursor of the last frame delivered (``None`` before the first)."""
-        return self._cursor
+        return self._state.cursor
 
     def statistics(self) -> FollowerStatistics:
-        return FollowerStatistics(
-            source=self._source,
-            frames=self._frames,
-            resyncs=self._resyncs,
-            connection_errors=self._connection_errors,
-            last_seq=self._last_seq,
-            foreign_entries=self._foreign,
-            errors=self._errors,
-            unreadable=self._unreadable,
-        )
+        return self._state.statistics()
 
     def __aiter__(self) -> AsyncIterator[Frame]:
         return self
 
     async def __anext__(self) -> Frame:
-        while not self._ready:
-            if self._closed:
+        state = self._state
+        while not state.ready:
+            if state.closed:
                 raise StopAsyncIteration
-            wait = self._retry_at - trio.current_time()
-            if wait > 0:
-                await trio.sleep(wait)
-            try:
-                with bounded(self._redis, self._read_timeout):
-                    await self._fill()
-            except transient_errors() as error:
-                self._unreachable(error)
-            except (BadKey, BadData, *server_errors()) as error:  # type: ignore[misc]
-                self._refused_read(error)
-            else:
-                self._read_ok()
-        frame = self._ready.popleft()
-        self._frames += 1
+            await state.read_once()
+        frame = state.ready.popleft()
+        state.frames += 1
         return frame
-
-    # --- what a reader (this stream's own, or a fleet's shared one) reports -------------------
-
-    def _unreachable(self, error: Exception, *, log: bool = True) -> None:
-        self._connection_errors += 1
-        self._failed(error, "Redis unreachable", logging.WARNING, log=log)
-
-    def _refused_read(self, error: Exception) -> None:
-        self._errors += 1
-        # Nothing a retry soon would change: unknown now, and a read now and then.
-        self._failed(error, "cannot read the source", logging.ERROR, unknown=True)
-        self._backoff = _BACKOFF_MAX
-
-    def _read_ok(self) -> None:
-        self._last_read = trio.current_time()
-        self._backoff = _BACKOFF_FIRST
-        self._retry_at = 0.0
-        self._refused = ""
-
-    def _take_ready(self) -> list[Frame]:
-        frames = list(self._ready)
-        self._ready.clear()
-        self._frames += len(frames)
-        return frames
-
-    def _failed(
-        self, error: Exception, what: str, level: int, *, unknown: bool = False, log: bool = True
-    ) -> None:
-        now = trio.current_time()
-        unknown = unknown or now - self._last_read >= self._read_timeout
-        if unknown and not self._unreadable:
-            self._unreadable = True
-            self._say_unavailable()
-        # Retry after the backoff, but no later than the moment the source becomes unknown.
-        delay = self._backoff
-        if not self._unreadable:
-            delay = min(delay, max(0.0, self._last_read + self._read_timeout - now))
-        self._retry_at = now + delay
-        self._backoff = min(self._backoff * 2, _BACKOFF_MAX)
-        if log and str(error) != self._refused:
-            self._refused = str(error)
-            logger.log(
-                level,
-                "follower of %r: %s (%s); retrying%s",
-                self._source,
-                what,
-                describe(error),
-                " (shown as unknown meanwhile)" if self._unreadable else "",
-            )
 
     async def receive(self) -> Frame:
         """The next frame; raises ``trio.EndOfChannel`` once the stream is closed."""
@@ -254,236 +537,15 @@ class SourceStream(metaclass=NoPublicConstructor):
 
     def close(self) -> None:
         """End iteration (after the frames already read)."""
-        self._closed = True
-
-    # --- fleet hooks -------------------------------------------------------------------------
+        self._state.closed = True
 
     def mark_stale(self, last_seen_ms: float | None = None) -> None:
-        """The source stopped refreshing (its last refresh at ``last_seen_ms``, server time, when
-        known): say so with an ``unavailable`` snapshot (at the next read timeout at the latest)
-        until it shows signs of life again: an entry appended after that refresh (or, when it
-        is not known, after the last entry read)."""
-        self._stale = True
-        if last_seen_ms is not None:
-            self._alive_after = (int(last_seen_ms), _LAST)
-        else:
-            self._alive_after = _stream_id(self._last_id)
+        """The source stopped refreshing (see :meth:`FollowState.mark_stale`)."""
+        self._state.mark_stale(last_seen_ms)
 
     def mark_fresh(self) -> None:
         """The source refreshes again: its last known state holds (continuity was kept)."""
-        if self._stale:
-            self._stale = False
-            if not self._unreadable:
-                self._restore()
-
-    # --- reading -----------------------------------------------------------------------------
-
-    def _deliver(self, frame: Frame) -> None:
-        if self._stale:
-            # A stale source's backlog (what it appended before it stopped refreshing) keeps the
-            # view exact for later, but is not shown: never its last state as current (N4).
-            self._view.apply(frame)
-            self._cursor = frame.cursor
-            return
-        self._ready.append(frame)
-        self._view.apply(frame)
-        self._cursor = frame.cursor
-        self._unavailable = False
-
-    def _restore(self) -> None:
-        """After our own ``unavailable``: the state as of the last entry, if nothing was lost."""
-        if self._unavailable and self._last_id is not None:
-            snapshot = self._view.snapshot_frame()
-            if snapshot is not None:
-                self._deliver(snapshot)
-
-    def _say_unavailable(self) -> None:
-        if self._cursor is not None and not self._unavailable:
-            self._ready.append(
-                SnapshotFrame(cursor=self._cursor, availability=Availability.UNAVAILABLE)
-            )
-            self._unavailable = True
-
-    async def _fill(self) -> None:
-        if self._stale:
-            self._say_unavailable()
-            if self._ready:
-                return
-        if self._last_id is None:
-            await self._resync()
-            self._unreadable = False
-            return
-        reply = await self._redis.xread(
-            {self._keys.frames: self._last_id}, count=self._count, block=self._block_ms
-        )
-        if not reply:
-            self._after_quiet(await self._check_quiet_source())
-            return
-        self._feed(next(iter(reply.values())))
-
-    def _prepare(self) -> None:
-        """Before a read: a stale source says so first."""
-        if self._stale:
-            self._say_unavailable()
-
-    def _after_quiet(self, lost: bool) -> None:
-        """After a quiet check (nothing new was read): back from an unreadable spell."""
-        if self._unreadable:
-            self._unreadable = False
-            if not lost and not self._stale:
-                self._restore()
-
-    def _feed(self, entries: Sequence[Any]) -> None:
-        """Entries read after the last one delivered, in order."""
-        # A stale source appended again: it is alive after all. Unless it starts over with a
-        # snapshot anyway, its state as of the last entry holds again (after an unreadable
-        # spell too: nothing was lost while the entries continue the sequence). Entries from
-        # before its last known refresh are no such sign: a follower that starts after a crash
-        # reads them too.
-        revived = self._stale and bool(entries) and self._appended_since_stale(entries[-1])
-        restore = revived or (self._unreadable and not self._stale)
-        self._unreadable = False
-        for entry in entries:
-            identifier = text(entry.identifier)
-            fields = _fields(entry.field_values)
-            seq = _seq(fields)
-            if seq is None:
-                # Not one of ours (another writer, or undecodable): it carries no sequence
-                # number, so skipping it loses nothing the sequence check would not see.
-                self._foreign += 1
-                if self._foreign == 1:
-                    logger.warning(
-                        "follower of %r: skipping entry %s, not written by a mirror",
-                        self._source,
-                        identifier,
-                    )
-                self._last_id = identifier
-                continue
-            assert fields is not None
-            try:
-                frame: Frame = loads(_FRAME_TYPE, fields["frame"])
-            except (KeyError, ValueError, ContractError):
-                logger.error(
-                    "follower of %r: malformed entry %s; starting over from the checkpoint",
-                    self._source,
-                    identifier,
-                )
-                self._lose_continuity()
-                return
-            if seq != self._last_seq + 1 and not isinstance(frame, SnapshotFrame):
-                logger.info(
-                    "follower of %r: entry %d follows %d (trimmed or lost entries); resyncing",
-                    self._source,
-                    seq,
-                    self._last_seq,
-                )
-                self._lose_continuity()
-                return
-            if restore:
-                restore = False
-                self._stale = False
-                if not isinstance(frame, SnapshotFrame):
-                    self._restore()
-            self._resynced_from = self._failed_checkpoint = None
-            self._last_seq = seq
-            self._last_id = identifier
-            self._deliver(frame)
-        if restore and not self._stale:
-            self._restore()
-
-    def _appended_since_stale(self, entry: Any) -> bool:
-        if self._alive_after is None:
-            return False  # nothing to tell new from old by: the registry will say
-        try:
-            appended = _stream_id(text(entry.identifier))
-        except UnicodeDecodeError:
-            return False
-        return appended is not None and appended > self._alive_after
-
-    async def _check_quiet_source(self) -> bool:
-        """Nothing new for a whole blocking read: make sure no entry was lost meanwhile.
-
-        A Redis restart without persistence loses the stream silently, and so does an ``XTRIM
-        MAXLEN 0`` or a ``DEL`` of an idle source; if no mirror appends afterwards, no entry
-        would ever reveal it. The owner's sequence number does: it is gone, it no longer
-        reaches the last entry delivered, or it is ahead of every entry the stream still holds.
-        True when continuity was lost.
-        """
-        reply = await _QUIET(self._redis, keys=[self._keys.owner, self._keys.frames], args=[])
-        return self._judge_quiet(reply)
-
-    def _judge_quiet(self, reply: object) -> bool:
-        """The quiet check's verdict on ``QUIET_SCRIPT``'s reply for this source."""
-        assert self._last_id is not None
-        status, *rest = _reply_text(reply)
-        if status == "wrongtype":
-            raise BadKey(f"a key of source {self._source!r} is a {rest[0]}")
-        owner, newest = rest
-        try:
-            seq = int(owner) if owner else None
-            behind = seq is not None and seq > self._last_seq
-            unreadable = behind and (not newest or id_at_most(newest, self._last_id))
-        except ValueError:
-            raise BadData(f"unreadable owner or stream of {self._source!r}") from None
-        if seq is None or seq < self._last_seq:
-            logger.info("follower of %r: the stream was lost (Redis restarted?)", self._source)
-        elif unreadable:
-            logger.info(
-                "follower of %r: the owner is at entry %d, the stream holds nothing after %d "
-                "(emptied or deleted)",
-                self._source,
-                seq,
-                self._last_seq,
-            )
-        else:
-            return False
-        self._lose_continuity()
-        return True
-
-    def _lose_continuity(self) -> None:
-        self._resyncs += 1
-        self._last_id = None
-        # A gap right after starting from a checkpoint: that checkpoint cannot restart the
-        # sequence (the entries after it were trimmed too); wait for a newer one.
-        self._failed_checkpoint = self._resynced_from
-
-    async def _resync(self) -> None:
-        checkpoint = _fields(await self._redis.hgetall(self._keys.checkpoint)) or {}
-        identity = None
-        snapshot = None
-        with contextlib.suppress(ValueError):
-            identity = text(checkpoint["id"]) if "id" in checkpoint else None
-        if identity is not None and identity != self._failed_checkpoint:
-            try:
-                snapshot = loads(SnapshotFrame, checkpoint["frame"])
-                int(text(checkpoint["seq"]))
-            except (KeyError, ValueError, ContractError):
-                logger.error("follower of %r: malformed checkpoint; waiting", self._source)
-                snapshot = None
-            if snapshot is not None and self._older_than_delivered(snapshot.cursor):
-                snapshot = None
-        if snapshot is None:
-            # Nothing to start over from yet (Redis restarted, or the mirror has not yet replaced
-            # a checkpoint whose following entries were trimmed): unknown until it has.
-            self._say_unavailable()
-            if not self._ready:
-                self._retry_at = trio.current_time() + self._poll
-            return
-        assert identity is not None
-        self._last_seq = int(text(checkpoint["seq"]))
-        self._last_id = self._resynced_from = identity
-        self._deliver(snapshot)
-        if self._stale:
-            self._say_unavailable()
-
-    def _older_than_delivered(self, cursor: Cursor) -> bool:
-        # What a view would refuse (SPEC R2's rule too): an older revision of the same epoch.
-        current = self._cursor
-        return (
-            current is not None
-            and cursor.epoch == current.epoch
-            and cursor.revision < current.revision
-        )
+        self._state.mark_fresh()
 
 
 _LAST = 2**64  # above every sequence part of a stream id: "after this millisecond"
@@ -554,14 +616,9 @@ async def follow_source(
     if type(count) is not int or count < 1:
         raise ContractError("count", f"expected an int >= 1, got {count!r}")
     check_block(block, read_timeout)
-    stream = SourceStream._create(
-        redis,
-        source=source,
-        keys=source_keys(prefix, source),
-        block=block,
-        count=count,
-        read_timeout=float(read_timeout),
-    )
+    timeout = float(read_timeout)
+    state = FollowState(redis, prefix, source, block=block, count=count, read_timeout=timeout)
+    stream = SourceStream._create(state)
     try:
         yield stream
     finally:

@@ -6,7 +6,7 @@ prometheus_client unless metrics are asked for.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Protocol, final
 
 from prometheus_client import REGISTRY, CollectorRegistry
@@ -73,13 +73,7 @@ class MirrorMetrics(Collector):
 
     def collect(self) -> Iterator[Metric]:
         statistics = [mirror.statistics() for mirror in list(self._mirrors)]
-        for name, documentation in self._COUNTERS:
-            family = CounterMetricFamily(
-                f"workflow_hub_mirror_{name}", documentation, labels=["source"]
-            )
-            for stats in statistics:
-                family.add_metric([stats.source], getattr(stats, name))
-            yield family
+        yield from _per_source("workflow_hub_mirror_", self._COUNTERS, statistics)
         fenced = CounterMetricFamily(
             "workflow_hub_mirror_fenced",
             "Mirrors stopped because a newer instance claimed their source",
@@ -128,13 +122,7 @@ class FollowerMetrics(Collector):
     def collect(self) -> Iterator[Metric]:
         followers = [stream for fleet in self._fleets for stream in fleet.streams.values()]
         statistics = [follower.statistics() for follower in [*followers, *self._sources]]
-        for name, documentation in self._COUNTERS:
-            family = CounterMetricFamily(
-                f"workflow_hub_follower_{name}", documentation, labels=["source"]
-            )
-            for stats in statistics:
-                family.add_metric([stats.source], getattr(stats, name))
-            yield family
+        yield from _per_source("workflow_hub_follower_", self._COUNTERS, statistics)
         unreadable = GaugeMetricFamily(
             "workflow_hub_follower_unreadable",
             "1 while no read completed within read_timeout (the source is shown unknown)",
@@ -154,3 +142,14 @@ class FollowerMetrics(Collector):
         )
         readable.add_metric([], int(all(fleet.readable for fleet in self._fleets)))
         yield readable
+
+
+def _per_source(
+    prefix: str, counters: Sequence[tuple[str, str]], statistics: Sequence[Any]
+) -> Iterator[Metric]:
+    """One counter family per statistic in ``counters``, labelled by source."""
+    for name, documentation in counters:
+        family = CounterMetricFamily(prefix + name, documentation, labels=["source"])
+        for stats in statistics:
+            family.add_metric([stats.source], getattr(stats, name))
+        yield family

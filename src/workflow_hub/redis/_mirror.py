@@ -449,7 +449,7 @@ async def mirror_hub(
             raise ContractError("runner", "the HookRunner belongs to another hub")
         keys = mirror._keys
         mirror._events = EventAppender(
-            mirror,
+            _Owner(mirror),
             redis,
             events_key=keys.events,
             owner_key=keys.owner,
@@ -475,3 +475,36 @@ async def mirror_hub(
                 events.close()
                 if not mirror._claimed_event.is_set():
                     nursery.cancel_scope.cancel()  # never claimed: nothing to append to
+
+
+@final
+class _Owner:
+    """What the events half of a mirror (``_mirror_events``) sees of it: the claim it appends
+    under and the fencing it reports, without reaching into the mirror's attributes."""
+
+    __slots__ = ("_mirror",)
+
+    def __init__(self, mirror: Mirror) -> None:
+        self._mirror = mirror
+
+    @property
+    def source(self) -> str:
+        return self._mirror.source
+
+    @property
+    def epoch(self) -> str:
+        return self._mirror.epoch
+
+    @property
+    def fenced(self) -> bool:
+        return self._mirror.fenced
+
+    @property
+    def claimed_order(self) -> str:
+        return self._mirror._claimed_order
+
+    async def wait_claimed(self) -> None:
+        await self._mirror.wait_claimed()
+
+    def fence(self, by: str) -> None:
+        self._mirror._fence(by)

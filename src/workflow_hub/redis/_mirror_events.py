@@ -61,9 +61,9 @@ class _Owner(Protocol):
     @property
     def fenced(self) -> bool: ...
     @property
-    def _claimed_order(self) -> str: ...
+    def claimed_order(self) -> str: ...
     async def wait_claimed(self) -> None: ...
-    def _fence(self, by: str) -> None: ...
+    def fence(self, by: str) -> None: ...
 
 
 @final
@@ -192,7 +192,7 @@ class EventAppender:
     async def _send(self, batch: list[tuple[int, int, str]], batch_id: str) -> bool:
         args = [
             self._mirror.epoch,
-            self._mirror._claimed_order,
+            self._mirror.claimed_order,
             self._maxlen,
             self._ttl_ms,
             batch_id,
@@ -209,6 +209,6 @@ class EventAppender:
         if status == "wrongtype":
             raise _BadEventsKey(f"{rest[0]} is a {rest[1]}")
         if status == "fenced":
-            self._mirror._fence(rest[0])
+            self._mirror.fence(rest[0])
             return False
         return status == "ok"

@@ -2,7 +2,7 @@
 
 ``url = await nursery.start(serve_hub, hub)`` serves the hub from the scheduler's own nursery;
 :func:`create_app` gives the ASGI application for mounting elsewhere. ``serve_fleet`` serves every
-source of a Redis fleet (``workflow_hub.redis``) the same way. Needs the ``server`` extra
+source of a fleet (``workflow_hub.fleet``; Redis: ``workflow_hub.redis``) the same way. Needs the ``server`` extra
 (``pip install 'workflow-hub[server]'``). See ``docs/network.md``.
 """
 
@@ -13,9 +13,9 @@ from ._app import DEFAULT_KEEPALIVE as DEFAULT_KEEPALIVE
 from ._app import STATIC_DIR as STATIC_DIR
 from ._app import HubApp as HubApp
 from ._app import create_app as create_app
-from ._fleet import DEFAULT_FLEET_HISTORY as DEFAULT_FLEET_HISTORY
-from ._fleet import FleetApp as FleetApp
-from ._fleet import serve_fleet as serve_fleet
+from ._fleet_app import DEFAULT_FLEET_HISTORY as DEFAULT_FLEET_HISTORY
+from ._fleet_app import FleetApp as FleetApp
+from ._fleet_app import serve_fleet as serve_fleet
 from ._serve import serve_hub as serve_hub
 
 __all__ = [

@@ -1,7 +1,7 @@
 """The fleet's hook events over HTTP: one follower for every client, each event encoded once.
 
 :class:`FleetEvents` follows the hook events of every source (one
-:func:`~workflow_hub.redis.follow_events`, whatever the number of clients) and keeps the last
+``engine.follow_events()``, whatever the number of clients) and keeps the last
 ``history`` items, each encoded once in the two forms a client can ask for:
 
 - ``/sources/{source}/v1/events`` — one source, in the single hub's ``/v1/events`` format (an
@@ -20,35 +20,22 @@ from __future__ import annotations
 
 import json
 import logging
-import secrets
 from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from functools import partial
-from typing import TYPE_CHECKING, Any, Final, final
+from typing import Any, Final, final
 
 import trio
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.types import Receive, Scope, Send
+from starlette.types import Send
 
 from .._contract import ContractError, dumps
-from ..redis import (
-    DEFAULT_BLOCK,
-    DEFAULT_PREFIX,
-    DEFAULT_READ_TIMEOUT,
-    DEFAULT_RETIRE_AFTER,
-    ContinuityLost,
-    EventItem,
-    EventStream,
-    follow_events,
-)
+from ..fleet import ContinuityLost, EventFollower, EventItem, FleetEngine
 from ._encode import sse_comment, sse_event
+from ._fleet_stream import Positions, SseResponse, quiet_for
 from ._requests import contract_problem, parse_position, resume_text
-from ._streams import RETRY_FIELD, SSE_HEADERS, StreamHead, StreamTracker
-
-if TYPE_CHECKING:
-    import coredis
+from ._streams import RETRY_FIELD, StreamHead, StreamTracker
 
 __all__ = ["DEFAULT_EVENTS_HISTORY", "FleetEvents"]
 
@@ -83,37 +70,21 @@ def _dropped(
 
 
 @final
-class FleetEvents:
+class FleetEvents(Positions):
     """The fleet's hook events for HTTP clients: one follower, a bounded history, positions."""
 
-    def __init__(
-        self,
-        redis: coredis.Redis[Any],
-        *,
-        prefix: str = DEFAULT_PREFIX,
-        history: int = DEFAULT_EVENTS_HISTORY,
-        read_timeout: float = DEFAULT_READ_TIMEOUT,
-        retire_after: float = DEFAULT_RETIRE_AFTER,
-    ) -> None:
+    def __init__(self, engine: FleetEngine, *, history: int = DEFAULT_EVENTS_HISTORY) -> None:
         if type(history) is not int or history < 1:
             raise ContractError("events_history", f"expected an int >= 1, got {history!r}")
-        self._redis = redis
-        self._prefix = prefix
-        self._read_timeout = read_timeout
-        self._retire_after = retire_after
-        self.boot = secrets.token_hex(4)
+        super().__init__()
+        self._engine = engine
         self._held: deque[_Held] = deque(maxlen=history)
-        self.end = 0  # the position of the last item (0: none yet)
-        self._changed = trio.Event()
-        self.stream: EventStream | None = None
+        self.stream: EventFollower | None = None
 
     @property
     def start(self) -> int:
         """The position of the oldest item still held (``end + 1`` when none is)."""
         return self.end - len(self._held) + 1
-
-    def event_id(self, position: int) -> str:
-        return f"{self.boot}-{position}"
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
@@ -126,13 +97,7 @@ class FleetEvents:
                 nursery.cancel_scope.cancel()
 
     async def _run(self, *, task_status: trio.TaskStatus[None]) -> None:
-        async with follow_events(
-            self._redis,
-            prefix=self._prefix,
-            read_timeout=self._read_timeout,
-            retire_after=self._retire_after,
-            block=min(DEFAULT_BLOCK, self._read_timeout / 2),
-        ) as stream:
+        async with self._engine.follow_events() as stream:
             self.stream = stream
             task_status.started()
             try:
@@ -202,9 +167,6 @@ class FleetEvents:
                 chunks.append(item.own)
         return b"".join(chunks), self.end
 
-    async def wait(self) -> None:
-        await self._changed.wait()
-
     # --- endpoints -------------------------------------------------------------------------
 
     def response(
@@ -222,7 +184,7 @@ class FleetEvents:
 
 
 @final
-class _EventStream(Response):
+class _EventStream(SseResponse):
     def __init__(
         self,
         events: FleetEvents,
@@ -231,27 +193,18 @@ class _EventStream(Response):
         source: str | None,
         since: tuple[str, int] | None,
     ) -> None:
+        self._position, resumed = events.resume(since)
+        super().__init__(tracker, resumed)
         self._events = events
-        self._tracker = tracker
         self._keepalive = keepalive
         self._source = source
         self._since = since
-        self.status_code = 200
-        self.background = None
-        self.raw_headers = list(SSE_HEADERS)
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        position, resumed = self._events.resume(self._since)
-        headers = [*self.raw_headers, (b"x-workflow-hub-resumed", b"true" if resumed else b"false")]
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
-        await self._tracker.stream_until_done(
-            receive, send, partial(self._produce, send, position, resumed)
-        )
-
-    async def _produce(self, send: Send, position: int, resumed: bool) -> None:
+    async def produce(self, send: Send) -> None:
         events = self._events
+        position = self._position
         first = RETRY_FIELD
-        if self._since is not None and not resumed:
+        if self._since is not None and not self._resumed:
             first += _dropped(
                 None,
                 None,
@@ -263,9 +216,7 @@ class _EventStream(Response):
         while True:
             body, position = events.take(position, self._source)
             if not body:
-                with trio.move_on_after(self._keepalive) as idle:
-                    await events.wait()
-                if not idle.cancelled_caught:
+                if not await quiet_for(self._keepalive, events.wait):
                     continue
                 body = _KEEPALIVE
             await send({"type": "http.response.body", "body": body, "more_body": True})

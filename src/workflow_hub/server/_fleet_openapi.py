@@ -21,10 +21,13 @@ from ._openapi import (
     header,
     json_answer,
     operation,
+    probe,
     problem_answer,
+    served_document,
     stream_answer,
+    whole_document,
 )
-from ._schemas import JSON_SCHEMA_DIALECT, Schema, wire_definitions
+from ._schemas import Schema, wire_definitions
 
 __all__ = ["fleet_openapi_document"]
 
@@ -229,6 +232,29 @@ def _page(summary: str, operation_id: str, *parameters: Schema) -> Schema:
     )
 
 
+def _source_stream(
+    summary: str, description: str, events: dict[str, str], operation_id: str, guarded: Schema
+) -> Schema:
+    """A source's event stream (``/sources/{source}/v1/…``): resumable by position, 404 for a
+    source the fleet does not have."""
+    return get_and_head(
+        operation(
+            summary,
+            {
+                "200": stream_answer(
+                    description, events, **{"X-Workflow-Hub-Resumed": RESUMED_HEADER}
+                ),
+                "400": problem_answer("The resume position is not an event id."),
+                "404": problem_answer("No such source in this fleet (yet)."),
+                **guarded,
+            },
+            parameters=[_SOURCE, _POSITION, LAST_EVENT_ID],
+            tags=("source",),
+        ),
+        operation_id,
+    )
+
+
 def fleet_openapi_document(*, version: str, token: bool, page: bool) -> Schema:
     """The document of one fleet server: ``token`` says whether it requires one, ``page``
     whether it serves the pages."""
@@ -242,40 +268,28 @@ def fleet_openapi_document(*, version: str, token: bool, page: bool) -> Schema:
         else {}
     )
     paths: dict[str, Schema] = {
-        "/livez": get_and_head(
-            operation(
-                "Liveness: the process answers (never depends on Redis)",
-                {"200": json_answer("Always, while the server runs.", "FleetLive")},
-                open_path=True,
-                tags=("probes",),
-            ),
+        "/livez": probe(
             "livez",
+            "Liveness: the process answers (never depends on Redis)",
+            {"200": json_answer("Always, while the server runs.", "FleetLive")},
         ),
-        "/readyz": get_and_head(
-            operation(
-                "Readiness: the fleet is read",
-                {
-                    "200": json_answer(
-                        "A read from Redis completed within read_timeout.", "FleetReady"
-                    ),
-                    "503": problem_answer(
-                        "No read from Redis within read_timeout: every source is shown unknown "
-                        "(`readable: false`)."
-                    ),
-                },
-                open_path=True,
-                tags=("probes",),
-            ),
+        "/readyz": probe(
             "readyz",
+            "Readiness: the fleet is read",
+            {
+                "200": json_answer(
+                    "A read from Redis completed within read_timeout.", "FleetReady"
+                ),
+                "503": problem_answer(
+                    "No read from Redis within read_timeout: every source is shown unknown "
+                    "(`readable: false`)."
+                ),
+            },
         ),
-        "/healthz": get_and_head(
-            operation(
-                "Liveness as the first release answered it, with readable",
-                {"200": json_answer("Always, while the server runs.", "FleetHealth")},
-                open_path=True,
-                tags=("probes",),
-            ),
+        "/healthz": probe(
             "healthz",
+            "Liveness as the first release answered it, with readable",
+            {"200": json_answer("Always, while the server runs.", "FleetHealth")},
         ),
         "/v1/sources": get_and_head(
             operation(
@@ -361,49 +375,20 @@ def fleet_openapi_document(*, version: str, token: bool, page: bool) -> Schema:
             ),
             "source_snapshot",
         ),
-        "/sources/{source}/v1/activity": get_and_head(
-            operation(
-                "A source's frames, as Server-Sent Events",
-                {
-                    "200": stream_answer(
-                        "As a single hub's /v1/activity; ids are '<relay>-<position>'.",
-                        {
-                            "snapshot": "SnapshotFrame",
-                            "changed": "ChangedFrame",
-                            "removed": "RemovedFrame",
-                        },
-                        **{"X-Workflow-Hub-Resumed": RESUMED_HEADER},
-                    ),
-                    "400": problem_answer("The resume position is not an event id."),
-                    "404": problem_answer("No such source in this fleet (yet)."),
-                    **guarded,
-                },
-                parameters=[_SOURCE, _POSITION, LAST_EVENT_ID],
-                tags=("source",),
-            ),
+        "/sources/{source}/v1/activity": _source_stream(
+            "A source's frames, as Server-Sent Events",
+            "As a single hub's /v1/activity; ids are '<relay>-<position>'.",
+            {"snapshot": "SnapshotFrame", "changed": "ChangedFrame", "removed": "RemovedFrame"},
             "source_activity",
+            guarded,
         ),
-        "/sources/{source}/v1/events": get_and_head(
-            operation(
-                "A source's hook events, as Server-Sent Events",
-                {
-                    "200": stream_answer(
-                        "As a single hub's /v1/events (mirrors started with a runner), with "
-                        "ids '<boot>-<position>'; event: dropped wherever events may be missing.",
-                        {
-                            **dict(zip(_HOOK_TYPES, _HOOK_SCHEMAS, strict=True)),
-                            "dropped": "EventsDropped",
-                        },
-                        **{"X-Workflow-Hub-Resumed": RESUMED_HEADER},
-                    ),
-                    "400": problem_answer("The resume position is not an event id."),
-                    "404": problem_answer("No such source in this fleet (yet)."),
-                    **guarded,
-                },
-                parameters=[_SOURCE, _POSITION, LAST_EVENT_ID],
-                tags=("source",),
-            ),
+        "/sources/{source}/v1/events": _source_stream(
+            "A source's hook events, as Server-Sent Events",
+            "As a single hub's /v1/events (mirrors started with a runner), with "
+            "ids '<boot>-<position>'; event: dropped wherever events may be missing.",
+            {**dict(zip(_HOOK_TYPES, _HOOK_SCHEMAS, strict=True)), "dropped": "EventsDropped"},
             "source_events",
+            guarded,
         ),
         "/v1/events": get_and_head(
             operation(
@@ -427,19 +412,8 @@ def fleet_openapi_document(*, version: str, token: bool, page: bool) -> Schema:
             ),
             "fleet_events",
         ),
-        "/openapi.json": get_and_head(
-            operation(
-                "This document",
-                {
-                    "200": {
-                        "description": "OpenAPI 3.1",
-                        "content": {"application/json": {"schema": {"type": "object"}}},
-                    }
-                },
-                open_path=True,
-                tags=("documents",),
-            ),
-            "openapi",
+        "/openapi.json": served_document(
+            "This document", "OpenAPI 3.1", "application/json", "openapi"
         ),
     }
     if page:
@@ -450,30 +424,12 @@ def fleet_openapi_document(*, version: str, token: bool, page: bool) -> Schema:
             "The source page's files", "source_static", _SOURCE, file
         )
         paths["/static/{path}"] = _page("The pages' files", "static", file)
-    document: Schema = {
-        "openapi": "3.1.0",
-        "jsonSchemaDialect": JSON_SCHEMA_DIALECT,
-        "info": {
-            "title": "workflow-hub fleet",
-            "version": version,
-            "summary": "Every source of a Redis fleet over HTTP, and one stream for all of them.",
-            "description": "See docs/fleet.md. Every error is application/problem+json.",
-            "license": {"name": "MIT", "identifier": "MIT"},
-        },
-        "paths": paths,
-        "components": {
-            "schemas": {**wire_definitions(REF), **_FLEET_SCHEMAS},
-            "securitySchemes": {
-                "bearer": {"type": "http", "scheme": "bearer"},
-                "tokenQuery": {
-                    "type": "apiKey",
-                    "in": "query",
-                    "name": "token",
-                    "description": "For EventSource, which cannot set headers.",
-                },
-            },
-        },
-    }
-    if token:
-        document["security"] = [{"bearer": []}, {"tokenQuery": []}]
-    return document
+    return whole_document(
+        "workflow-hub fleet",
+        version,
+        "Every source of a Redis fleet over HTTP, and one stream for all of them.",
+        "See docs/fleet.md. Every error is application/problem+json.",
+        paths,
+        {**wire_definitions(REF), **_FLEET_SCHEMAS},
+        token=token,
+    )

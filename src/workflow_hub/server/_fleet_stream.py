@@ -21,7 +21,7 @@ import secrets
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from functools import partial
-from typing import Any, Final, Protocol, final
+from typing import Any, Final, Generic, Protocol, TypeVar, final
 
 import trio
 from starlette.datastructures import QueryParams
@@ -39,7 +39,12 @@ __all__ = [
     "FleetSelection",
     "FleetStreamResponse",
     "FleetStreams",
+    "HeldEvents",
+    "Positions",
+    "SseResponse",
+    "Streaming",
     "parse_selection",
+    "quiet_for",
 ]
 
 DEFAULT_FLEET_LOG: Final = 8192
@@ -97,32 +102,68 @@ def _text(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-@final
-class FleetFeed:
-    """The fleet's log: what every client of ``/v1/fleet`` is sent, each event encoded once."""
+class Positions:
+    """What clients follow by position: event ids are ``<boot>-<position>``, and ``boot`` is
+    new for every log of every run, so an id from another run (or another log) is never taken
+    for a position here. :meth:`wait` returns at the next change (``end`` moved)."""
 
-    __slots__ = ("_changed", "_key", "boot", "end", "events", "readable", "summaries")
+    __slots__ = ("_changed", "boot", "end")
 
-    def __init__(self, size: int = DEFAULT_FLEET_LOG) -> None:
-        if type(size) is not int or size < 1:
-            raise ContractError("fleet_log", f"expected an int >= 1, got {size!r}")
-        # Positions are only meaningful to this run: an id from another run gets a snapshot.
+    def __init__(self) -> None:
         self.boot = secrets.token_hex(4)
-        # (source, event): source None for the table's events, which every client receives.
-        self.events: deque[tuple[str | None, bytes]] = deque(maxlen=size)
-        self.end = 0  # the position of the last event
-        self.summaries: dict[str, dict[str, Any]] = {}
-        self._key: dict[str, tuple[object, ...]] = {}
-        self.readable = True
+        self.end = 0
         self._changed = trio.Event()
+
+    def event_id(self, position: int) -> str:
+        return f"{self.boot}-{position}"
+
+    async def wait(self) -> None:
+        await self._changed.wait()
+
+
+_T = TypeVar("_T")
+
+
+class HeldEvents(Positions, Generic[_T]):
+    """The last events of a log, each at a position (``end`` is the last one's)."""
+
+    __slots__ = ("events",)
+
+    def __init__(self, size: int) -> None:
+        super().__init__()
+        self.events: deque[_T] = deque(maxlen=size)
 
     @property
     def start(self) -> int:
         """The position of the oldest event held, minus one: a client at it misses nothing."""
         return self.end - len(self.events)
 
-    def event_id(self, position: int) -> str:
-        return f"{self.boot}-{position}"
+    def resume_position(self, since: tuple[str, int] | None) -> int | None:
+        """Where a client that last saw ``since`` continues, if every event after it is held."""
+        if since is None:
+            return None
+        boot, position = since
+        if boot != self.boot:
+            return None
+        return position if self.start <= position <= self.end else None
+
+
+@final
+class FleetFeed(HeldEvents[tuple[str | None, bytes]]):
+    """The fleet's log: what every client of ``/v1/fleet`` is sent, each event encoded once.
+
+    Its events are ``(source, event)``: source None for the table's events, which every client
+    receives."""
+
+    __slots__ = ("_key", "readable", "summaries")
+
+    def __init__(self, size: int = DEFAULT_FLEET_LOG) -> None:
+        if type(size) is not int or size < 1:
+            raise ContractError("fleet_log", f"expected an int >= 1, got {size!r}")
+        super().__init__(size)
+        self.summaries: dict[str, dict[str, Any]] = {}
+        self._key: dict[str, tuple[object, ...]] = {}
+        self.readable = True
 
     def _append(self, source: str | None, kind: str, data: str) -> None:
         self.end += 1
@@ -160,15 +201,6 @@ class FleetFeed:
             self._append(None, "readable", _text({"readable": readable}))
 
     # --- what a client is sent --------------------------------------------------------------
-
-    def resume_position(self, since: tuple[str, int] | None) -> int | None:
-        """Where a client that last saw ``since`` continues, if every event after it is held."""
-        if since is None:
-            return None
-        boot, position = since
-        if boot != self.boot:
-            return None
-        return position if self.start <= position <= self.end else None
 
     def picture(
         self,
@@ -220,11 +252,16 @@ class FleetFeed:
         ]
         return (b"".join(chosen) if chosen else None), self.end
 
-    async def wait(self) -> None:
-        await self._changed.wait()
+
+class Streaming(Protocol):
+    """What runs a response's stream: until it ends, the client leaves or the server stops."""
+
+    async def stream_until_done(
+        self, receive: Receive, send: Send, produce: Callable[[], Awaitable[None]]
+    ) -> None: ...
 
 
-class FleetStreams(Protocol):
+class FleetStreams(Streaming, Protocol):
     """What a ``/v1/fleet`` response needs of the application (``FleetApp``)."""
 
     @property
@@ -234,13 +271,41 @@ class FleetStreams(Protocol):
     @property
     def keepalive_bytes(self) -> bytes: ...
     def picture(self, selection: FleetSelection, only: Iterable[str] | None = None) -> bytes: ...
-    async def stream_until_done(
-        self, receive: Receive, send: Send, produce: Callable[[], Awaitable[None]]
-    ) -> None: ...
+
+
+class SseResponse(Response):
+    """The fleet server's event streams (``/v1/fleet``, a source's ``v1/activity`` and
+    ``v1/events``): the SSE headers, saying whether the client resumed, then what
+    :meth:`produce` sends for as long as ``streaming`` runs it."""
+
+    def __init__(self, streaming: Streaming, resumed: bool) -> None:
+        self._streaming = streaming
+        self._resumed = resumed
+        self.status_code = 200
+        self.background = None
+        self.raw_headers = list(SSE_HEADERS)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        resumed = b"true" if self._resumed else b"false"
+        headers = [*self.raw_headers, (b"x-workflow-hub-resumed", resumed)]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await self._streaming.stream_until_done(receive, send, partial(self.produce, send))
+
+    async def produce(self, send: Send) -> None:
+        """Send the stream's events until cancelled (or the stream ends)."""
+        raise NotImplementedError
+
+
+async def quiet_for(seconds: float, changed: Callable[[], Awaitable[None]]) -> bool:
+    """Wait for ``changed()``, at most ``seconds``; True when nothing changed meanwhile (time
+    for a keep-alive)."""
+    with trio.move_on_after(seconds) as idle:
+        await changed()
+    return idle.cancelled_caught
 
 
 @final
-class FleetStreamResponse(Response):
+class FleetStreamResponse(SseResponse):
     """``/v1/fleet``: a picture of the fleet (or a resume), then every event, as SSE."""
 
     def __init__(
@@ -249,20 +314,12 @@ class FleetStreamResponse(Response):
         selection: FleetSelection,
         since: tuple[str, int] | None,
     ) -> None:
+        self._position = app.feed.resume_position(since)
+        super().__init__(app, self._position is not None)
         self._fleet = app
         self._selection = selection
-        self._position = app.feed.resume_position(since)
-        self.status_code = 200
-        self.background = None
-        self.raw_headers = list(SSE_HEADERS)
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        resumed = b"false" if self._position is None else b"true"
-        headers = [*self.raw_headers, (b"x-workflow-hub-resumed", resumed)]
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
-        await self._fleet.stream_until_done(receive, send, partial(self._events, send))
-
-    async def _events(self, send: Send) -> None:
+    async def produce(self, send: Send) -> None:
         app = self._fleet
         feed = app.feed
         selection = self._selection
@@ -291,9 +348,7 @@ class FleetStreamResponse(Response):
             else:
                 body, position = feed.take(position, wants)
             if body is None:
-                with trio.move_on_after(keepalive) as idle:
-                    await feed.wait()
-                if not idle.cancelled_caught:
+                if not await quiet_for(keepalive, feed.wait):
                     continue
                 body = app.keepalive_bytes
             await send({"type": "http.response.body", "body": body, "more_body": True})

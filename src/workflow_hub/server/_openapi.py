@@ -29,8 +29,11 @@ __all__ = [
     "json_answer",
     "openapi_document",
     "operation",
+    "probe",
     "problem_answer",
+    "served_document",
     "stream_answer",
+    "whole_document",
 ]
 
 OPENAPI_PATH: Final = "/openapi.json"
@@ -83,24 +86,23 @@ _SIMPLE: Final[dict[str, Schema]] = {
 }
 
 
-def _problem(description: str, **headers: Schema) -> Schema:
+def _answer(description: str, media_type: str, schema: str, headers: dict[str, Schema]) -> Schema:
+    """An answer whose body is ``schema`` (a component) as ``media_type``, with ``headers``."""
     answer: Schema = {
         "description": description,
-        "content": {"application/problem+json": {"schema": {"$ref": f"{_REF}Problem"}}},
+        "content": {media_type: {"schema": {"$ref": f"{_REF}{schema}"}}},
     }
     if headers:
         answer["headers"] = headers
     return answer
+
+
+def _problem(description: str, **headers: Schema) -> Schema:
+    return _answer(description, "application/problem+json", "Problem", headers)
 
 
 def _json(description: str, schema: str, **headers: Schema) -> Schema:
-    answer: Schema = {
-        "description": description,
-        "content": {"application/json": {"schema": {"$ref": f"{_REF}{schema}"}}},
-    }
-    if headers:
-        answer["headers"] = headers
-    return answer
+    return _answer(description, "application/json", schema, headers)
 
 
 def _header(description: str, **schema: Any) -> Schema:
@@ -188,6 +190,28 @@ def _get(operation: Schema, operation_id: str) -> Schema:
     return {"get": {**operation, "operationId": operation_id}, "head": head}
 
 
+def served_document(summary: str, description: str, media_type: str, operation_id: str) -> Schema:
+    """A document the server serves (``/openapi.json``, ``/schemas/wire.json``), open without
+    a token."""
+    answer = {"description": description, "content": {media_type: {"schema": {"type": "object"}}}}
+    found = _operation(summary, {"200": answer}, open_path=True, tags=("documents",))
+    return _get(found, operation_id)
+
+
+def probe(
+    operation_id: str,
+    summary: str,
+    responses: dict[str, Schema],
+    *,
+    description: str | None = None,
+) -> Schema:
+    """A probe (``/livez``, ``/readyz``, ``/healthz``): GET and HEAD, open without a token."""
+    found = _operation(
+        summary, responses, open_path=True, description=description, tags=("probes",)
+    )
+    return _get(found, operation_id)
+
+
 def openapi_document(
     *,
     version: str,
@@ -204,44 +228,28 @@ def openapi_document(
     }
     guarded = unauthorized if token else {}
     paths: dict[str, Schema] = {
-        "/livez": _get(
-            _operation(
-                "Liveness: the process answers",
-                {
-                    "200": _json(
-                        "Always, while the server runs.", "Live", **{"Cache-Control": _CACHE}
-                    )
-                },
-                open_path=True,
-                description="Never depends on the source: restarting the process cures nothing "
-                "a source's state could say.",
-                tags=("probes",),
-            ),
+        "/livez": probe(
             "livez",
+            "Liveness: the process answers",
+            {"200": _json("Always, while the server runs.", "Live", **{"Cache-Control": _CACHE})},
+            description="Never depends on the source: restarting the process cures nothing "
+            "a source's state could say.",
         ),
-        "/readyz": _get(
-            _operation(
-                "Readiness: the source is ready",
-                {
-                    "200": _json("The source is ready: its roots are known.", "Ready"),
-                    "503": _problem(
-                        "The source is recovering or unavailable (or the hub was disposed); "
-                        "`availability` says which."
-                    ),
-                },
-                open_path=True,
-                tags=("probes",),
-            ),
+        "/readyz": probe(
             "readyz",
+            "Readiness: the source is ready",
+            {
+                "200": _json("The source is ready: its roots are known.", "Ready"),
+                "503": _problem(
+                    "The source is recovering or unavailable (or the hub was disposed); "
+                    "`availability` says which."
+                ),
+            },
         ),
-        "/healthz": _get(
-            _operation(
-                "Liveness with the hub's cursor (kept from the first release)",
-                {"200": _json("Always, while the server runs.", "Health")},
-                open_path=True,
-                tags=("probes",),
-            ),
+        "/healthz": probe(
             "healthz",
+            "Liveness with the hub's cursor (kept from the first release)",
+            {"200": _json("Always, while the server runs.", "Health")},
         ),
         "/metrics": _get(
             _operation(
@@ -369,32 +377,13 @@ def openapi_document(
                 "operationId": "websocket",
             }
         },
-        "/openapi.json": _get(
-            _operation(
-                "This document",
-                {
-                    "200": {
-                        "description": "OpenAPI 3.1",
-                        "content": {"application/json": {"schema": {"type": "object"}}},
-                    }
-                },
-                open_path=True,
-                tags=("documents",),
-            ),
-            "openapi",
+        "/openapi.json": served_document(
+            "This document", "OpenAPI 3.1", "application/json", "openapi"
         ),
-        "/schemas/wire.json": _get(
-            _operation(
-                "The JSON Schema (2020-12) of the stream payloads",
-                {
-                    "200": {
-                        "description": "JSON Schema",
-                        "content": {"application/schema+json": {"schema": {"type": "object"}}},
-                    }
-                },
-                open_path=True,
-                tags=("documents",),
-            ),
+        "/schemas/wire.json": served_document(
+            "The JSON Schema (2020-12) of the stream payloads",
+            "JSON Schema",
+            "application/schema+json",
             "wire_schema",
         ),
     }
@@ -435,14 +424,37 @@ def openapi_document(
         **stream_definitions(_REF),
         **_SIMPLE,
     }
+    return whole_document(
+        "workflow-hub",
+        version,
+        "A workflow hub's activity and hook events over HTTP.",
+        "See docs/network.md. Every error is application/problem+json.",
+        paths,
+        schemas,
+        token=token,
+    )
+
+
+def whole_document(
+    title: str,
+    version: str,
+    summary: str,
+    description: str,
+    paths: dict[str, Schema],
+    schemas: dict[str, Schema],
+    *,
+    token: bool,
+) -> Schema:
+    """An OpenAPI 3.1 document of ``paths``: the bearer token (or ``?token=`` for EventSource)
+    is required everywhere when ``token``, but where an operation says it is open."""
     document: Schema = {
         "openapi": "3.1.0",
         "jsonSchemaDialect": JSON_SCHEMA_DIALECT,
         "info": {
-            "title": "workflow-hub",
+            "title": title,
             "version": version,
-            "summary": "A workflow hub's activity and hook events over HTTP.",
-            "description": "See docs/network.md. Every error is application/problem+json.",
+            "summary": summary,
+            "description": description,
             "license": {"name": "MIT", "identifier": "MIT"},
         },
         "paths": paths,

@@ -1,6 +1,7 @@
-"""``serve_fleet``: every source of a Redis fleet over HTTP, each with a single hub's endpoints.
+"""``serve_fleet``: every source of a fleet over HTTP, each with a single hub's endpoints.
 
-One :func:`~workflow_hub.redis.follow_fleet` reads the fleet (one follower per source, whatever
+The fleet is read through its engine (:class:`~workflow_hub.fleet.FleetEngine`; Redis today).
+One ``engine.follow_fleet()`` reads it (one follower per source, whatever
 the number of HTTP clients) and feeds one :class:`_Relay` per source. A relay keeps the source's
 folded state (for a client's first snapshot) and the last ``history`` frames, each encoded once
 as an SSE event. A client holds nothing but its position in that history: it sends everything
@@ -21,13 +22,11 @@ from __future__ import annotations
 import json
 import logging
 import re
-import secrets
-from collections import deque
 from collections.abc import Iterable, Sequence
 from functools import partial
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, final
+from typing import Any, Final, final
 
 import trio
 from starlette.applications import Starlette
@@ -39,19 +38,11 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .._contract import Availability, ContractError, Frame, SnapshotFrame, dumps
 from .._defaults import DEFAULT_PORT
-from ..redis import (
-    DEFAULT_BLOCK,
-    DEFAULT_PREFIX,
-    DEFAULT_READ_TIMEOUT,
-    DEFAULT_RETIRE_AFTER,
-    DEFAULT_STALE_AFTER,
-    FleetStream,
-    SourceLiveness,
-    follow_fleet,
-)
+from ..fleet import FleetFollower, SourceLiveness
 from ..reporting import ActivityView, aggregate
 from ._app import DEFAULT_KEEPALIVE, STATIC_DIR
 from ._encode import cursor_text, sse_comment, sse_event
+from ._fleet_engine import FleetGiven, fleet_engine
 from ._fleet_events import FleetEvents
 from ._fleet_openapi import fleet_openapi_document
 from ._fleet_stream import (
@@ -59,7 +50,10 @@ from ._fleet_stream import (
     FleetFeed,
     FleetSelection,
     FleetStreamResponse,
+    HeldEvents,
+    SseResponse,
     parse_selection,
+    quiet_for,
 )
 from ._middleware import Guard, NoStore, is_open_path
 from ._openapi import OPENAPI_PATH
@@ -75,10 +69,7 @@ from ._requests import (
     resume_text,
 )
 from ._serve import check_binding, run_asgi
-from ._streams import RETRY_FIELD, SSE_HEADERS, StreamHead, StreamTracker
-
-if TYPE_CHECKING:
-    import coredis
+from ._streams import RETRY_FIELD, StreamHead, StreamTracker
 
 __all__ = ["DEFAULT_FLEET_HISTORY", "DEFAULT_FLEET_LOG", "FleetApp", "serve_fleet"]
 
@@ -109,39 +100,19 @@ _PROBES: Final = frozenset({"/livez", "/readyz"})
 
 
 @final
-class _Relay:
-    """One source: its folded state and its last frames, each encoded once for every client."""
+class _Relay(HeldEvents[bytes]):
+    """One source: its folded state and its last frames, each encoded once for every client.
 
-    __slots__ = (
-        "_changed",
-        "_snapshot",
-        "_snapshot_json",
-        "boot",
-        "end",
-        "events",
-        "source",
-        "view",
-    )
+    An id from another relay (or server run) names a different sequence: a fresh snapshot."""
+
+    __slots__ = ("_snapshot", "_snapshot_json", "source", "view")
 
     def __init__(self, source: str, history: int) -> None:
+        super().__init__(history)
         self.source = source
-        # Positions are only meaningful to this relay: an id from another server run (or
-        # another relay) names a different sequence and gets a fresh snapshot.
-        self.boot = secrets.token_hex(4)
         self.view = ActivityView()
-        self.events: deque[bytes] = deque(maxlen=history)
-        self.end = 0  # the position after the last frame
         self._snapshot: bytes | None = None
         self._snapshot_json: str | None = None
-        self._changed = trio.Event()
-
-    @property
-    def start(self) -> int:
-        """The position of the oldest frame still held."""
-        return self.end - len(self.events)
-
-    def event_id(self, position: int) -> str:
-        return f"{self.boot}-{position}"
 
     def push(self, frame: Frame) -> str:
         """Fold and keep ``frame``; its JSON text (encoded once, for the fleet's stream too)."""
@@ -175,16 +146,6 @@ class _Relay:
             self._snapshot = sse_event(frame.kind, dumps(frame), self.event_id(self.end))
         return self._snapshot
 
-    def resume_position(self, since: tuple[str, int] | None) -> int | None:
-        """Where a client that last saw ``since`` (boot, position) continues, if the frames
-        after it are held."""
-        if since is None:
-            return None
-        boot, position = since
-        if boot != self.boot:
-            return None
-        return position if self.start <= position <= self.end else None
-
     def take(self, position: int | None) -> tuple[bytes | None, int]:
         """Everything after ``position`` as one chunk, or a snapshot if it is no longer held."""
         if position is None or position < self.start:
@@ -196,9 +157,6 @@ class _Relay:
         if first == 0:
             return b"".join(events), self.end
         return b"".join([events[index] for index in range(first, len(events))]), self.end
-
-    async def wait(self) -> None:
-        await self._changed.wait()
 
     def summary(self, liveness: SourceLiveness | None) -> dict[str, Any]:
         """The source as ``/v1/fleet`` describes it: ``/v1/sources``' entry without the cursor."""
@@ -227,24 +185,16 @@ class _Relay:
 
 
 @final
-class _SourceStream(Response):
+class _SourceStream(SseResponse):
     """``/sources/{source}/v1/activity``: a snapshot (or a resume), then every frame, as SSE."""
 
     def __init__(self, app: FleetApp, relay: _Relay, position: int | None) -> None:
+        super().__init__(app, position is not None)
         self._fleet = app
         self._relay = relay
         self._position = position
-        self.status_code = 200
-        self.background = None
-        self.raw_headers = list(SSE_HEADERS)
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        resumed = b"false" if self._position is None else b"true"
-        headers = [*self.raw_headers, (b"x-workflow-hub-resumed", resumed)]
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
-        await self._fleet.stream_until_done(receive, send, partial(self._events, send))
-
-    async def _events(self, send: Send) -> None:
+    async def produce(self, send: Send) -> None:
         relay = self._relay
         position = self._position
         keepalive = self._fleet.keepalive
@@ -252,9 +202,7 @@ class _SourceStream(Response):
         while True:
             body, position = relay.take(position)
             if body is None:
-                with trio.move_on_after(keepalive) as idle:
-                    await relay.wait()
-                if not idle.cancelled_caught:
+                if not await quiet_for(keepalive, relay.wait):
                     continue
                 body = self._fleet.keepalive_bytes
             elif retry:
@@ -272,20 +220,26 @@ class FleetApp(StreamTracker):
 
     def __init__(
         self,
-        redis: coredis.Redis[Any],
+        fleet: FleetGiven,
         *,
-        prefix: str = DEFAULT_PREFIX,
+        prefix: str | None = None,
         token: str | None = None,
         history: int = DEFAULT_FLEET_HISTORY,
         fleet_log: int = DEFAULT_FLEET_LOG,
-        stale_after: float = DEFAULT_STALE_AFTER,
-        read_timeout: float = DEFAULT_READ_TIMEOUT,
-        retire_after: float = DEFAULT_RETIRE_AFTER,
+        stale_after: float | None = None,
+        read_timeout: float | None = None,
+        retire_after: float | None = None,
         keepalive: float = DEFAULT_KEEPALIVE,
         static_dir: Path | None = STATIC_DIR,
     ) -> None:
-        if not isinstance(prefix, str) or not prefix:
-            raise ContractError("prefix", f"expected a non-empty str, got {prefix!r}")
+        # ``prefix`` ... ``retire_after`` are the engine's settings, for the coredis form only.
+        settings = {
+            "prefix": prefix,
+            "stale_after": stale_after,
+            "read_timeout": read_timeout,
+            "retire_after": retire_after,
+        }
+        self.engine = engine = fleet_engine(fleet, settings)
         if token is not None and (not isinstance(token, str) or not token):
             raise ContractError("token", "expected a non-empty string or None")
         if type(history) is not int or history < 1:
@@ -293,20 +247,15 @@ class FleetApp(StreamTracker):
         if not isinstance(keepalive, int | float) or not keepalive > 0:
             raise ContractError("keepalive", f"expected seconds > 0, got {keepalive!r}")
         super().__init__()
-        self.redis = redis
-        self.prefix = prefix
+        self.prefix = engine.prefix
         self.history = history
-        self.stale_after = stale_after
-        self.read_timeout = read_timeout
-        self.retire_after = retire_after
-        self.fleet: FleetStream | None = None  # while run() follows the fleet
+        self.read_timeout = engine.read_timeout
+        self.fleet: FleetFollower | None = None  # while run() follows the fleet
         self.keepalive = float(keepalive)
         self.keepalive_bytes = sse_comment("keep-alive")
         self.relays: dict[str, _Relay] = {}
         # Hook events of every source (mirrors started with a runner): /v1/events.
-        self.events = FleetEvents(
-            redis, prefix=prefix, read_timeout=read_timeout, retire_after=retire_after
-        )
+        self.events = FleetEvents(engine)
         self.feed = FleetFeed(fleet_log)
         routes: list[Route | Mount] = [
             Route("/healthz", self._healthz),
@@ -344,14 +293,7 @@ class FleetApp(StreamTracker):
         try:
             async with (
                 self.events.running(),
-                follow_fleet(
-                    self.redis,
-                    prefix=self.prefix,
-                    stale_after=self.stale_after,
-                    read_timeout=self.read_timeout,
-                    retire_after=self.retire_after,
-                    block=min(DEFAULT_BLOCK, self.read_timeout / 2),
-                ) as fleet,
+                self.engine.follow_fleet() as fleet,
                 trio.open_nursery() as nursery,
             ):
                 self.fleet = fleet
@@ -364,7 +306,7 @@ class FleetApp(StreamTracker):
             self.fleet = None
             self.close()
 
-    def _deliver(self, fleet: FleetStream, source: str, frame: Frame | None) -> None:
+    def _deliver(self, fleet: FleetFollower, source: str, frame: Frame | None) -> None:
         relay = self.relays.get(source)
         feed = self.feed
         if frame is None:
@@ -384,8 +326,8 @@ class FleetApp(StreamTracker):
         feed.frame(source, frame.kind, relay.push(frame))
         feed.describe(relay.summary(fleet.liveness.get(source)))
 
-    async def _watch_liveness(self, fleet: FleetStream) -> None:
-        """What changes without a frame: Redis readable or not, a mirror that stopped (or
+    async def _watch_liveness(self, fleet: FleetFollower) -> None:
+        """What changes without a frame: the fleet readable or not, a mirror that stopped (or
         started again) refreshing. Checked every :data:`LIVENESS_CHECK` seconds."""
         feed = self.feed
         while True:
@@ -412,7 +354,7 @@ class FleetApp(StreamTracker):
 
     @property
     def readable(self) -> bool:
-        """True while the fleet is being read (see ``FleetStream.readable``)."""
+        """True while the fleet is being read (see ``FleetFollower.readable``)."""
         return self.fleet is not None and self.fleet.readable
 
     # --- endpoints -------------------------------------------------------------------------
@@ -431,7 +373,8 @@ class FleetApp(StreamTracker):
         )
 
     async def _livez(self, request: Request) -> Response:
-        """Liveness: the process answers. Never depends on Redis (a restart cures nothing)."""
+        """Liveness: the process answers. Never depends on the fleet's store (a restart cures
+        nothing)."""
         return JSONResponse({"status": "ok"})
 
     async def _readyz(self, request: Request) -> Response:
@@ -535,25 +478,28 @@ def _version() -> str:
 
 
 async def serve_fleet(
-    redis: coredis.Redis[Any],
+    fleet: FleetGiven,
     *,
-    prefix: str = DEFAULT_PREFIX,
+    prefix: str | None = None,
     host: str = "127.0.0.1",
     port: int = DEFAULT_PORT,
     token: str | None = None,
     insecure: bool = False,
     history: int = DEFAULT_FLEET_HISTORY,
     fleet_log: int = DEFAULT_FLEET_LOG,
-    stale_after: float = DEFAULT_STALE_AFTER,
-    read_timeout: float = DEFAULT_READ_TIMEOUT,
-    retire_after: float = DEFAULT_RETIRE_AFTER,
+    stale_after: float | None = None,
+    read_timeout: float | None = None,
+    retire_after: float | None = None,
     keepalive: float = DEFAULT_KEEPALIVE,
     cors_origins: Sequence[str] | None = None,
     task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Serve every source mirrored under ``prefix``: ``url = await nursery.start(serve_fleet, redis)``.
+    """Serve every source of a fleet: ``url = await nursery.start(serve_fleet, engine)``.
 
-    ``redis`` is a coredis client the caller opened. Each source gets a single hub's endpoints
+    ``fleet`` is a :class:`~workflow_hub.fleet.FleetEngine` (``RedisFleet(redis, prefix=…)``),
+    or a coredis client the caller opened: then ``prefix``, ``stale_after``, ``read_timeout``
+    and ``retire_after`` are the settings of the :class:`~workflow_hub.redis.RedisFleet` made
+    over it (with an engine they are its own, and left out here). Each source gets a single hub's endpoints
     under ``/sources/{source}/``; ``/v1/sources`` lists the sources and ``/`` shows them all.
     ``history`` frames per source are kept for clients that are behind or reconnect (beyond
     it they get a fresh snapshot), and ``fleet_log`` events of the whole fleet for clients of
@@ -562,7 +508,7 @@ async def serve_fleet(
     """
     check_binding(host, port, token, insecure)
     app = FleetApp(
-        redis,
+        fleet,
         prefix=prefix,
         token=token,
         history=history,

@@ -12,15 +12,15 @@ import logging
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, NamedTuple, final, overload
+from typing import TYPE_CHECKING, Any, NamedTuple, final
 
 import attrs
 import trio
 
-from .._contract import Availability, ContractError, Frame, SnapshotFrame
+from .._contract import ContractError, Frame
 from .._public import NoPublicConstructor
-from ..reporting import ActivityView, AggregateStatus, ViewChange, aggregate, combine
-from ._connection import bounded, describe, server_errors, text, transient_errors
+from ..fleet import SourceLiveness
+from ._connection import bounded, describe, not_streams, server_errors, text, transient_errors
 from ._follow import (
     _BACKOFF_FIRST,
     _BACKOFF_MAX,
@@ -28,6 +28,7 @@ from ._follow import (
     DEFAULT_READ_COUNT,
     DEFAULT_READ_TIMEOUT,
     BadData,
+    FollowState,
     SourceStream,
     check_block,
 )
@@ -46,7 +47,7 @@ from ._mirror import BadKey, check_seconds
 if TYPE_CHECKING:
     import coredis
 
-__all__ = ["FleetStream", "FleetView", "SourceLiveness", "follow_fleet"]
+__all__ = ["DEFAULT_POLL_INTERVAL", "DEFAULT_STALE_AFTER", "FleetStream", "follow_fleet"]
 
 logger = logging.getLogger("workflow_hub.redis")
 
@@ -111,73 +112,6 @@ _DISCOVERY_SLICE = 50
 
 
 @final
-@attrs.frozen(kw_only=True)
-class SourceLiveness:
-    """What the registry says about one source of a fleet."""
-
-    source: str
-    last_seen: float | None
-    """When its mirror last refreshed it: Redis server time, seconds since the epoch
-    (``None`` when the registry lost it, e.g. after a Redis restart)."""
-    stale: bool
-    """True when its mirror stopped refreshing for ``stale_after`` (crashed or partitioned
-    away), as opposed to a source whose own last frame says it is unavailable (its scheduler
-    declared it: shut down cleanly, or not ready)."""
-
-
-@final
-class FleetView:
-    """One :class:`~workflow_hub.reporting.ActivityView` per source, and the fleet's status.
-
-    Feed it what :func:`follow_fleet` yields: ``fleet_view.apply(source, frame)``; a ``None``
-    frame retires the source (its view is dropped).
-    """
-
-    def __init__(self) -> None:
-        self._views: dict[str, ActivityView] = {}
-
-    @overload
-    def apply(self, source: str, frame: Frame) -> ViewChange: ...
-    @overload
-    def apply(self, source: str, frame: None) -> None: ...
-    @overload
-    def apply(self, source: str, frame: Frame | None) -> ViewChange | None: ...
-
-    def apply(self, source: str, frame: Frame | None) -> ViewChange | None:
-        """Fold one frame of ``source`` into its view (created on its first frame); ``None``
-        (a retired source) drops the view."""
-        if frame is None:
-            self._views.pop(source, None)
-            return None
-        view = self._views.get(source)
-        if view is None:
-            view = self._views[source] = ActivityView()
-        return view.apply(frame)
-
-    @property
-    def views(self) -> Mapping[str, ActivityView]:
-        """Every source seen so far and not retired, in discovery order."""
-        return self._views
-
-    def statuses(self) -> dict[str, AggregateStatus]:
-        """Each source boiled down to one status (see :func:`~workflow_hub.reporting.aggregate`),
-        in name order."""
-        return {source: aggregate(self._views[source]) for source in sorted(self._views)}
-
-    def aggregate(self) -> AggregateStatus:
-        """The whole fleet as one status, with the rules of ``aggregate`` for one source.
-
-        Working if any source works, else blocked if any is blocked, else unknown if any source
-        is unknown (or none was seen yet), else idle. Unknown is never idle: one scheduler that
-        cannot be seen means "idle" cannot be claimed for the fleet.
-        """
-        statuses = list(self.statuses().values())
-        fleet = combine(statuses)
-        sources = f"{len(statuses)} source{'' if len(statuses) == 1 else 's'}"
-        return attrs.evolve(fleet, message=" · ".join(filter(None, [sources, fleet.message])))
-
-
-@final
 class FleetStream(metaclass=NoPublicConstructor):
     """``(source, frame)`` pairs from every source of a fleet; made by :func:`follow_fleet`.
 
@@ -231,14 +165,6 @@ class FleetStream(metaclass=NoPublicConstructor):
             raise StopAsyncIteration from None
 
 
-def _unknown(stream: SourceStream) -> SnapshotFrame | None:
-    """An ``unavailable`` snapshot at the last cursor the stream delivered, if any."""
-    cursor = stream.last_cursor
-    if cursor is None:
-        return None
-    return SnapshotFrame(cursor=cursor, availability=Availability.UNAVAILABLE)
-
-
 @attrs.define
 class _FleetState:
     read_timeout: float
@@ -278,24 +204,23 @@ async def follow_fleet(
     check_block(block, read_timeout)
     if type(count) is not int or count < 1:
         raise ContractError("count", f"expected an int >= 1, got {count!r}")
+    # Each source's follower: the stream FleetStream.streams shows (for its statistics) and
+    # the state the reader and discovery work on (the two ends of one follower).
     streams: dict[str, SourceStream] = {}
+    followed: dict[str, FollowState] = {}
     liveness: dict[str, SourceLiveness] = {}
-    state = _FleetState(read_timeout=float(read_timeout), last_discovery=trio.current_time())
+    timeout = float(read_timeout)
+    state = _FleetState(read_timeout=timeout, last_discovery=trio.current_time())
     send, receive = trio.open_memory_channel[tuple[str, Frame | None]](1024)
     skipped: set[bytes] = set()
 
-    def new_stream(source: str) -> SourceStream:
-        return SourceStream._create(
-            redis,
-            source=source,
-            keys=source_keys(prefix, source),
-            block=block,
-            count=count,
-            read_timeout=float(read_timeout),
-        )
+    def follow(source: str) -> None:
+        one = FollowState(redis, prefix, source, block=block, count=count, read_timeout=timeout)
+        followed[source] = one
+        streams[source] = SourceStream._create(one)
 
-    def mark(stream: SourceStream, *, stale: bool, last_seen_ms: float | None = None) -> None:
-        if stream._stale != stale:
+    def mark(stream: FollowState, *, stale: bool, last_seen_ms: float | None = None) -> None:
+        if stream.stale != stale:
             reader.request_full()  # said (unavailable, or the state again) in a full round
         if stale:
             stream.mark_stale(last_seen_ms)
@@ -304,9 +229,10 @@ async def follow_fleet(
 
     def retire(source: str) -> None:
         logger.info("fleet: source %r retired (no refresh for %gs)", source, retire_s)
-        stream = streams.pop(source, None)
+        streams.pop(source, None)
+        stream = followed.pop(source, None)
         if stream is not None:
-            stream.close()
+            stream.closed = True
         liveness.pop(source, None)
 
     async def run_discovery(nursery: trio.Nursery) -> None:
@@ -331,7 +257,7 @@ async def follow_fleet(
                 if str(error) != refused:
                     refused = str(error)
                     logger.error("fleet discovery: cannot read the registry (%s)", describe(error))
-                for stream in streams.values():
+                for stream in followed.values():
                     mark(stream, stale=True)
                 await trio.sleep(poll)
                 continue
@@ -352,14 +278,14 @@ async def follow_fleet(
                             member,
                             sources_key(prefix),
                         )
-            for known in list(streams):
+            for known in list(followed):
                 if known in listed:
                     continue
                 # Not listed: retired by another follower, or the registry was lost (a Redis
                 # restart). Unknown meanwhile; retired once its last refresh is old enough.
                 before = liveness.get(known)
                 mark(
-                    streams[known],
+                    followed[known],
                     stale=True,
                     last_seen_ms=(
                         None
@@ -378,10 +304,10 @@ async def follow_fleet(
             for number, (source, seen) in enumerate(listed.items()):
                 if number % _DISCOVERY_SLICE == _DISCOVERY_SLICE - 1:
                     await trio.lowlevel.checkpoint()
-                if source not in streams:
-                    streams[source] = new_stream(source)
+                if source not in followed:
+                    follow(source)
                     reader.request_full()  # its first snapshot comes from a full round
-                stream = streams[source]
+                stream = followed[source]
                 stale = now - seen > stale_ms
                 liveness[source] = SourceLiveness(source=source, last_seen=seen / 1000, stale=stale)
                 mark(stream, stale=stale, last_seen_ms=seen)
@@ -393,7 +319,7 @@ async def follow_fleet(
 
     reader = _FleetReader(
         redis,
-        streams,
+        followed,
         send,
         sources=sources_key(prefix),
         frames_key=source_keys(prefix, "\0").frames,
@@ -416,8 +342,7 @@ async def follow_fleet(
 class _FleetReader:
     """Every source of a fleet read over one ``XREAD`` at a time (one connection, whatever the
     number of sources); checkpoints, quiet checks and the registry's look-ups run on the
-    client's shared, multiplexed connection. Each source keeps its own :class:`SourceStream`
-    state (sequence check, resyncs, liveness); this task only does their reading for them.
+    client's shared, multiplexed connection. Each source keeps its own :class:`FollowState` (sequence check, resyncs, liveness); this task only does their reading for them.
 
     Two kinds of rounds. A *full* round names every stream in one blocking ``XREAD`` (it waits
     for the first entry of any source, resyncs, and brings back sources in trouble). While
@@ -437,7 +362,7 @@ class _FleetReader:
     def __init__(
         self,
         redis: coredis.Redis[Any],
-        streams: dict[str, SourceStream],
+        streams: dict[str, FollowState],
         send: trio.MemorySendChannel[tuple[str, Frame | None]],
         *,
         sources: str,
@@ -468,7 +393,7 @@ class _FleetReader:
         self._sliced = 0  # where the next slice of streams starts (in discovery order)
         self._next_slice = math.inf  # when a doorbell round reads the next slice too
         self._waiting: trio.CancelScope | None = None  # a full round's blocking XREAD
-        self._swept: dict[SourceStream, str | None] = {}
+        self._swept: dict[FollowState, str | None] = {}
 
     def request_full(self) -> None:
         """Something changed that only a full round handles (a new source, a source gone
@@ -489,7 +414,7 @@ class _FleetReader:
                 doorbell = self._since is not None and not self._full_due
                 doorbell = doorbell and now < self._next_full
                 streams = self._streams if doorbell else dict(self._streams)
-                touched: list[SourceStream] = []
+                touched: list[FollowState] = []
                 try:
                     with bounded(self._redis, self._read_timeout):
                         if doorbell:
@@ -508,9 +433,9 @@ class _FleetReader:
                     self._full_due = True
                     failed = list(streams.values())
                     for stream in failed:
-                        if stream._retry_at == 0.0:  # covered by the last doorbell round
-                            stream._last_read = max(stream._last_read, self._last_ok)
-                        stream._unreachable(error, log=False)
+                        if stream.retry_at == 0.0:  # covered by the last doorbell round
+                            stream.last_read = max(stream.last_read, self._last_ok)
+                        stream.unreachable(error, log=False)
                     await self._deliver(failed)
                     await trio.sleep(self._backoff)
                     self._backoff = min(self._backoff * 2, _BACKOFF_MAX)
@@ -533,26 +458,26 @@ class _FleetReader:
                         _DOORBELL_SPACING if self._since is not None else spacing
                     )
 
-    async def _round(self, streams: dict[str, SourceStream]) -> None:
+    async def _round(self, streams: dict[str, FollowState]) -> None:
         """A full round: every stream, resyncs, sources in trouble."""
         self._full_due = False
         self._since = None
         now = trio.current_time()
         for stream in streams.values():
-            if stream._stale:
-                stream._prepare()
+            if stream.stale:
+                stream.prepare()
         resyncing = [
             stream
             for stream in streams.values()
-            if stream._last_id is None and stream._retry_at <= now
+            if stream.last_id is None and stream.retry_at <= now
         ]
         if resyncing:
             await self._each(resyncing, _resync)
             await self._deliver(streams.values())  # a first snapshot need not wait for the XREAD
         reading = {
-            stream._keys.frames: stream
+            stream.keys.frames: stream
             for stream in streams.values()
-            if stream._last_id is not None and stream._retry_at <= now
+            if stream.last_id is not None and stream.retry_at <= now
         }
         got: set[str] = set()
         since = None
@@ -572,22 +497,22 @@ class _FleetReader:
         quiet = [
             stream
             for stream in reading.values()
-            if stream.source not in got and stream._last_id is not None and stream._unreadable
+            if stream.source not in got and stream.last_id is not None and stream.unreadable
         ]
         if quiet:
             await self._quiet_checks(quiet)
         troubled = math.inf
         done = trio.current_time()
         for stream in streams.values():
-            if stream._retry_at <= now:
-                if stream._retry_at or stream._refused or stream._backoff != _BACKOFF_FIRST:
-                    stream._read_ok()
+            if stream.retry_at <= now:
+                if stream.retry_at or stream.refused or stream.backoff != _BACKOFF_FIRST:
+                    stream.read_ok()
                 else:
-                    stream._last_read = done  # all _read_ok would change
-            if stream._unreadable or (stream._last_id is None and stream._retry_at <= now):
+                    stream.last_read = done  # all _read_ok would change
+            if stream.unreadable or (stream.last_id is None and stream.retry_at <= now):
                 self._full_due = True  # brought back by full rounds only
-            elif stream._retry_at > now:
-                troubled = min(troubled, stream._retry_at)
+            elif stream.retry_at > now:
+                troubled = min(troubled, stream.retry_at)
         self._next_full = min(trio.current_time() + self._quiet_every, troubled)
         if got and since is not None and not self._full_due:
             self._since = since  # entries are coming: doorbell rounds from here on
@@ -599,8 +524,8 @@ class _FleetReader:
             self._next_slice = trio.current_time() + self._slice_every(len(streams))
 
     async def _doorbell_round(
-        self, streams: Mapping[str, SourceStream], now: float
-    ) -> list[SourceStream]:
+        self, streams: Mapping[str, FollowState], now: float
+    ) -> list[FollowState]:
         """A doorbell round: the sources that appended since the previous round, with their
         entries, in one script (one round trip); the others are known to have nothing new.
 
@@ -619,42 +544,42 @@ class _FleetReader:
             self._since = None  # the registry is not a sorted set: discovery says why
             return []
         since = int(text(reply[1]))
-        touched: list[SourceStream] = []
-        exact: dict[str, SourceStream] = {}
+        touched: list[FollowState] = []
+        exact: dict[str, FollowState] = {}
         got = False
         for found in reply[2]:
             try:
                 stream = streams.get(text(found[0]))
             except UnicodeDecodeError:
                 continue  # not a source name (discovery logs and counts it)
-            if stream is None or stream._last_id is None or stream._retry_at > now:
+            if stream is None or stream.last_id is None or stream.retry_at > now:
                 continue
-            stream._prepare()
+            stream.prepare()
             touched.append(stream)
-            entries = None if text(found[1]) != "ok" else _following(stream._last_id, found)
+            entries = None if text(found[1]) != "ok" else _following(stream.last_id, found)
             if entries is None:
-                exact[stream._keys.frames] = stream  # the XREAD says what is wrong, or reads it
+                exact[stream.keys.frames] = stream  # the XREAD says what is wrong, or reads it
                 continue
             if entries:
                 got = True
                 self._feed(stream, entries)
-            if len(found[3]) >= self._count and stream._last_id is not None:
-                exact[stream._keys.frames] = stream  # more may follow
+            if len(found[3]) >= self._count and stream.last_id is not None:
+                exact[stream.keys.frames] = stream  # more may follow
         self._since = since
         if now >= self._next_slice:
             await self._deliver(touched)  # what the hints brought need not wait for the slice
             for stream in self._slice(streams, now):
-                if stream._keys.frames not in exact:
-                    stream._prepare()
+                if stream.keys.frames not in exact:
+                    stream.prepare()
                     touched.append(stream)
-                    exact[stream._keys.frames] = stream
+                    exact[stream.keys.frames] = stream
         if exact:
             got = bool(await self._read(exact, block=False)) or got
         self._last_ok = now
         for stream in touched:
-            if stream._retry_at <= now:
-                stream._read_ok()
-            if stream._last_id is None or stream._retry_at > now:
+            if stream.retry_at <= now:
+                stream.read_ok()
+            if stream.last_id is None or stream.retry_at > now:
                 self._full_due = True  # lost continuity or refused: a full round handles it
         if got:
             self._empty = 0
@@ -668,7 +593,7 @@ class _FleetReader:
         """Seconds between two slices: every stream is read within ``quiet_every``."""
         return self._quiet_every / max(1, math.ceil(streams / _SLICE))
 
-    def _slice(self, streams: Mapping[str, SourceStream], now: float) -> list[SourceStream]:
+    def _slice(self, streams: Mapping[str, FollowState], now: float) -> list[FollowState]:
         """The next ``_SLICE`` streams in turn that can be read now."""
         names = list(streams)
         start = self._sliced if self._sliced < len(names) else 0
@@ -677,7 +602,7 @@ class _FleetReader:
         return [
             stream
             for name in names[start : start + _SLICE]
-            if (stream := streams[name])._last_id is not None and stream._retry_at <= now
+            if (stream := streams[name]).last_id is not None and stream.retry_at <= now
         ]
 
     async def _server_ms(self) -> int | None:
@@ -688,10 +613,10 @@ class _FleetReader:
             return None
         return int(text(reply[1]))
 
-    async def _read(self, reading: Mapping[str, SourceStream], *, block: bool) -> set[str]:
+    async def _read(self, reading: Mapping[str, FollowState], *, block: bool) -> set[str]:
         """One ``XREAD`` of ``reading`` from each stream's last entry; the sources that got
         entries."""
-        sent = {key: stream._last_id for key, stream in reading.items()}
+        sent = {key: stream.last_id for key, stream in reading.items()}
         got: set[str] = set()
         try:
             reply = await self._redis.xread(
@@ -708,32 +633,32 @@ class _FleetReader:
         for key, entries in (reply or {}).items():
             name = text(key)
             found = reading.get(name)
-            if found is None or found._last_id != sent[name]:
+            if found is None or found.last_id != sent[name]:
                 continue  # lost continuity meanwhile (a quiet check): it starts over anyway
             got.add(found.source)
             self._feed(found, entries)
         return got
 
     @staticmethod
-    def _feed(stream: SourceStream, entries: Sequence[Any]) -> None:
+    def _feed(stream: FollowState, entries: Sequence[Any]) -> None:
         try:
-            stream._feed(entries)
+            stream.feed(entries)
         except Exception as error:  # one source never takes the fleet down
             logger.exception("fleet follower: source %r failed; starting over", stream.source)
-            stream._lose_continuity()
-            stream._refused_read(error)
+            stream.lose_continuity()
+            stream.refused_read(error)
 
     async def _each(
-        self, streams: list[SourceStream], action: Callable[[SourceStream], Awaitable[None]]
+        self, streams: list[FollowState], action: Callable[[FollowState], Awaitable[None]]
     ) -> None:
         """Run ``action`` for every stream at once (their commands share one connection);
         a source whose data cannot be read is refused alone."""
 
-        async def one(stream: SourceStream) -> None:
+        async def one(stream: FollowState) -> None:
             try:
                 await action(stream)
             except (BadKey, BadData, *server_errors()) as error:  # type: ignore[misc]
-                stream._refused_read(error)
+                stream.refused_read(error)
 
         async with trio.open_nursery() as nursery:
             for stream in streams:
@@ -749,13 +674,13 @@ class _FleetReader:
             quiet = [
                 stream
                 for stream in streams
-                if stream._last_id is not None
-                and not stream._unreadable
-                and not stream._closed
-                and stream._retry_at <= now
-                and self._swept.get(stream, stream._last_id) == stream._last_id
+                if stream.last_id is not None
+                and not stream.unreadable
+                and not stream.closed
+                and stream.retry_at <= now
+                and self._swept.get(stream, stream.last_id) == stream.last_id
             ]
-            self._swept = {stream: stream._last_id for stream in streams}
+            self._swept = {stream: stream.last_id for stream in streams}
             if not quiet:
                 continue
             try:
@@ -765,24 +690,24 @@ class _FleetReader:
                 # The read loop notices an unreachable Redis itself (and says so).
                 logger.debug("fleet follower: quiet checks failed (%s)", describe(error))
 
-    async def _quiet_checks(self, streams: list[SourceStream], batch: int = _QUIET_BATCH) -> None:
+    async def _quiet_checks(self, streams: list[FollowState], batch: int = _QUIET_BATCH) -> None:
         """The quiet check of every source in ``streams``, in one script per ``batch`` sources.
 
         A source that read an entry while its check was under way is not judged (it is not
         quiet). One that lost continuity gets a full round right away (it resyncs there)."""
         for start in range(0, len(streams), batch):
             some = streams[start : start + batch]
-            keys = [key for stream in some for key in (stream._keys.owner, stream._keys.frames)]
-            before = [stream._last_id for stream in some]
+            keys = [key for stream in some for key in (stream.keys.owner, stream.keys.frames)]
+            before = [stream.last_id for stream in some]
             replies: Any = await _QUIET_MANY(self._redis, keys=keys, args=[])
             for stream, last_id, reply in zip(some, before, replies, strict=True):
-                if stream._last_id != last_id or last_id is None or stream._closed:
+                if stream.last_id != last_id or last_id is None or stream.closed:
                     continue
                 try:
-                    lost = stream._judge_quiet(reply)
-                    stream._after_quiet(lost)
+                    lost = stream.judge_quiet(reply)
+                    stream.after_quiet(lost)
                 except (BadKey, BadData) as error:
-                    stream._refused_read(error)
+                    stream.refused_read(error)
                     lost = True
                 if lost:
                     self._full_due = True
@@ -790,32 +715,21 @@ class _FleetReader:
                         self._waiting.cancel()
 
     async def _set_aside_bad_keys(
-        self, reading: Mapping[str, SourceStream], error: Exception
+        self, reading: Mapping[str, FollowState], error: Exception
     ) -> bool:
         """After a refused ``XREAD``: the sources whose frames key is not a stream are refused
         (unknown, read again later); True when there was one."""
-        kinds: dict[str, str] = {}
+        found = await not_streams(self._redis, reading)
+        for key, kind in found.items():
+            reading[key].refused_read(BadKey(f"{key} is a {kind}, not a stream"))
+        return bool(found)
 
-        async def kind_of(key: str) -> None:
-            kinds[key] = text(await self._redis.type(key))
-
-        # Concurrent commands share the client's multiplexed connection: one round trip.
-        async with trio.open_nursery() as nursery:
-            for key in reading:
-                nursery.start_soon(kind_of, key)
-        found = False
-        for key, kind in kinds.items():
-            if kind not in ("stream", "none"):
-                found = True
-                reading[key]._refused_read(BadKey(f"{key} is a {kind}, not a stream"))
-        return found
-
-    async def _deliver(self, streams: Iterable[SourceStream]) -> None:
+    async def _deliver(self, streams: Iterable[FollowState]) -> None:
         for stream in streams:
-            if not stream._ready:
+            if not stream.ready:
                 continue
-            for frame in stream._take_ready():
-                if stream._closed:
+            for frame in stream.take_ready():
+                if stream.closed:
                     break  # retired meanwhile: its ``None`` is (or will be) its last word
                 await self._send.send((stream.source, frame))
 
@@ -850,6 +764,6 @@ def _following(last_id: str, found: Sequence[Any]) -> list[_Entry] | None:
     return entries
 
 
-async def _resync(stream: SourceStream) -> None:
-    await stream._resync()
-    stream._unreadable = False
+async def _resync(stream: FollowState) -> None:
+    await stream.resync()
+    stream.unreadable = False

@@ -1,4 +1,4 @@
-"""A served hub's URL as a person types it, and its snapshot fetched once, with the stdlib only.
+"""A served hub's snapshot fetched once, with the standard library only.
 
 ``snapshot``, ``status`` and ``watch`` (before it opens its stream) fetch ``/v1/snapshot`` with
 the standard library (a plain socket for http://, :mod:`urllib.request` for https://): no httpx,
@@ -13,73 +13,21 @@ import json
 import socket
 from urllib.parse import urlsplit
 
-from ._errors import CommandError, UsageError, describe_os_error
+from ._errors import CommandError, describe_os_error
 
 TYPE_CHECKING = False  # not from typing: a status refresh does not load it
 if TYPE_CHECKING:
     from .._contract import SnapshotFrame
 
 __all__ = [
-    "REDIS_SCHEMES",
-    "check_redis_url",
     "decode_snapshot",
     "fetch_snapshot",
     "fetch_snapshot_body",
-    "hub_url",
-    "is_redis_url",
     "short_reason",
     "why_down",
 ]
 
-REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
 DEFAULT_TIMEOUT = 5.0
-
-
-def is_redis_url(url: str) -> bool:
-    return url.startswith(REDIS_SCHEMES)
-
-
-def check_redis_url(text: str, *, option: str = "URL") -> str:
-    """A Redis URL as coredis reads it: ``redis://HOST[:PORT][/DB]``, ``rediss://…`` or
-    ``unix:///path``; :class:`UsageError` saying what is wrong otherwise."""
-    parts = urlsplit(text)
-    example = "redis://HOST:PORT/DB, e.g. redis://127.0.0.1:6379/0"
-    if parts.scheme == "unix":
-        if not parts.path:
-            raise UsageError(f"{option} {text}: expected unix:///PATH/TO/redis.sock")
-        return text
-    try:
-        parts.port  # noqa: B018 - raises on a bad port
-    except ValueError:
-        raise UsageError(f"{option} {text}: the port must be a number from 0 to 65535") from None
-    if not parts.hostname:
-        raise UsageError(f"{option} {text}: expected {example}")
-    database = parts.path.strip("/")
-    if database and not database.isdigit():
-        raise UsageError(f"{option} {text}: the database is a number ({example})")
-    return text
-
-
-def hub_url(text: str, *, command: str) -> str:
-    """A hub's base URL from what a person typed: ``http://`` is assumed when no scheme is given
-    (``127.0.0.1:8765``, as httpie does), a trailing slash is dropped."""
-    if is_redis_url(text):
-        raise UsageError(
-            f"{text}: {command} reads a hub served over HTTP (http://HOST:PORT); for a fleet in "
-            f"Redis use 'workflow-hub status {text}' or 'workflow-hub watch {text}'"
-        )
-    url = text if "://" in text else f"http://{text}"
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https"):
-        raise UsageError(f"{text}: expected an http:// or https:// URL (or HOST:PORT)")
-    try:
-        port = parts.port
-    except ValueError:
-        raise UsageError(f"{text}: the port must be a number from 0 to 65535") from None
-    if not parts.hostname:
-        raise UsageError(f"{text}: expected http://HOST:PORT, e.g. http://127.0.0.1:8765")
-    del port
-    return url.rstrip("/")
 
 
 def fetch_snapshot(
