@@ -5,7 +5,9 @@ shares that layer. The checks: imports only go down; another folder is reached t
 surface (its ``__init__`` or public modules, never an underscored module or name); no import
 circle except among the hub's friends in ``_core/``; the package never imports itself by string
 nor treats its own modules as optional; the core needs no third-party package besides trio,
-attrs and cattrs. Imports are read with ``ast``, function bodies and ``TYPE_CHECKING`` blocks
+attrs and cattrs; no module outside ``_core/`` reads another module's private state; every
+scheduler bridge reports to ``tracker.SchedulerFacts``; the server imports no Redis client but
+through its one named door. Imports are read with ``ast``, function bodies and ``TYPE_CHECKING`` blocks
 included (a lazy import that hides a cycle is still an edge). A new folder fails until it is
 given a layer, which is the point: placing it is a decision.
 """
@@ -74,6 +76,11 @@ FORBIDDEN: tuple[tuple[str, str, str], ...] = (
         "tracker._heartbeat",
         "tracker._tracker",
         "HeartbeatSchedule owns heartbeat state; the tracker owns it",
+    ),
+    (
+        "tracker._heartbeat",
+        "tracker._ledger",
+        "HeartbeatSchedule owns heartbeat state; the ledger owns the schedule",
     ),
     ("_core._instruments", "metrics", "the core owns the interface; metrics implement it"),
 )
@@ -435,3 +442,113 @@ def test_importing_the_package_loads_no_transport_nor_prometheus() -> None:
         [sys.executable, "-c", program], capture_output=True, text=True, timeout=60, check=False
     )
     assert result.returncode == 0, result.stderr
+
+
+# Underscored attributes of the standard library that are its public API (namedtuple's methods,
+# ``sys._getframe``), and the one factory every handle class shares (``NoPublicConstructor``'s
+# ``Cls._create``, defined in ``_public``): reading them is no reach into another module.
+PUBLIC_UNDERSCORED = frozenset({"_replace", "_asdict", "_fields", "_make", "_getframe", "_create"})
+
+
+def private_names_defined(tree: ast.AST) -> set[str]:
+    """The underscored names a module defines for itself: its functions, classes and methods,
+    the attributes it assigns (``x._name = …``), its variables, parameters and ``__slots__``."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            names.add(node.attr)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            names.add(node.value)  # "__slots__" entries, attrs' alias= and the like
+    return {name for name in names if _is_private(name)}
+
+
+def foreign_private_reads(name: str, tree: ast.AST) -> list[str]:
+    """Every ``x._name`` in ``name`` where ``_name`` is no name of its own module: an attribute
+    of an object another module defines, read or written from outside. ``self`` and ``cls``
+    may use what their base classes define."""
+    own = private_names_defined(tree)
+    return sorted(
+        f"{ast.unparse(node.value)}.{node.attr} (line {node.lineno})"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute)
+        and _is_private(node.attr)
+        and node.attr not in own
+        and node.attr not in PUBLIC_UNDERSCORED
+        and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
+        and (name, node.attr) not in CORE_PRIVATE_ENTRIES
+    )
+
+
+@pytest.mark.parametrize("name", sorted(name for name in MODULES if top(name) != FRIENDS))
+def test_no_module_reads_another_module_s_private_state(name: str) -> None:
+    """Outside ``_core/`` (the one friendship) no module reads or writes an underscored
+    attribute of another module's object; the entries of ``CORE_PRIVATE_ENTRIES`` are the only
+    exceptions. Objects that must share state share a small state object with public fields
+    (trio's ``MemoryChannelState``), or one exposes a method that says what the other needs."""
+    reads = foreign_private_reads(name, ast.parse(MODULES[name].read_text(encoding="utf-8")))
+    assert not reads, f"{name} reads another module's private state: {reads}"
+
+
+def test_the_private_state_check_sees_a_reach() -> None:
+    """The check flags a read of another object's underscored attribute and passes one the
+    module defines itself (else the test above proves nothing)."""
+    tree = ast.parse(
+        "class A:\n"
+        "    def __init__(self):\n"
+        "        self._mine = 1\n"
+        "    def f(self, other, state):\n"
+        "        return other._mine + state._totals + self._inherited + other._replace()\n"
+    )
+    assert foreign_private_reads("probe", tree) == ["state._totals (line 5)"]
+
+
+# The scheduler bridges: folders that turn a scheduler's own events into facts. Each reports to
+# the one public protocol (docs/architecture.md, "Where to add a scheduler").
+SCHEDULER_BRIDGES = ("celery", "langgraph")
+
+
+@pytest.mark.parametrize("bridge", SCHEDULER_BRIDGES)
+def test_every_bridge_reports_to_the_public_fact_protocol(bridge: str) -> None:
+    """A bridge's producer of facts takes a ``workflow_hub.tracker.SchedulerFacts`` (not a
+    protocol of its own), so every bridge plugs into the same door; only its composition
+    function (``celery.serve_celery``) builds a tracker."""
+    taken = {
+        (resolve(target, MODULES), imported)
+        for name, path in MODULES.items()
+        if top(name) == bridge
+        for target, names in import_edges(name, path)[0]
+        for imported in names
+    }
+    assert ("tracker", "SchedulerFacts") in taken, f"{bridge}/ does not import SchedulerFacts"
+
+
+# The fleet server reads a fleet through ``workflow_hub.fleet.FleetEngine``; one module of it may
+# name an engine: the door that keeps ``serve_fleet(redis, …)`` working by wrapping the client in
+# a ``RedisFleet`` (docs/decisions.md, "A fleet engine").
+FLEET_SERVER_DOOR = "server._fleet_engine"
+REDIS_CLIENTS = {"coredis", "redis"}
+
+
+@pytest.mark.parametrize(
+    "name", sorted(n for n in MODULES if top(n) == "server" and n != FLEET_SERVER_DOOR)
+)
+def test_the_server_imports_no_redis_client(name: str) -> None:
+    """The server (the fleet server included) imports no Redis client and nothing of
+    ``workflow_hub.redis``: a second fleet engine is a new folder, not a change here."""
+    ours, others = imports_of(name, MODULES[name])
+    engines = sorted(t for t in ours if top(resolve(t, MODULES)) == "redis")
+    assert not others & REDIS_CLIENTS, f"{name} imports {sorted(others & REDIS_CLIENTS)}"
+    assert not engines, f"{name} imports the Redis engine: {engines}"
+
+
+def test_the_fleet_server_s_door_exists() -> None:
+    """The one allowed module exists and is the one that names Redis (a stale name would allow
+    nothing and hide a new door)."""
+    ours, _ = imports_of(FLEET_SERVER_DOOR, MODULES[FLEET_SERVER_DOOR])
+    assert any(top(resolve(t, MODULES)) == "redis" for t in ours)
