@@ -25,6 +25,7 @@ import typing
 from types import ModuleType
 from typing import Any
 
+import attrs
 from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.errors import PycodeError
@@ -216,6 +217,26 @@ def shared_names() -> frozenset[str]:
     return frozenset(name for name, values in seen.items() if len(values) > 1)
 
 
+_ATTRS_DEFAULT = re.compile(r"attr_dict\['(\w+)'\]\.default")
+
+
+def attrs_defaults(cls: type, signature: str) -> str:
+    """An attrs class's defaults as values: ``graph=None``, not ``graph=attr_dict['graph'].default``.
+
+    attrs writes its ``__init__`` with defaults read from a table, and autodoc, which shows the
+    defaults as written in the source, shows that lookup; a default made afresh by a factory it
+    shows as ``NOTHING``, which here becomes the call that makes it (``received=list()``).
+    """
+    fields = attrs.fields_dict(cls)
+    signature = _ATTRS_DEFAULT.sub(lambda match: repr(fields[match.group(1)].default), signature)
+    made = iter(
+        f"{getattr(getattr(field.default, 'factory', None), '__name__', 'factory')}()"
+        for field in fields.values()
+        if field.init and hasattr(field.default, "takes_self")  # an attrs.Factory
+    )
+    return re.sub(r"\bNOTHING\b", lambda _match: next(made, "NOTHING"), signature)
+
+
 def _qualify_root_names(
     app: Sphinx,
     what: str,
@@ -230,8 +251,11 @@ def _qualify_root_names(
     An annotation that names a class imported only for type checkers cannot be evaluated, so
     autodoc shows it as written: ``runner: HookRunner``. On the page of a module that exports
     no ``HookRunner`` of its own, that bare name would match both the package's runner and
-    asyncio's; the package root's is the one such modules import.
+    asyncio's; the package root's is the one such modules import. (Sphinx takes the first
+    answer of this event's handlers, so an attrs class's defaults are written here too.)
     """
+    if signature and inspect.isclass(obj) and attrs.has(obj):
+        signature = attrs_defaults(obj, signature)
     module = max(
         (each for each in public_module_names() if name.startswith(f"{each}.")),
         key=len,

@@ -1,8 +1,10 @@
-"""The contract's value types, enumerations and error (SPEC §2); all re-exported by ``workflow_hub``.
+"""The contract's values, enumerations and error: everything the hub exchanges (§2 of
+docs/contract.md, whose requirement ids the entries below cite: C1, P6, O4…).
 
-The names are written out, not derived: type checkers (mypy, pyright) read ``__all__`` and the
-imports statically and would see nothing in a computed list. tests/contract/test_wire.py checks that this
-list is exactly what ``_contract`` and ``_enums`` export.
+Every value is immutable and checked when it is built, so a value that exists is one the hub can
+trust (C1); each has one JSON form (:mod:`workflow_hub.wire`). The enumerations are plain strings
+on the wire and ``StrEnum`` members in Python, and a constructor takes either. All these names are
+re-exported by ``workflow_hub``: ``from workflow_hub import Cursor`` is the same class.
 """
 
 from ._contract import ActivityChangedEvent as ActivityChangedEvent

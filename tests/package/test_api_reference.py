@@ -6,6 +6,8 @@ alone into a temporary folder, in strict mode (a warning fails it, so a docstrin
 valid reStructuredText does too), and reads the inventory Sphinx writes for other sites to link
 to (``objects.inv``): what it lists is what a reader finds. The guide pages are left out here,
 because they take as long again to build; ``make docs`` builds everything, in strict mode too.
+Every public name must also say what it is: its entry on the built page carries a description
+(``UNDESCRIBED`` lists the exceptions, each with its reason).
 
 A new public module needs a page: docs/reference/<dotted name>.rst, whose title is the module's
 name and whose body is ``.. public-module:: <dotted name>`` (copy any page there).
@@ -16,6 +18,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import zlib
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
@@ -42,7 +45,7 @@ def read_inventory(path: Path) -> dict[str, tuple[str, str]]:
 
 
 @pytest.fixture(scope="module")
-def inventory(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[str, str]]:
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("reference")
     command = [
         *(sys.executable, "-m", "sphinx", "-b", "html", "-q", "-W", "--keep-going", "-E"),
@@ -52,7 +55,12 @@ def inventory(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[str, 
     ]
     result = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
     assert result.returncode == 0, result.stdout + result.stderr
-    return read_inventory(out / "objects.inv")
+    return out
+
+
+@pytest.fixture(scope="module")
+def inventory(site: Path) -> dict[str, tuple[str, str]]:
+    return read_inventory(site / "objects.inv")
 
 
 def test_every_public_module_has_a_page_of_its_own(
@@ -87,3 +95,96 @@ def test_the_reference_names_nothing_private(inventory: dict[str, tuple[str, str
         if role.startswith("py:") and any(part.startswith("_") for part in name.split(".")[:-1])
     ]
     assert private == []
+
+
+# Public names the reference shows without a word of their own, each with the reason it may.
+UNDESCRIBED = {
+    # The redis slice is still changing these modules; the lead documents the three on merging.
+    "workflow_hub.redis.DEFAULT_BLOCK": "redis/ is being changed by another slice of issue 35",
+    "workflow_hub.redis.DEFAULT_PREFIX": "redis/ is being changed by another slice of issue 35",
+    "workflow_hub.redis.DEFAULT_STALE_AFTER": "redis/ is being changed by another slice of issue 35",
+}
+
+
+class EntryText(HTMLParser):
+    """The text an entry's own description holds: the ``<dd>`` after ``<dt id="name">``, without
+    the entries nested in it (an enumeration's members, a class's methods) and without the
+    ``Bases:`` line autodoc writes for an exception."""
+
+    def __init__(self, anchor: str) -> None:
+        super().__init__()
+        self.anchor = anchor
+        self.state = "before"  # then "between" (in the <dt>), "inside" (its <dd>), "after"
+        self.depth = 0  # elements open inside the <dd>
+        self.nested = 0  # <dl> open inside the <dd>: another entry's description
+        self.text: list[str] = []
+        self.paragraph: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if self.state == "before" and tag == "dt" and ("id", self.anchor) in attrs:
+            self.state = "between"
+        elif self.state == "between" and tag == "dd":
+            self.state = "inside"
+        elif self.state == "inside":
+            self.depth += 1
+            self.nested += tag == "dl"
+
+    def handle_endtag(self, tag: str) -> None:
+        if self.state != "inside":
+            return
+        if self.depth == 0:  # the entry's own </dd>
+            self.state = "after"
+            return
+        self.depth -= 1
+        self.nested -= tag == "dl"
+        if tag == "p" and self.nested == 0:
+            line = " ".join("".join(self.paragraph).split())
+            if not line.startswith("Bases:"):
+                self.text.append(line)
+            self.paragraph = []
+
+    def handle_data(self, data: str) -> None:
+        if self.state == "inside" and self.nested == 0:
+            self.paragraph.append(data)
+
+
+def description(site: Path, uri: str) -> str:
+    page, _, anchor = uri.partition("#")
+    parser = EntryText(anchor)
+    parser.feed((site / page).read_text(encoding="utf-8"))
+    assert parser.state == "after", f"no entry #{anchor} on {page}"
+    return " ".join(parser.text).strip()
+
+
+def test_every_public_name_says_what_it_is(
+    site: Path, inventory: dict[str, tuple[str, str]]
+) -> None:
+    """Each name's entry in the reference carries a description (its docstring, or for a
+    constant or type alias the docstring written under its assignment), not only a signature.
+
+    A name re-exported by the package root is described where it is documented in full, which is
+    where its inventory entry points; the root's table repeats that description's first line.
+    """
+    names = sorted(
+        {f"{module.__name__}.{name}" for module in PUBLIC_MODULES for name in module.__all__}
+    )
+    silent = [
+        name
+        for name in names
+        if name not in UNDESCRIBED and not description(site, inventory[name][1])
+    ]
+    assert silent == [], "public names with no docstring in the reference"
+    described = [name for name in UNDESCRIBED if description(site, inventory[name][1])]
+    assert described == [], "described now: take them off UNDESCRIBED"
+
+
+def test_signatures_show_defaults_not_attrs_internals(site: Path) -> None:
+    """An attrs class's signature shows its defaults (``graph=None``, ``received=list()``), not
+    the table attrs reads them from (``attr_dict['graph'].default``) or its ``NOTHING``."""
+    shown = [
+        f"{page.name}: {word}"
+        for page in sorted((site / "reference").glob("*.html"))
+        for word in ("attr_dict", "NOTHING")
+        if word in page.read_text(encoding="utf-8")
+    ]
+    assert shown == []

@@ -54,6 +54,12 @@ class Availability(StrEnum):
 
 
 class RunStatus(StrEnum):
+    """The status of a run, as the scheduler reports it (:class:`~workflow_hub.RunTarget`).
+
+    Only runs that are pending, running, failed or blocked carry human waits (D2); a failed or
+    blocked run whose executor has not ended is a manual wait (D3); a paused run is idle (D7).
+    """
+
     PENDING = "pending"
     RUNNING = "running"
     PAUSED = "paused"
@@ -79,6 +85,12 @@ class StageStatus(StrEnum):
 
 
 class ToolNodeStatus(StrEnum):
+    """The status of a tool (:class:`~workflow_hub.ToolNode`, :class:`~workflow_hub.ToolTarget`).
+
+    ``cached`` is a tool whose earlier result was reused: the nodes after it take it as
+    completed (D6).
+    """
+
     PENDING = "pending"
     RUNNING = "running"
     COMPLETED = "completed"
@@ -97,6 +109,9 @@ class ControlAction(StrEnum):
 
 
 class PromptKind(StrEnum):
+    """What kind of answer a prompt asks for (:class:`~workflow_hub.NodePrompt`,
+    :class:`~workflow_hub.RunPrompt`): data for whoever answers, not a discriminator."""
+
     INPUT = "input"
     CONFIRM = "confirm"
     SELECT = "select"
@@ -105,6 +120,9 @@ class PromptKind(StrEnum):
 
 
 class PromptStatus(StrEnum):
+    """Where a prompt stands in a prompt event (:class:`~workflow_hub.PromptTarget`): ``opened``,
+    then ``answered``, or ``cancelled`` when the question was withdrawn."""
+
     OPENED = "opened"
     ANSWERED = "answered"
     CANCELLED = "cancelled"
@@ -118,6 +136,10 @@ class Delivery(StrEnum):
 
 
 class Attribution(StrEnum):
+    """Who brought a lifecycle event about, when the publisher knows (the optional
+    ``attribution`` of :class:`~workflow_hub.LifecycleEvent`): a user, an agent, the scheduler
+    itself, a recovery, or ``unknown``."""
+
     USER = "user"
     AGENT = "agent"
     SCHEDULER = "scheduler"

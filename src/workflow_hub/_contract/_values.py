@@ -177,6 +177,12 @@ class RunPrompt(_Value):
 
 @_value_class
 class StageNode(_Value):
+    """A stage of a run in a root's graph, with its status and the prompt it waits on, if any.
+
+    ``id`` is unique in the graph (``RunTracker`` writes ``"{run_id}:{node_id}"``, as §5 names a
+    nested node); ``depth`` is the nesting depth of the node's run, 0 for the root run.
+    """
+
     kind: ClassVar[Literal["stage"]] = "stage"
 
     id: str = str_field()
@@ -208,6 +214,9 @@ class StageNode(_Value):
 
 @_value_class
 class ToolNode(_Value):
+    """A tool of a run in a root's graph: the fields of a :class:`StageNode`, with an ordinal
+    (which orders the tools that share a parent) where a stage has its pending prompt."""
+
     kind: ClassVar[Literal["tool"]] = "tool"
 
     id: str = str_field()
@@ -238,10 +247,18 @@ class ToolNode(_Value):
 
 
 GraphNode: TypeAlias = StageNode | ToolNode
+"""A node of a :class:`RootGraph`; the nodes' class-level ``kind`` (``"stage"``, ``"tool"``)
+tells them apart."""
 
 
 @_value_class
 class RootGraph(_Value):
+    """A root's stages and tools, with the prompts that wait on its runs.
+
+    ``RunTracker`` (with ``include_graph=True``) lists every declared node of every run of the
+    root, parents before children; ``run_prompts`` is absent when no run has an open prompt.
+    """
+
     nodes: tuple[GraphNode, ...] = tuple_field(instance_check((StageNode, ToolNode)))
     run_prompts: tuple[RunPrompt, ...] | None = tuple_field(
         instance_check(RunPrompt), optional=True
@@ -343,6 +360,8 @@ class ChangedFrame(_Value):
 
 @_value_class
 class RemovedFrame(_Value):
+    """One root is gone: the publisher removed it (P5), and observers drop it."""
+
     kind: ClassVar[Literal["removed"]] = "removed"
 
     cursor: Cursor = instance_field(Cursor)
@@ -359,6 +378,8 @@ class RemovedFrame(_Value):
 
 
 Frame: TypeAlias = SnapshotFrame | ChangedFrame | RemovedFrame
+"""What an observer receives (O1, O2): a snapshot, or one root changed or removed, told apart
+by their ``kind``."""
 
 _check_availability = enum_check(Availability)
 _check_roots = tuple_check(instance_check(RootActivity))
@@ -411,6 +432,12 @@ class RunTarget(_Value):
 
 @_value_class
 class StageTarget(_Value):
+    """A stage's status change, the subject of a lifecycle event (P6).
+
+    When it reaches ``completed``, a :class:`StageCompletedEvent` follows with the same id and
+    cursor.
+    """
+
     kind: ClassVar[Literal["stage"]] = "stage"
 
     run_id: str = str_field()
@@ -434,6 +461,8 @@ class StageTarget(_Value):
 
 @_value_class
 class ToolTarget(_Value):
+    """A tool's status change, the subject of a lifecycle event (P6)."""
+
     kind: ClassVar[Literal["tool"]] = "tool"
 
     run_id: str = str_field()
@@ -457,6 +486,9 @@ class ToolTarget(_Value):
 
 @_value_class
 class PromptTarget(_Value):
+    """A prompt opened, answered or cancelled, on a run or on one of its stages: the subject of a
+    lifecycle event (P6)."""
+
     kind: ClassVar[Literal["prompt"]] = "prompt"
 
     run_id: str = str_field()
@@ -477,6 +509,8 @@ class PromptTarget(_Value):
 
 
 LifecycleTarget: TypeAlias = RunTarget | StageTarget | ToolTarget | PromptTarget
+"""What a lifecycle event is about: a run, stage, tool or prompt, told apart by their ``kind``."""
+
 _TARGET_CLASSES = (RunTarget, StageTarget, ToolTarget, PromptTarget)
 
 # --- events ------------------------------------------------------------------------------------
@@ -645,6 +679,7 @@ class HeartbeatEvent(_Value):
 WorkflowEvent: TypeAlias = (
     LifecycleEvent | StageCompletedEvent | ActivityChangedEvent | HeartbeatEvent
 )
+"""What a hook handler receives (§4): the four events, told apart by their class-level ``type``."""
 
 
 @_value_class

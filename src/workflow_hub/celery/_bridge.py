@@ -36,9 +36,12 @@ _STOPPED = frozenset({FAILED, REVOKED})  # ends with no continuation to wait for
 HEARTBEAT_WINDOW: Final = 2.0
 DEFAULT_FREQ: Final = 2.0
 
-# An inspection: per worker hostname, the requests of ``inspect().active()``, ``.reserved()`` and
-# ``.scheduled()`` (each a list of request dicts with at least ``id`` and ``name``).
 Inspection = Mapping[str, Mapping[str, Iterable[Mapping[str, Any]]]]
+"""What the workers hold, as Celery's remote control reports it: per worker hostname, per kind
+(``"active"``, ``"reserved"``, ``"scheduled"``), the request dicts of ``app.control.inspect()``'s
+method of that name (each with at least ``id`` and ``name``; ``scheduled`` wraps each in
+``{"eta": …, "request": {…}}``). :meth:`CeleryBridge.recovered` and
+:meth:`CeleryBridge.resynchronised` take one."""
 
 
 @final

@@ -33,6 +33,9 @@ Call = Callable[[Callable[[], None]], None]
 logger = logging.getLogger("workflow_hub.celery")
 
 DEFAULT_INSPECT_TIMEOUT = 1.0
+"""Seconds the bridge waits for the workers' replies to an inspection (``active``, ``reserved``,
+``scheduled``), at start-up and when a lost worker comes back; ``inspect_timeout`` of
+:func:`watch_celery` and :func:`serve_celery`, ``--inspect-timeout`` of ``workflow-hub celery``."""
 DEFAULT_TICK = 0.25
 DEFAULT_LINGER = 0.005
 _DRAIN_SLICE = 0.25

@@ -146,6 +146,7 @@ def timestamps() -> st.SearchStrategy[Timestamp]:
 
 
 def cursors(*, epochs: st.SearchStrategy[str] | None = None) -> st.SearchStrategy[Cursor]:
+    """Cursors of any epoch text and any revision; pass ``epochs`` to draw the epochs from it (``st.just("e")`` for the cursors of one publisher)."""
     return st.builds(Cursor, epoch=epochs if epochs is not None else ids(), revision=_counts())
 
 
@@ -153,6 +154,7 @@ def cursors(*, epochs: st.SearchStrategy[str] | None = None) -> st.SearchStrateg
 
 
 def node_prompts() -> st.SearchStrategy[NodePrompt]:
+    """Prompts waiting on a stage, of every :class:`~workflow_hub.PromptKind`, with and without ``choices``."""
     return st.builds(
         NodePrompt,
         id=ids(),
@@ -164,6 +166,7 @@ def node_prompts() -> st.SearchStrategy[NodePrompt]:
 
 
 def run_prompts(*, run_ids: st.SearchStrategy[str] | None = None) -> st.SearchStrategy[RunPrompt]:
+    """Prompts waiting on a run; pass ``run_ids`` to draw their ``run_id`` from it."""
     return st.builds(
         RunPrompt,
         id=ids(),
@@ -190,6 +193,7 @@ def _node_fields() -> dict[str, st.SearchStrategy[Any]]:
 def stage_nodes(
     *, statuses: st.SearchStrategy[StageStatus] | None = None
 ) -> st.SearchStrategy[StageNode]:
+    """Graph stage nodes, with and without a pending prompt; pass ``statuses`` to draw their status from it."""
     return st.builds(
         StageNode,
         **_node_fields(),
@@ -201,6 +205,7 @@ def stage_nodes(
 def tool_nodes(
     *, statuses: st.SearchStrategy[ToolNodeStatus] | None = None
 ) -> st.SearchStrategy[ToolNode]:
+    """Graph tool nodes; pass ``statuses`` to draw their status from it."""
     return st.builds(
         ToolNode,
         **_node_fields(),
@@ -215,6 +220,10 @@ def graph_nodes() -> st.SearchStrategy[GraphNode]:
 
 
 def root_graphs(*, max_nodes: int = 4) -> st.SearchStrategy[RootGraph]:
+    """Graphs of at most ``max_nodes`` stage and tool nodes, with and without run prompts.
+
+    Ids, parents and depths are drawn independently, as construction allows (an id may repeat, a
+    parent may be missing), and consumers must cope with such graphs too."""
     return st.builds(
         RootGraph,
         nodes=_tuples(graph_nodes(), max_nodes),
@@ -277,6 +286,7 @@ def snapshot_frames(
 def changed_frames(
     *, roots: st.SearchStrategy[RootActivity] | None = None
 ) -> st.SearchStrategy[ChangedFrame]:
+    """Frames that replace one root (P4); pass ``roots`` to draw the root from it."""
     return st.builds(
         ChangedFrame, cursor=cursors(), root=roots if roots is not None else root_activities()
     )
@@ -285,6 +295,7 @@ def changed_frames(
 def removed_frames(
     *, root_run_ids: st.SearchStrategy[str] | None = None
 ) -> st.SearchStrategy[RemovedFrame]:
+    """Frames that remove one root (P5); pass ``root_run_ids`` to draw its id from it."""
     return st.builds(
         RemovedFrame,
         cursor=cursors(),
@@ -303,6 +314,8 @@ def frames() -> st.SearchStrategy[Frame]:
 def run_targets(
     *, statuses: st.SearchStrategy[RunStatus] | None = None
 ) -> st.SearchStrategy[RunTarget]:
+    """Run targets, with and without a previous status and a control ``action``; pass ``statuses``
+    to draw the status from it."""
     return st.builds(
         RunTarget,
         run_id=ids(),
@@ -315,6 +328,8 @@ def run_targets(
 def stage_targets(
     *, statuses: st.SearchStrategy[StageStatus] | None = None
 ) -> st.SearchStrategy[StageTarget]:
+    """Stage targets, with and without a previous status; pass ``statuses`` to draw the status
+    from it."""
     return st.builds(
         StageTarget,
         run_id=ids(),
@@ -328,6 +343,8 @@ def stage_targets(
 def tool_targets(
     *, statuses: st.SearchStrategy[ToolNodeStatus] | None = None
 ) -> st.SearchStrategy[ToolTarget]:
+    """Tool targets, with and without a previous status; pass ``statuses`` to draw the status from
+    it."""
     return st.builds(
         ToolTarget,
         run_id=ids(),
@@ -341,6 +358,7 @@ def tool_targets(
 def prompt_targets(
     *, statuses: st.SearchStrategy[PromptStatus] | None = None
 ) -> st.SearchStrategy[PromptTarget]:
+    """Prompt targets, on a run or on a stage; pass ``statuses`` to draw the status from it."""
     return st.builds(
         PromptTarget,
         run_id=ids(),
@@ -385,6 +403,8 @@ def lifecycle_inputs(
 def lifecycle_events(
     *, targets: st.SearchStrategy[LifecycleTarget] | None = None
 ) -> st.SearchStrategy[LifecycleEvent]:
+    """Lifecycle events as handlers receive them (P6), with a cursor, of either ``delivery`` and with
+    and without ``attribution``; pass ``targets`` to draw the target from it."""
     return st.builds(
         LifecycleEvent,
         **_envelope_fields(),
@@ -406,6 +426,7 @@ def stage_completed_events() -> st.SearchStrategy[StageCompletedEvent]:
 def activity_changed_events(
     *, roots: st.SearchStrategy[RootActivity] | None = None
 ) -> st.SearchStrategy[ActivityChangedEvent]:
+    """The hook twin of a changed frame (P4); pass ``roots`` to draw the root from it."""
     return st.builds(
         ActivityChangedEvent,
         cursor=cursors(),
@@ -414,6 +435,7 @@ def activity_changed_events(
 
 
 def heartbeat_events() -> st.SearchStrategy[HeartbeatEvent]:
+    """Heartbeats (P7): any ``scheduled_at``, and an ``interval_minutes`` above zero."""
     return st.builds(
         HeartbeatEvent,
         run_id=ids(),
@@ -434,6 +456,8 @@ def workflow_events() -> st.SearchStrategy[WorkflowEvent]:
 def diagnostics(
     *, kinds: st.SearchStrategy[DiagnosticKind] | None = None
 ) -> st.SearchStrategy[Diagnostic]:
+    """Diagnostic records of every kind, each with a cursor; pass ``kinds`` to draw the kind from
+    it."""
     return st.builds(
         Diagnostic,
         kind=kinds if kinds is not None else st.sampled_from(DiagnosticKind),

@@ -1,4 +1,4 @@
-"""A pure, synchronous reference model of the hub contract (SPEC §3 and the hook queue of §4).
+"""A pure, synchronous reference model of the hub contract (§3, and the hook queue of §4).
 
 The model is written from the contract (``docs/contract.md``) alone, independently of the hub's
 code, so that the two check each other: drive both with the same operations, settle, and compare

@@ -1,5 +1,5 @@
-"""Hypothesis strategies for every contract value and union (SPEC §2), and for the conformance
-kit's operations, operation sequences and scenarios.
+"""Hypothesis strategies for every contract value and union (§2 of docs/contract.md), and for
+the conformance kit's operations, operation sequences and scenarios.
 
 Every strategy draws values that construct without error, with optional fields both present and
 absent, and with the identifiers real hosts send: empty, padded with whitespace, unicode. They are
