@@ -22,8 +22,10 @@ import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from workflow_hub import RunTracker, WorkflowActivityHub
+from workflow_hub import RunTracker, StageStatus, ToolNodeStatus, WorkflowActivityHub
+from workflow_hub._contract import check_bool, check_number, check_str, enum_check
 from workflow_hub.tracker._derive import derive_root
+from workflow_hub.tracker._records import StageRecord, ToolRecord
 
 RUN_IDS = ("r0", "r1", "r2")
 NODE_IDS = ("a", "b", "c", "d")
@@ -327,3 +329,120 @@ def test_a_stage_status_for_a_tool_id_raises_and_changes_nothing() -> None:
             tracker.set_stage_status("root", "grep", status, retrying=True, replay=True)
         assert everything(hub, tracker) == before
     check_oracle(tracker)
+
+
+class _Text(str):
+    """A str subclass: never the shortcut's type, always the full check's."""
+
+
+class _Float(float):
+    """A float subclass: never the shortcut's type, always the full check's."""
+
+
+_ARGUMENT_POOLS = {
+    "run_id": ("root", "history", "nope", _Text("root"), None, 7, b"root"),
+    "node_id": ("plan", "grep", "nope", _Text("plan"), _Text("grep"), None, 1.5),
+    "status": (
+        *STAGE_STATUSES,
+        *TOOL_STATUSES,
+        *StageStatus,
+        *ToolNodeStatus,
+        _Text("running"),
+        "exploded",
+        3,
+        None,
+    ),
+    "flag": (True, False, 1, 0, None, "yes"),
+    "clock": (1_000.0, 2_000.0, 7, -0.0, _Float(3.0), math.nan, math.inf, True, "noon"),
+    "event_id": ("e", "é", _Text("e"), 5, b"id"),
+}
+
+
+def _full_checks(
+    tracker: RunTracker,
+    record: type[StageRecord | ToolRecord],
+    run_id: Any,
+    node_id: Any,
+    status: Any,
+    replay: Any,
+    retrying: Any,
+) -> Any:
+    """What a node's status fact checks, in order, with the full checks only (the references
+    of ``Ledger.node_status``'s shortcuts): the new status, or what it raises."""
+    ledger = tracker._ledger
+    publication = ledger.publication
+    run = ledger.run(run_id)
+    node = ledger.node(run, node_id, record)
+    enum = StageStatus if record is StageRecord else ToolNodeStatus
+    new = enum_check(enum)(status, "status")
+    if retrying is not None:
+        check_bool(retrying, "retrying")
+    check_bool(replay, "replay")
+    if not publication.started and not publication.hydrating:
+        raise RuntimeError("not started")
+    check_number(ledger.clock(), "clock")
+    if new is not node.status and run.live and publication.publishing:
+        check_str(publication.event_id_factory(), "event_id")
+    return new
+
+
+def _fact(
+    tracker: RunTracker, stage: bool, arguments: tuple[Any, ...], replay: Any, retrying: Any
+) -> Any:
+    """The fact's new status, or what it raises."""
+    try:
+        if stage:
+            tracker.set_stage_status(*arguments, retrying=retrying, replay=replay)
+        else:
+            tracker.set_tool_status(*arguments, replay=replay)
+    except RuntimeError:  # not started: the reference says so in its own words
+        return (RuntimeError, "not started")
+    except Exception as error:
+        return (type(error), str(error))
+    return tracker._ledger.runs[str(arguments[0])].nodes[str(arguments[1])].status
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data(), framing=st.sampled_from(("started", "hydrating", "not started")))
+def test_a_node_status_fact_checks_what_the_full_checks_check(
+    data: st.DataObject, framing: str
+) -> None:
+    """C1: ``set_stage_status`` and ``set_tool_status`` take a shortcut past the full checks for
+    the usual arguments (``Ledger.node_status``): whatever the arguments, the clock, the event
+    id and the framing, a fact raises exactly what the full checks raise, in the same order
+    (the type and the message), or succeeds with the status they give."""
+    pick = {name: data.draw(st.sampled_from(pool)) for name, pool in _ARGUMENT_POOLS.items()}
+    sources: dict[str, Any] = {"clock": 1.0, "event_id": "e"}
+    hub = WorkflowActivityHub()
+    tracker = RunTracker(
+        hub.register_publisher(),
+        owner_session_id="s",
+        clock=lambda: sources["clock"],
+        event_id_factory=lambda: sources["event_id"],
+    )
+    with contextlib.ExitStack() as stack:
+        if framing == "started":
+            tracker.start()
+        else:
+            stack.enter_context(tracker.hydrating())
+        for run_id, live in (("root", True), ("history", False)):
+            tracker.add_run(run_id, status="running", live=live)
+            tracker.add_stage(run_id, "plan", "Plan")
+            tracker.add_tool(run_id, "grep", "grep")
+        if framing == "not started":
+            # A restore that raises leaves its records, and the tracker not started.
+            with pytest.raises(ZeroDivisionError), stack.pop_all():
+                raise ZeroDivisionError
+            assert not tracker._ledger.publication.started
+        sources.update(clock=pick["clock"], event_id=pick["event_id"])
+        stage = data.draw(st.booleans())
+        record = StageRecord if stage else ToolRecord
+        retrying = pick["flag"] if stage else None
+        replay = data.draw(st.sampled_from(_ARGUMENT_POOLS["flag"]))
+        arguments = (pick["run_id"], pick["node_id"], pick["status"])
+        try:
+            expected = _full_checks(tracker, record, *arguments, replay, retrying)
+        except Exception as error:
+            expected = (type(error), str(error))
+        assert _fact(tracker, stage, arguments, replay, retrying) == expected
+        sources.update(clock=1.0, event_id="e")

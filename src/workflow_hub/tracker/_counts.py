@@ -223,7 +223,8 @@ def run_counts(run: RunRecord) -> int:
 
 def totals(counts: int) -> Totals:
     """A root's totals, unpacked (lane by lane, written out: with a graph, every fact unpacks
-    them; ``tests/tracker`` holds them to :func:`unpack`)."""
+    them). A copy of a one-line rule, :func:`unpack` into :class:`Totals`, held equal to it by
+    ``test_a_roots_totals_are_its_lanes_unpacked`` (tests/tracker/test_tracker_counts.py)."""
     return Totals(
         executions=counts & _MASK,
         stopping_executions=(counts >> _LANE) & _MASK,

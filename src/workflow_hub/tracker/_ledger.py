@@ -126,7 +126,12 @@ class Ledger:
     def now(self) -> float:
         """The clock, checked where it is read, before anything changes: a clock that returns a
         bad value raises ContractError and leaves the tracker as it was (C1)."""
-        return check_number(self.clock(), "clock")
+        # <copy-source Ledger.now>
+        now = self.clock()
+        if type(now) is not float or now - now != 0.0:  # not a finite float: the full check
+            now = check_number(now, "clock")
+        # </copy-source>
+        return now
 
     def subtree(self, run: RunRecord) -> list[RunRecord]:
         """The run and its nested runs, parents before children (:meth:`RootState.subtree`)."""
@@ -272,12 +277,14 @@ class Ledger:
         """A stage's or tool's status (``retrying`` is a stage's, None for a tool), its
         arguments not checked yet.
 
-        The most frequent fact, so the checks are written out for the usual arguments (ids of
-        tracked records, a status member or its value, bools, a finite clock); any other
-        argument goes through the full check (:meth:`run`, :meth:`node`, the status's
-        ``enum_check``, :meth:`now`), which raises what it always raised, in the same order
-        (C1: nothing has changed yet). ``Publication.event_id``, :meth:`touched` and
-        ``Publication.publish_root`` are written out too."""
+        The most frequent fact, so the checks take a shortcut for the usual arguments (ids of
+        tracked records, a status member or its value, bools): any other argument goes through
+        the full check (:meth:`run`, :meth:`node`, the status's ``enum_check``, ``check_bool``),
+        which raises what it always raised, in the same order (C1: nothing has changed yet;
+        tests/tracker/test_tracker_refusals.py holds the shortcuts to the full checks).
+        :meth:`now`, ``Publication.require_started``, ``Publication.event_id`` and
+        ``Publication.publish_root`` are written out, generated from their sources
+        (``tools/written_out.py``); :meth:`touched` is taken only for a batch or heartbeats."""
         record, statuses, check_status = kind
         run = self.runs.get(run_id) if type(run_id) is str else None
         if run is None:
@@ -293,17 +300,24 @@ class Ledger:
         if type(replay) is not bool:
             check_bool(replay, "replay")
         publication = self.publication
+        # <copy-of Publication.require_started self=publication>
         if not publication.started and not publication.hydrating:
             raise RuntimeError(NOT_STARTED)
+        # </copy-of>
+        # <copy-of Ledger.now>
         now = self.clock()
         if type(now) is not float or now - now != 0.0:  # not a finite float: the full check
             now = check_number(now, "clock")
+        # </copy-of>
         previous = node.status
         event_id = None
         if new is not previous and run.live and publication.publishing:
+            # <copy-of Publication.event_id self=publication>
             event_id = publication.event_id_factory()
+            # Not plain text: the full check.
             if type(event_id) is not str or not event_id.isascii():
                 event_id = check_str(event_id, "event_id")
+            # </copy-of>
         state = self.states[run.root_run_id]
         state.node_status(run, node, new, retrying)
         if event_id is not None:
@@ -313,21 +327,26 @@ class Ledger:
             return
         if not publication.publishing:
             return
-        # Publication.publish_root, written out (the usual fact: its summary is a kept one).
-        activity = state.summary
+        # The usual fact: its summary is a kept one.
+        # <copy-of Publication.publish_root self=publication>
+        activity = state.summary  # the summary, unless a fact changed it since it was derived
         if activity is None:
             activity = state.activity()
-        published = publication.published.get(run.root_run_id)
+        root_run_id = state.root_run_id
+        published = publication.published.get(root_run_id)
         if published is activity:
-            return
+            return  # the state caches its summary: the same object means nothing changed
+        # Two summaries the state keeps are equal only if they are the same object; otherwise
+        # compare (an equal graph shares its nodes, so that is cheap too).
         kept = state.kept
         if (
             published is None
             or (id(published) in kept and id(activity) in kept)
             or published != activity
         ):
-            publication.published[run.root_run_id] = activity
+            publication.published[root_run_id] = activity
             publication.publisher.publish_changed(activity)
+        # </copy-of>
 
     # --- prompts and interventions ------------------------------------------------------------
 

@@ -163,10 +163,11 @@ class RootState:
         retrying: bool | None,
     ) -> None:
         """A node's new status, and a stage's retry flag (None for a tool): the most frequent
-        fact, so :meth:`refresh_node` of the node and of its dependents is written out for their
-        counts, and :meth:`refresh_run` folds the run once for all of them (a run's counts are a
-        function of its nodes' sums and its flags: folding them once after every node is folding
-        them after each)."""
+        fact, so :meth:`refresh_node` of the node and of its dependents is written out (its
+        counts looked up in ``_counts``'s tables, its fold generated from its source), and
+        :meth:`refresh_run` folds the run once for all of them (a run's counts are a function of
+        its nodes' sums and its flags: folding them once after every node is folding them after
+        each)."""
         was_done = node.status in _DONE
         node.status = status
         if retrying is not None:
@@ -190,10 +191,12 @@ class RootState:
                             counts = node_counts(dependent)
                     else:
                         counts = PENDING_TOOL_COUNTS[dependent.unmet_parents == 0]
+                    # <copy-of RootState.refresh_node node=dependent>
                     if counts != dependent.counts:
                         run.node_counts += counts - dependent.counts
                         dependent.counts = counts
                         changed = True
+                    # </copy-of>
         # node_counts(node), looked up for a plain stage (no prompt, hosted run or retry) or a
         # tool that is not pending: the usual fact.
         own = None
@@ -203,26 +206,34 @@ class RootState:
         else:
             own = TOOL_COUNTS.get(status)
         counts = node_counts(node) if own is None else own
+        # <copy-of RootState.refresh_node>
         if counts != node.counts:
             run.node_counts += counts - node.counts
             node.counts = counts
             changed = True
+        # </copy-of>
         if changed:
-            counts = run_counts(run)  # refresh_run, written out
+            # <copy-of RootState.refresh_run>
+            counts = run_counts(run)
             if counts != run.counts:
                 self._totals += counts - run.counts
                 run.counts = counts
                 self.summary = self._summaries.get(self._totals)
+            # </copy-of>
         if self.graph:
             self.refresh_graph_node(run, node)
 
     def refresh_node(self, run: RunRecord, node: NodeRecord, *, graph: bool) -> None:
         """``node`` changed: fold the change of its counts into its run and root."""
-        new = node_counts(node)
-        old = node.counts
-        if new != old:
-            run.node_counts += new - old
-            node.counts = new
+        counts = node_counts(node)
+        changed = False
+        # <copy-source RootState.refresh_node>
+        if counts != node.counts:
+            run.node_counts += counts - node.counts
+            node.counts = counts
+            changed = True
+        # </copy-source>
+        if changed:
             self.refresh_run(run)
         if graph:
             self.refresh_graph_node(run, node)
@@ -237,12 +248,13 @@ class RootState:
 
     def refresh_run(self, run: RunRecord) -> None:
         """``run``'s flags or node sums changed: fold the change of its counts into the root."""
-        new = run_counts(run)
-        old = run.counts
-        if new != old:
-            self._totals += new - old
-            run.counts = new
+        # <copy-source RootState.refresh_run>
+        counts = run_counts(run)
+        if counts != run.counts:
+            self._totals += counts - run.counts
+            run.counts = counts
             self.summary = self._summaries.get(self._totals)
+        # </copy-source>
 
     def host_changed(self, run: RunRecord, host: StageRecord, step: int) -> None:
         """``host`` (a stage of ``run``) hosts ``step`` more nested runs (or fewer)."""
