@@ -14,8 +14,8 @@ import sys
 import threading
 from typing import Any
 
-from .._defaults import DEFAULT_PORT
 from ..celery import DEFAULT_INSPECT_TIMEOUT, serve_celery
+from ._options import add_bind_arguments
 
 __all__ = ["add_arguments", "run"]
 
@@ -32,14 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     source.add_argument(
         "--broker", default=None, metavar="URL", help="or only the broker URL (redis://, amqp://)"
     )
-    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    parser.add_argument(
-        "--port",
-        type=int,
-        default=DEFAULT_PORT,
-        help=f"port of the dashboard and its streams (default {DEFAULT_PORT}; 0 picks one)",
-    )
-    parser.add_argument("--token", default=None, help="the token clients must send")
+    add_bind_arguments(parser, served=" of the dashboard and its streams")
     parser.add_argument(
         "--redis",
         default=None,

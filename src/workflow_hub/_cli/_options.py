@@ -8,7 +8,9 @@ from __future__ import annotations
 import argparse
 import math
 
-__all__ = ["address", "parse_address", "port", "seconds"]
+from .._defaults import DEFAULT_PORT
+
+__all__ = ["add_bind_arguments", "address", "parse_address", "port", "seconds"]
 
 _MAX_PORT = 65535
 
@@ -51,3 +53,16 @@ def parse_address(text: str) -> tuple[str, int]:
     if not port.isdigit() or not 0 <= int(port) <= 65535:
         raise ValueError(f"expected [HOST:]PORT with a port 0-65535, got {text!r}")
     return host, int(port)
+
+
+def add_bind_arguments(parser: argparse.ArgumentParser, *, served: str = "") -> None:
+    """``--host``, ``--port`` and ``--token`` of a command that serves a hub (``serve``,
+    ``celery``): one spelling, one port type (a usage mistake for 99999), one default."""
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.add_argument(
+        "--port",
+        type=port,
+        default=DEFAULT_PORT,
+        help=f"port{served} (default {DEFAULT_PORT}; 0 picks one)",
+    )
+    parser.add_argument("--token", default=None, help="the token clients must send")

@@ -19,7 +19,7 @@ import trio
 
 from .._defaults import DEFAULT_PORT
 from ._errors import leaves, os_errors_as, until_ctrl_c
-from ._options import port, seconds
+from ._options import add_bind_arguments, seconds
 from ._serve_mirror import add_serve_arguments, refuse_serve_flags, run_serve
 from ._served_hub import dashboard_url
 from ._urls import check_fleet_url, fleet_settings, open_fleet
@@ -31,14 +31,7 @@ _DEFAULT_DURATION = 3600.0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    parser.add_argument(
-        "--port",
-        type=port,
-        default=DEFAULT_PORT,
-        help=f"port (default {DEFAULT_PORT}; 0 picks one)",
-    )
-    parser.add_argument("--token", default=None, help="the token clients must send")
+    add_bind_arguments(parser)
     parser.add_argument(
         "--duration",
         type=seconds,

@@ -11,13 +11,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar, final, overload
 
+import attrs
+
+from .. import ExtensionHooks as TrioExtensionHooks
 from .. import HookRunner as TrioHookRunner
 from .._public import NoPublicConstructor
+from ._guest import Guest
 
 if TYPE_CHECKING:
-    from .. import ExtensionHooks as TrioExtensionHooks
     from .. import HookEventType
-    from ._guest import Guest
 
 __all__ = ["ExtensionHooks", "HookRunner"]
 
@@ -25,17 +27,15 @@ _H = TypeVar("_H", bound=Callable[[Any], object])
 
 
 @final
+@attrs.define(eq=False)
 class ExtensionHooks(metaclass=NoPublicConstructor):
     """One extension's registrations: ``hooks.on(event_type, handler)`` or ``@hooks.on(type)``.
 
     Handlers may be asyncio coroutine functions or plain functions; each receives the event.
     """
 
-    __slots__ = ("_guest", "_hooks")
-
-    def __init__(self, hooks: TrioExtensionHooks, guest: Guest) -> None:
-        self._hooks = hooks
-        self._guest = guest
+    _hooks: TrioExtensionHooks
+    _guest: Guest
 
     @property
     def name(self) -> str:
@@ -76,6 +76,7 @@ class ExtensionHooks(metaclass=NoPublicConstructor):
 
 
 @final
+@attrs.define(eq=False)
 class HookRunner(metaclass=NoPublicConstructor):
     """The hub's hook runner (:class:`workflow_hub.HookRunner`) with asyncio handlers.
 
@@ -83,12 +84,9 @@ class HookRunner(metaclass=NoPublicConstructor):
     :meth:`bind`. Events published before binding are buffered and delivered first (K1).
     """
 
-    __slots__ = ("_extensions", "_guest", "_runner")
-
-    def __init__(self, runner: TrioHookRunner, guest: Guest) -> None:
-        self._runner = runner
-        self._guest = guest
-        self._extensions: dict[str, ExtensionHooks] = {}
+    _runner: TrioHookRunner
+    _guest: Guest
+    _extensions: dict[str, ExtensionHooks] = attrs.field(init=False, factory=dict)
 
     @property
     def trio_runner(self) -> TrioHookRunner:

@@ -17,6 +17,7 @@ from functools import partial
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Unpack, final
 
+import attrs
 import outcome
 import trio
 
@@ -56,6 +57,7 @@ __all__ = ["Hub", "open_hub"]
 
 
 @final
+@attrs.define(eq=False)
 class Hub(metaclass=NoPublicConstructor):
     """A hub run by trio as a guest of the running asyncio loop; get it from :func:`open_hub`.
 
@@ -65,11 +67,8 @@ class Hub(metaclass=NoPublicConstructor):
     the hub's own, called directly. Callbacks, handlers and iterators are asyncio's.
     """
 
-    __slots__ = ("_core", "_guest")
-
-    def __init__(self, core: HostCore, guest: Guest) -> None:
-        self._core = core
-        self._guest = guest
+    _core: HostCore
+    _guest: Guest
 
     @property
     def trio_hub(self) -> WorkflowActivityHub:

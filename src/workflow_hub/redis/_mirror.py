@@ -15,6 +15,7 @@ import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, final
 
+import attrs
 import trio
 
 from .._contract import ContractError, Cursor, Frame, SnapshotFrame, dumps
@@ -478,14 +479,12 @@ async def mirror_hub(
 
 
 @final
+@attrs.define(eq=False)
 class _Owner:
     """What the events half of a mirror (``_mirror_events``) sees of it: the claim it appends
     under and the fencing it reports, without reaching into the mirror's attributes."""
 
-    __slots__ = ("_mirror",)
-
-    def __init__(self, mirror: Mirror) -> None:
-        self._mirror = mirror
+    _mirror: Mirror
 
     @property
     def source(self) -> str:

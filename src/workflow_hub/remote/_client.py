@@ -24,15 +24,7 @@ from httpx_sse import EventSource, ServerSentEvent, SSEError
 from .._contract import ContractError, Cursor, Frame, SnapshotFrame, format_cursor, loads
 from .._exceptions import WorkflowHubError
 
-__all__ = [
-    "Backoff",
-    "RemoteAuthError",
-    "RemoteError",
-    "RemoteHub",
-    "RemoteLease",
-    "RemoteStream",
-    "open_remote",
-]
+# No __all__: every public name here is listed once, by workflow_hub.remote's __all__.
 
 _FRAME_EVENTS: Final = frozenset({"snapshot", "changed", "removed"})
 # Retried like a network error: a timeout or a server asking to slow down.
@@ -100,13 +92,11 @@ async def _close(connection: AsyncExitStack) -> None:
 
 
 @final
+@attrs.define(eq=False)
 class RemoteLease:
     """The stream's counterpart of an observer lease: ``dispose()`` stops the stream."""
 
-    __slots__ = ("_stream",)
-
-    def __init__(self, stream: RemoteStream) -> None:
-        self._stream = stream
+    _stream: RemoteStream
 
     @property
     def disposed(self) -> bool:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import final
 
+import attrs
+
 from .. import (
     Availability,
     Cursor,
@@ -26,6 +28,7 @@ _check_heartbeat = instance_check(HeartbeatEvent)
 
 
 @final
+@attrs.define(eq=False)
 class Publisher(metaclass=NoPublicConstructor):
     """The thread-safe face of a :class:`~workflow_hub.WorkflowActivityPublisher`.
 
@@ -37,11 +40,8 @@ class Publisher(metaclass=NoPublicConstructor):
     call and return the cursor it assigned (None when the publisher is fenced, P9).
     """
 
-    __slots__ = ("_portal", "_publisher")
-
-    def __init__(self, publisher: WorkflowActivityPublisher, portal: Portal) -> None:
-        self._publisher = publisher
-        self._portal = portal
+    _publisher: WorkflowActivityPublisher
+    _portal: Portal
 
     @property
     def current(self) -> bool:

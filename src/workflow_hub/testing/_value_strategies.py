@@ -56,34 +56,7 @@ from .._contract import (
     WorkflowEvent,
 )
 
-__all__ = [
-    "activity_changed_events",
-    "changed_frames",
-    "cursors",
-    "diagnostics",
-    "frames",
-    "graph_nodes",
-    "heartbeat_events",
-    "ids",
-    "lifecycle_events",
-    "lifecycle_inputs",
-    "lifecycle_targets",
-    "node_prompts",
-    "prompt_targets",
-    "removed_frames",
-    "root_activities",
-    "root_graphs",
-    "run_prompts",
-    "run_targets",
-    "snapshot_frames",
-    "stage_completed_events",
-    "stage_nodes",
-    "stage_targets",
-    "timestamps",
-    "tool_nodes",
-    "tool_targets",
-    "workflow_events",
-]
+# No __all__: every public name here is listed once, by workflow_hub.testing.strategies's __all__.
 
 _T = TypeVar("_T")
 
