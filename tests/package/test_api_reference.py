@@ -98,12 +98,7 @@ def test_the_reference_names_nothing_private(inventory: dict[str, tuple[str, str
 
 
 # Public names the reference shows without a word of their own, each with the reason it may.
-UNDESCRIBED = {
-    # The redis slice is still changing these modules; the lead documents the three on merging.
-    "workflow_hub.redis.DEFAULT_BLOCK": "redis/ is being changed by another slice of issue 35",
-    "workflow_hub.redis.DEFAULT_PREFIX": "redis/ is being changed by another slice of issue 35",
-    "workflow_hub.redis.DEFAULT_STALE_AFTER": "redis/ is being changed by another slice of issue 35",
-}
+UNDESCRIBED: dict[str, str] = {}
 
 
 class EntryText(HTMLParser):

@@ -59,6 +59,8 @@ __all__ = [
 logger = logging.getLogger("workflow_hub.redis")
 
 DEFAULT_BLOCK = 1.0
+"""Seconds one blocking read of a follower waits for new entries before it reads again (a
+follower notices a closed stream or a stale source at least this often)."""
 DEFAULT_READ_COUNT = 1_000
 DEFAULT_READ_TIMEOUT = 5.0
 """Seconds without a completed read after which a follower presents its source as unknown."""

@@ -52,6 +52,9 @@ __all__ = ["DEFAULT_POLL_INTERVAL", "DEFAULT_STALE_AFTER", "FleetStream", "follo
 logger = logging.getLogger("workflow_hub.redis")
 
 DEFAULT_STALE_AFTER = 5.0
+"""Seconds (Redis server time) without a refresh after which a fleet's follower gives a source
+an ``unavailable`` snapshot, until it refreshes again (an unknown source is never shown as
+known)."""
 DEFAULT_POLL_INTERVAL = 1.0
 _ROUND_PER_SOURCE = 10e-6
 """Seconds between two reads of a fleet per source followed (10 ms for 1 000, at most 50 ms)."""

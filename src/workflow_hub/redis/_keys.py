@@ -53,6 +53,8 @@ __all__ = [
 ]
 
 DEFAULT_PREFIX = "workflow-hub"
+"""The first part of every key a mirror writes and a follower reads (``workflow-hub:…``): fleets
+that share one Redis are told apart by their prefix."""
 DEFAULT_RETIRE_AFTER = 3600.0
 """Seconds after its last refresh when a source is retired: its keys expire, followers drop it."""
 
