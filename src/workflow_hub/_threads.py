@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterable
+from functools import partial
 from typing import Generic, ParamSpec, TypeVar, final
 
 import trio
@@ -35,7 +36,7 @@ from ._contract import (
 from ._core import WorkflowActivityPublisher
 from ._public import claim_root_names
 
-__all__ = ["ThreadPublisher"]
+__all__ = ["Reply", "ThreadPublisher", "refuse_trio_thread"]
 
 logger = logging.getLogger("workflow_hub")
 
@@ -52,16 +53,58 @@ def _log_error(error: Exception) -> None:
     logger.error("a call handed to the trio thread failed", exc_info=error)
 
 
-@final
-class _Reply(Generic[_T]):
-    """Where the trio thread leaves a blocking call's outcome for the waiting thread."""
+def refuse_trio_thread(token: trio.lowlevel.TrioToken, call: str, advice: str) -> None:
+    """Raise :class:`RuntimeError` when called from ``token``'s own trio thread, where a call
+    that waits for that thread would wait for ever."""
+    try:
+        current = trio.lowlevel.current_trio_token()
+    except RuntimeError:
+        return
+    if current is token:
+        raise RuntimeError(f"{call} from the hub's own trio thread would wait forever; {advice}")
 
-    __slots__ = ("done", "error", "value")
+
+@final
+class Reply(Generic[_T]):
+    """Where the trio thread leaves a blocking call's outcome for the one thread waiting on it.
+
+    A lock held from the start and released once the outcome is there (one waiter: cheaper than
+    an event). :meth:`ThreadPublisher.call_blocking` and the thread host's portal both use it.
+    """
+
+    __slots__ = ("_done", "_error", "_value")
 
     def __init__(self) -> None:
-        self.done = threading.Event()
-        self.value: _T | None = None
-        self.error: BaseException | None = None
+        self._done = threading.Lock()
+        self._done.acquire()
+        self._value: _T | None = None
+        self._error: BaseException | None = None
+
+    def set_value(self, value: _T) -> None:
+        """In the trio thread: the call returned ``value``."""
+        self._value = value
+        self._done.release()
+
+    def set_error(self, error: BaseException) -> None:
+        """In the trio thread: the call raised ``error``."""
+        self._error = error
+        self._done.release()
+
+    def run(self, function: Callable[[], _T]) -> None:
+        """In the trio thread: call ``function`` and leave its outcome."""
+        try:
+            value = function()
+        except BaseException as error:
+            self.set_error(error)
+        else:
+            self.set_value(value)
+
+    def wait(self) -> _T:
+        """In the waiting thread: the outcome once it is there, a value or an exception raised."""
+        self._done.acquire()
+        if self._error is not None:
+            raise self._error
+        return self._value  # type: ignore[return-value]  # set by the call when no error
 
 
 @final
@@ -131,21 +174,9 @@ class ThreadPublisher:
         the trio thread itself would wait forever, so it raises :class:`RuntimeError` instead.
         """
         self._refuse_trio_thread()
-        reply: _Reply[_T] = _Reply()
-
-        def run() -> None:
-            try:
-                reply.value = fn(*args, **kwargs)
-            except BaseException as error:
-                reply.error = error
-            finally:
-                reply.done.set()
-
-        self._token.run_sync_soon(run)
-        reply.done.wait()
-        if reply.error is not None:
-            raise reply.error
-        return reply.value  # type: ignore[return-value]  # set by run() when no error
+        reply: Reply[_T] = Reply()
+        self._token.run_sync_soon(reply.run, partial(fn, *args, **kwargs))
+        return reply.wait()
 
     # --- the publisher, without waiting ----------------------------------------------------
 
@@ -208,15 +239,9 @@ class ThreadPublisher:
             logger.exception("ThreadPublisher on_error callback failed")
 
     def _refuse_trio_thread(self) -> None:
-        try:
-            current = trio.lowlevel.current_trio_token()
-        except RuntimeError:
-            return
-        if current is self._token:
-            raise RuntimeError(
-                "a *_blocking call from the hub's own trio thread would wait forever; "
-                "call the publisher (or tracker) directly there"
-            )
+        refuse_trio_thread(
+            self._token, "a *_blocking call", "call the publisher (or tracker) directly there"
+        )
 
 
 # The package root exports ThreadPublisher lazily; it says workflow_hub however it is loaded.

@@ -20,6 +20,7 @@ from ._hub import WorkflowActivityHub as WorkflowActivityHub
 from ._hub import open_hub as open_hub
 from ._instruments import LAG_SAMPLE_EVERY as LAG_SAMPLE_EVERY
 from ._observers import FrameCallback as FrameCallback
+from ._observers import FrameReceiver as FrameReceiver
 from ._observers import FrameStream as FrameStream
 from ._observers import ObserverLease as ObserverLease
 from ._publisher import WorkflowActivityPublisher as WorkflowActivityPublisher

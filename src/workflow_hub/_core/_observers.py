@@ -335,8 +335,27 @@ def _delivery_failed(hub: WorkflowActivityHub) -> None:
     hub._record(DiagnosticKind.OBSERVER_DELIVERY_FAILED)
 
 
+class FrameReceiver:
+    """``receive()`` for a stream of frames that is an async iterator, so that every stream the
+    library hands out (a hub's, a host's, a remote hub's, a Redis source's) reads both ways:
+    ``async for frame in stream`` and trio's channel idiom, ``await stream.receive()``."""
+
+    __slots__ = ()
+
+    async def __anext__(self) -> Frame:
+        raise NotImplementedError
+
+    async def receive(self) -> Frame:
+        """The next frame; raises ``trio.EndOfChannel`` once the stream has ended (disposed,
+        closed, or its subscription gone)."""
+        try:
+            return await self.__anext__()
+        except StopAsyncIteration:
+            raise trio.EndOfChannel from None
+
+
 @final
-class FrameStream(metaclass=NoPublicConstructor):
+class FrameStream(FrameReceiver, metaclass=NoPublicConstructor):
     """Frames for one subscriber, pulled with ``async for`` (O9).
 
     The same guarantees as a callback observer: a snapshot first, then FIFO, bounded, with an
@@ -383,13 +402,6 @@ class FrameStream(metaclass=NoPublicConstructor):
         if not queue._frames and not await queue.wait():
             raise StopAsyncIteration
         return queue.start_delivery()
-
-    async def receive(self) -> Frame:
-        """The next frame; raises ``trio.EndOfChannel`` once the subscription is disposed."""
-        try:
-            return await self.__anext__()
-        except StopAsyncIteration:
-            raise trio.EndOfChannel from None
 
     def receive_nowait(self) -> Frame:
         """The next frame if one is pending, without waiting or checkpointing.

@@ -20,6 +20,7 @@ import trio
 
 from .. import FrameStream as TrioFrameStream
 from .. import ObserverLease
+from .._core import FrameReceiver
 from .._hosting import Pump, run_without_waiting
 from .._public import NoPublicConstructor
 
@@ -33,7 +34,7 @@ YIELD_EVERY: Final = 64
 
 
 @final
-class FrameStream(metaclass=NoPublicConstructor):
+class FrameStream(FrameReceiver, metaclass=NoPublicConstructor):
     """Frames of one subscription, for asyncio code: ``async for frame in frames`` (O9, H1).
 
     The guarantees are the hub's: the current snapshot first (or the frames missed since a
@@ -79,13 +80,6 @@ class FrameStream(metaclass=NoPublicConstructor):
         if frame is None:
             raise StopAsyncIteration
         return frame
-
-    async def receive(self) -> Frame:
-        """The next frame; raises ``trio.EndOfChannel`` once the subscription has ended."""
-        try:
-            return await self.__anext__()
-        except StopAsyncIteration:
-            raise trio.EndOfChannel from None
 
     async def receive_all(self) -> list[Frame]:
         """Every frame pending, oldest first, waiting for one when none is; for consumers that

@@ -29,6 +29,7 @@ from .._contract import (
     SnapshotFrame,
     loads,
 )
+from .._core import FrameReceiver
 from .._exceptions import WorkflowHubError
 from .._public import NoPublicConstructor
 from ..reporting import ActivityView
@@ -491,7 +492,7 @@ class FollowState:
 
 
 @final
-class SourceStream(metaclass=NoPublicConstructor):
+class SourceStream(FrameReceiver, metaclass=NoPublicConstructor):
     """Frames of one mirrored source, pulled with ``async for`` like a local ``FrameStream``.
 
     A snapshot first (the checkpoint), then every entry after it in order; whenever entries were
@@ -529,13 +530,6 @@ class SourceStream(metaclass=NoPublicConstructor):
         frame = state.ready.popleft()
         state.frames += 1
         return frame
-
-    async def receive(self) -> Frame:
-        """The next frame; raises ``trio.EndOfChannel`` once the stream is closed."""
-        try:
-            return await self.__anext__()
-        except StopAsyncIteration:
-            raise trio.EndOfChannel from None
 
     def close(self) -> None:
         """End iteration (after the frames already read)."""

@@ -22,6 +22,7 @@ import trio
 from httpx_sse import EventSource, ServerSentEvent, SSEError
 
 from .._contract import ContractError, Cursor, Frame, SnapshotFrame, format_cursor, loads
+from .._core import FrameReceiver
 from .._exceptions import WorkflowHubError
 
 # No __all__: every public name here is listed once, by workflow_hub.remote's __all__.
@@ -117,7 +118,7 @@ class RemoteLease:
 
 
 @final
-class RemoteStream:
+class RemoteStream(FrameReceiver):
     """Frames of a remote hub, with the API of a local ``hub.subscribe()`` stream.
 
     ``async for frame in stream`` (or ``await stream.receive()``) yields contract frames: a
@@ -161,13 +162,6 @@ class RemoteStream:
 
     def __aiter__(self) -> AsyncIterator[Frame]:
         return self
-
-    async def receive(self) -> Frame:
-        """The next frame; raises ``trio.EndOfChannel`` once the stream was disposed."""
-        try:
-            return await self.__anext__()
-        except StopAsyncIteration:
-            raise trio.EndOfChannel from None
 
     async def __anext__(self) -> Frame:
         while not self._closed:

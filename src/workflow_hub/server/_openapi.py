@@ -39,7 +39,7 @@ __all__ = [
 OPENAPI_PATH: Final = "/openapi.json"
 SCHEMA_PATH: Final = "/schemas/wire.json"
 
-_REF: Final = "#/components/schemas/"
+REF: Final = "#/components/schemas/"
 
 _PROBLEM: Final[Schema] = {
     "description": "An RFC 9457 problem: every error the server answers.",
@@ -54,12 +54,12 @@ _PROBLEM: Final[Schema] = {
             "description": "The request input that is wrong (since, Last-Event-ID, token ...).",
         },
         "error": {"type": "string", "description": "The same as detail (the first release's key)."},
-        "availability": {"$ref": f"{_REF}Availability"},
+        "availability": {"$ref": f"{REF}Availability"},
     },
     "required": ["type", "title", "status", "detail", "error"],
 }
 
-_SIMPLE: Final[dict[str, Schema]] = {
+SIMPLE_SCHEMAS: Final[dict[str, Schema]] = {
     "Problem": _PROBLEM,
     "Live": {
         "type": "object",
@@ -78,7 +78,7 @@ _SIMPLE: Final[dict[str, Schema]] = {
         "properties": {
             "status": {"const": "ok"},
             "cursor": {"type": "string", "description": "'<epoch>:<revision>'"},
-            "availability": {"$ref": f"{_REF}Availability"},
+            "availability": {"$ref": f"{REF}Availability"},
         },
         "required": ["status", "cursor", "availability"],
         "additionalProperties": False,
@@ -90,28 +90,30 @@ def _answer(description: str, media_type: str, schema: str, headers: dict[str, S
     """An answer whose body is ``schema`` (a component) as ``media_type``, with ``headers``."""
     answer: Schema = {
         "description": description,
-        "content": {media_type: {"schema": {"$ref": f"{_REF}{schema}"}}},
+        "content": {media_type: {"schema": {"$ref": f"{REF}{schema}"}}},
     }
     if headers:
         answer["headers"] = headers
     return answer
 
 
-def _problem(description: str, **headers: Schema) -> Schema:
+def problem_answer(description: str, **headers: Schema) -> Schema:
     return _answer(description, "application/problem+json", "Problem", headers)
 
 
-def _json(description: str, schema: str, **headers: Schema) -> Schema:
+def json_answer(description: str, schema: str, **headers: Schema) -> Schema:
     return _answer(description, "application/json", schema, headers)
 
 
-def _header(description: str, **schema: Any) -> Schema:
+def header(description: str, **schema: Any) -> Schema:
     return {"description": description, "schema": {"type": "string", **schema}}
 
 
-_CACHE: Final = _header("no-store, or no-cache (private, no-cache with a token) where an ETag is")
-_ETAG: Final = _header("The cursor, quoted; weak (W/) on a gzip body.")
-_RESUMED: Final = _header(
+CACHE_HEADER: Final = header(
+    "no-store, or no-cache (private, no-cache with a token) where an ETag is"
+)
+ETAG_HEADER: Final = header("The cursor, quoted; weak (W/) on a gzip body.")
+RESUMED_HEADER: Final = header(
     "Whether the stream goes on from the client's position (no snapshot first).",
     enum=["true", "false"],
 )
@@ -133,7 +135,7 @@ _CONFLATE: Final[Schema] = {
     "a 400 naming the field; a hub hosted by workflow_hub.asyncio refuses 1.",
     "schema": {"type": "string", "enum": ["0", "1"]},
 }
-_LAST_EVENT_ID: Final[Schema] = {
+LAST_EVENT_ID: Final[Schema] = {
     "name": "Last-Event-ID",
     "in": "header",
     "required": False,
@@ -143,23 +145,23 @@ _LAST_EVENT_ID: Final[Schema] = {
 
 
 def _bad_position() -> Schema:
-    return _problem("The resume position is not a cursor (field: since or Last-Event-ID).")
+    return problem_answer("The resume position is not a cursor (field: since or Last-Event-ID).")
 
 
-def _stream(description: str, events: dict[str, str], **headers: Schema) -> Schema:
+def stream_answer(description: str, events: dict[str, str], **headers: Schema) -> Schema:
     return {
         "description": description,
-        "headers": {"Cache-Control": _CACHE, **headers},
+        "headers": {"Cache-Control": CACHE_HEADER, **headers},
         "content": {
             "text/event-stream": {
                 "schema": {"type": "string"},
-                "x-events": {name: {"$ref": f"{_REF}{ref}"} for name, ref in events.items()},
+                "x-events": {name: {"$ref": f"{REF}{ref}"} for name, ref in events.items()},
             }
         },
     }
 
 
-def _operation(
+def operation(
     summary: str,
     responses: dict[str, Schema],
     *,
@@ -180,7 +182,7 @@ def _operation(
     return operation
 
 
-def _get(operation: Schema, operation_id: str) -> Schema:
+def get_and_head(operation: Schema, operation_id: str) -> Schema:
     """GET and HEAD (the same answer without its body)."""
     head = {**operation, "operationId": f"head_{operation_id}"}
     head["responses"] = {
@@ -194,8 +196,8 @@ def served_document(summary: str, description: str, media_type: str, operation_i
     """A document the server serves (``/openapi.json``, ``/schemas/wire.json``), open without
     a token."""
     answer = {"description": description, "content": {media_type: {"schema": {"type": "object"}}}}
-    found = _operation(summary, {"200": answer}, open_path=True, tags=("documents",))
-    return _get(found, operation_id)
+    found = operation(summary, {"200": answer}, open_path=True, tags=("documents",))
+    return get_and_head(found, operation_id)
 
 
 def probe(
@@ -206,10 +208,8 @@ def probe(
     description: str | None = None,
 ) -> Schema:
     """A probe (``/livez``, ``/readyz``, ``/healthz``): GET and HEAD, open without a token."""
-    found = _operation(
-        summary, responses, open_path=True, description=description, tags=("probes",)
-    )
-    return _get(found, operation_id)
+    found = operation(summary, responses, open_path=True, description=description, tags=("probes",))
+    return get_and_head(found, operation_id)
 
 
 def openapi_document(
@@ -224,14 +224,20 @@ def openapi_document(
     ``metrics`` and ``page`` whether those endpoints answer (they are listed either way: off,
     they answer 404)."""
     unauthorized = {
-        "401": _problem("A valid token is required.", **{"WWW-Authenticate": _header("Bearer")})
+        "401": problem_answer(
+            "A valid token is required.", **{"WWW-Authenticate": header("Bearer")}
+        )
     }
     guarded = unauthorized if token else {}
     paths: dict[str, Schema] = {
         "/livez": probe(
             "livez",
             "Liveness: the process answers",
-            {"200": _json("Always, while the server runs.", "Live", **{"Cache-Control": _CACHE})},
+            {
+                "200": json_answer(
+                    "Always, while the server runs.", "Live", **{"Cache-Control": CACHE_HEADER}
+                )
+            },
             description="Never depends on the source: restarting the process cures nothing "
             "a source's state could say.",
         ),
@@ -239,8 +245,8 @@ def openapi_document(
             "readyz",
             "Readiness: the source is ready",
             {
-                "200": _json("The source is ready: its roots are known.", "Ready"),
-                "503": _problem(
+                "200": json_answer("The source is ready: its roots are known.", "Ready"),
+                "503": problem_answer(
                     "The source is recovering or unavailable (or the hub was disposed); "
                     "`availability` says which."
                 ),
@@ -249,10 +255,10 @@ def openapi_document(
         "/healthz": probe(
             "healthz",
             "Liveness with the hub's cursor (kept from the first release)",
-            {"200": _json("Always, while the server runs.", "Health")},
+            {"200": json_answer("Always, while the server runs.", "Health")},
         ),
-        "/metrics": _get(
-            _operation(
+        "/metrics": get_and_head(
+            operation(
                 "Prometheus metrics",
                 {
                     "200": {
@@ -263,7 +269,7 @@ def openapi_document(
                             "text/plain": {"schema": {"type": "string"}},
                         },
                     },
-                    "404": _problem("Metrics are off."),
+                    "404": problem_answer("Metrics are off."),
                     **guarded,
                 },
                 description=None if metrics else "Off on this server: answers 404.",
@@ -271,20 +277,20 @@ def openapi_document(
             ),
             "metrics",
         ),
-        "/v1/snapshot": _get(
-            _operation(
+        "/v1/snapshot": get_and_head(
+            operation(
                 "The current snapshot frame",
                 {
-                    "200": _json(
+                    "200": json_answer(
                         "The snapshot; gzip when the client accepts it.",
                         "SnapshotFrame",
-                        ETag=_ETAG,
-                        **{"Cache-Control": _CACHE},
+                        ETag=ETAG_HEADER,
+                        **{"Cache-Control": CACHE_HEADER},
                     ),
                     "304": {
                         "description": "If-None-Match matched the current cursor (weak "
                         "comparison, lists, *).",
-                        "headers": {"ETag": _ETAG, "Cache-Control": _CACHE},
+                        "headers": {"ETag": ETAG_HEADER, "Cache-Control": CACHE_HEADER},
                     },
                     **guarded,
                 },
@@ -300,11 +306,11 @@ def openapi_document(
             ),
             "snapshot",
         ),
-        "/v1/activity": _get(
-            _operation(
+        "/v1/activity": get_and_head(
+            operation(
                 "The frames, as Server-Sent Events",
                 {
-                    "200": _stream(
+                    "200": stream_answer(
                         "One event per frame: id (the cursor), event (the kind), one data line "
                         "(the frame's wire JSON). The first event is a snapshot unless the "
                         "request resumed; the first block carries retry:. HEAD answers the "
@@ -314,21 +320,21 @@ def openapi_document(
                             "changed": "ChangedFrame",
                             "removed": "RemovedFrame",
                         },
-                        **{"X-Workflow-Hub-Resumed": _RESUMED},
+                        **{"X-Workflow-Hub-Resumed": RESUMED_HEADER},
                     ),
                     "400": _bad_position(),
                     **guarded,
                 },
-                parameters=[_SINCE, _CONFLATE, _LAST_EVENT_ID],
+                parameters=[_SINCE, _CONFLATE, LAST_EVENT_ID],
                 tags=("activity",),
             ),
             "activity",
         ),
-        "/v1/events": _get(
-            _operation(
+        "/v1/events": get_and_head(
+            operation(
                 "Hook events, as Server-Sent Events (no resume)",
                 {
-                    "200": _stream(
+                    "200": stream_answer(
                         "event: the hook type; data: the event's wire JSON; event: dropped "
                         "with the count a slow client missed.",
                         {
@@ -339,7 +345,7 @@ def openapi_document(
                             "dropped": "DroppedNotice",
                         },
                     ),
-                    "404": _problem("The server has no HookRunner."),
+                    "404": problem_answer("The server has no HookRunner."),
                     **guarded,
                 },
                 description=None if hooks else "Off on this server: answers 404.",
@@ -349,22 +355,22 @@ def openapi_document(
         ),
         "/v1/ws": {
             "get": {
-                **_operation(
+                **operation(
                     "The frames over a WebSocket",
                     {
                         "101": {
                             "description": "Switching protocols: one text message per frame.",
                             "content": {
                                 "application/json": {
-                                    "schema": {"$ref": f"{_REF}WebSocketMessage"},
-                                    "x-websocket-message": {"$ref": f"{_REF}WebSocketMessage"},
+                                    "schema": {"$ref": f"{REF}WebSocketMessage"},
+                                    "x-websocket-message": {"$ref": f"{REF}WebSocketMessage"},
                                 }
                             },
                         },
                         "400": _bad_position(),
-                        "426": _problem(
+                        "426": problem_answer(
                             "A plain GET without the upgrade handshake.",
-                            Upgrade=_header("websocket", const="websocket"),
+                            Upgrade=header("websocket", const="websocket"),
                         ),
                         **guarded,
                     },
@@ -388,8 +394,8 @@ def openapi_document(
         ),
     }
     if page:
-        paths["/"] = _get(
-            _operation(
+        paths["/"] = get_and_head(
+            operation(
                 "The live dashboard",
                 {
                     "200": {
@@ -403,13 +409,13 @@ def openapi_document(
             ),
             "page",
         )
-        paths["/static/{path}"] = _get(
-            _operation(
+        paths["/static/{path}"] = get_and_head(
+            operation(
                 "The dashboard's files",
                 {
                     "200": {"description": "The file; Cache-Control: no-cache with an ETag."},
                     "304": {"description": "If-None-Match matched."},
-                    "404": _problem("No such file."),
+                    "404": problem_answer("No such file."),
                 },
                 open_path=True,
                 parameters=[
@@ -420,9 +426,9 @@ def openapi_document(
             "static",
         )
     schemas = {
-        **wire_definitions(_REF),
-        **stream_definitions(_REF),
-        **_SIMPLE,
+        **wire_definitions(REF),
+        **stream_definitions(REF),
+        **SIMPLE_SCHEMAS,
     }
     return whole_document(
         "workflow-hub",
@@ -474,18 +480,3 @@ def whole_document(
     if token:
         document["security"] = [{"bearer": []}, {"tokenQuery": []}]
     return document
-
-
-# The pieces the fleet server's document (``_fleet_openapi``) is built with.
-CACHE_HEADER: Final = _CACHE
-ETAG_HEADER: Final = _ETAG
-RESUMED_HEADER: Final = _RESUMED
-LAST_EVENT_ID: Final = _LAST_EVENT_ID
-REF: Final = _REF
-SIMPLE_SCHEMAS: Final = _SIMPLE
-problem_answer: Final = _problem
-json_answer: Final = _json
-header: Final = _header
-stream_answer: Final = _stream
-operation: Final = _operation
-get_and_head: Final = _get

@@ -17,11 +17,13 @@ import logging
 import threading
 from collections import deque
 from collections.abc import Awaitable, Callable
-from typing import Final, Generic, ParamSpec, TypeVar, final
+from functools import partial
+from typing import Final, ParamSpec, TypeVar, final
 
 import trio
 
 from .._exceptions import WorkflowHubError
+from .._threads import Reply, refuse_trio_thread
 
 __all__ = ["HostClosedError", "Portal"]
 
@@ -39,25 +41,6 @@ class HostClosedError(WorkflowHubError, RuntimeError):
 
 
 @final
-class _Reply(Generic[_T]):
-    """Where the trio thread leaves a blocking call's outcome for the thread waiting on it."""
-
-    __slots__ = ("done", "error", "value")
-
-    def __init__(self) -> None:
-        self.done = threading.Lock()
-        self.done.acquire()
-        self.value: _T | None = None
-        self.error: BaseException | None = None
-
-    def wait(self) -> _T:
-        """In the waiting thread: the outcome once it is there, a value or an exception raised."""
-        self.done.acquire()
-        if self.error is not None:
-            raise self.error
-        return self.value  # type: ignore[return-value]  # set by the call when no error
-
-
 @final
 class Portal:
     """Calls from any thread, run in order in one trio thread."""
@@ -101,33 +84,24 @@ class Portal:
         """Run ``function(*args, **kwargs)`` in the trio thread and wait: its result, or its
         exception raised here. From the trio thread itself this raises ``RuntimeError``."""
         self._refuse_trio_thread()
-        reply: _Reply[_T] = _Reply()
-
-        def run() -> None:
-            try:
-                reply.value = function(*args, **kwargs)
-            except BaseException as error:
-                reply.error = error
-            finally:
-                reply.done.release()
-
-        self.submit(run)
+        reply: Reply[_T] = Reply()
+        self.submit(partial(reply.run, partial(function, *args, **kwargs)))
         return reply.wait()
 
     def call_async(self, nursery: trio.Nursery, function: Callable[[], Awaitable[_T]]) -> _T:
         """Run the trio coroutine function in a new task of ``nursery`` and wait for its result."""
         self._refuse_trio_thread()
-        reply: _Reply[_T] = _Reply()
+        reply: Reply[_T] = Reply()
 
         async def run() -> None:
             try:
-                reply.value = await function()
+                value = await function()
             except BaseException as error:
-                reply.error = error
+                reply.set_error(error)
                 if not isinstance(error, Exception):
                     raise
-            finally:
-                reply.done.release()
+            else:
+                reply.set_value(value)
 
         self.submit(lambda: nursery.start_soon(run))
         return reply.wait()
@@ -172,12 +146,4 @@ class Portal:
             pass
 
     def _refuse_trio_thread(self) -> None:
-        try:
-            current = trio.lowlevel.current_trio_token()
-        except RuntimeError:
-            return
-        if current is self._token:
-            raise RuntimeError(
-                "a blocking call from the hub's own trio thread would wait forever; "
-                "use the hub directly there"
-            )
+        refuse_trio_thread(self._token, "a blocking call", "use the hub directly there")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import partial
 from typing import final
 
 import attrs
@@ -52,28 +53,23 @@ class Publisher(metaclass=NoPublicConstructor):
         self, availability: Availability | str, roots: Iterable[RootActivity] | None = None
     ) -> None:
         state, frozen = snapshot_arguments(availability, roots)
-        publish = self._publisher.publish_snapshot
-        self._portal.submit(lambda: publish(state, frozen))
+        self._portal.submit(partial(self._publisher.publish_snapshot, state, frozen))
 
     def publish_changed(self, root: RootActivity) -> None:
         _check_root(root, "root")
-        publish = self._publisher.publish_changed
-        self._portal.submit(lambda: publish(root))
+        self._portal.submit(partial(self._publisher.publish_changed, root))
 
     def publish_removed(self, root_run_id: str) -> None:
         check_str(root_run_id, "root_run_id")
-        publish = self._publisher.publish_removed
-        self._portal.submit(lambda: publish(root_run_id))
+        self._portal.submit(partial(self._publisher.publish_removed, root_run_id))
 
     def publish_lifecycle(self, event: LifecycleInput) -> None:
         _check_lifecycle(event, "event")
-        publish = self._publisher.publish_lifecycle
-        self._portal.submit(lambda: publish(event))
+        self._portal.submit(partial(self._publisher.publish_lifecycle, event))
 
     def publish_heartbeat(self, event: HeartbeatEvent) -> None:
         _check_heartbeat(event, "event")
-        publish = self._publisher.publish_heartbeat
-        self._portal.submit(lambda: publish(event))
+        self._portal.submit(partial(self._publisher.publish_heartbeat, event))
 
     def dispose(self) -> None:
         """Queue ``dispose()`` (P8): the source becomes unavailable. Idempotent."""

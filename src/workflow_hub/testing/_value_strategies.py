@@ -1,13 +1,8 @@
-"""Hypothesis strategies for every contract value and union (SPEC §2); public in ``strategies``.
+"""Hypothesis strategies for every contract value and union (§2 of docs/contract.md).
 
-Every strategy draws values that construct without error, with optional fields both present and
-absent, and with the identifiers real hosts send: empty, padded with whitespace, unicode. They are
-deliberately small (graphs of at most four nodes, at most five roots) so that property tests stay
-fast; pass a strategy to the keyword parameters to steer a field, e.g.
-``root_activities(root_run_ids=st.sampled_from(["a", "b"]))`` to make collisions likely.
-
-Users build their own properties on these, and so does the conformance kit, so each one covers
-the whole domain of its type, not only the values this library happens to produce.
+Their promises (every drawn value constructs, optional fields present and absent, identifiers as
+real hosts send them, small sizes, keyword parameters that steer a field) are written once, in
+the public module ``workflow_hub.testing.strategies``, which re-exports them.
 """
 
 from __future__ import annotations
