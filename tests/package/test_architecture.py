@@ -552,3 +552,21 @@ def test_the_fleet_server_s_door_exists() -> None:
     nothing and hide a new door)."""
     ours, _ = imports_of(FLEET_SERVER_DOOR, MODULES[FLEET_SERVER_DOOR])
     assert any(top(resolve(t, MODULES)) == "redis" for t in ours)
+
+
+# A class that grows past this is several concepts waiting to be rooms of their own (the tracker
+# was one of 992 lines before issue 35); ``_core/`` is exempt, as the hub's friends are.
+MAX_CLASS_LINES = 500
+
+
+@pytest.mark.parametrize("name", sorted(name for name in MODULES if top(name) != FRIENDS))
+def test_no_class_outside_the_core_is_over_500_lines(name: str) -> None:
+    tree = ast.parse(MODULES[name].read_text(encoding="utf-8"))
+    long = [
+        f"{node.name} ({node.end_lineno - node.lineno + 1} lines)"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ClassDef)
+        and node.end_lineno is not None
+        and node.end_lineno - node.lineno + 1 > MAX_CLASS_LINES
+    ]
+    assert not long, f"{name}: split {long} into rooms"
