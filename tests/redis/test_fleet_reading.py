@@ -311,3 +311,42 @@ async def test_a_frames_key_of_the_wrong_type_in_a_busy_fleet_makes_that_source_
                 )
                 await traffic(500)
                 await eventually(lambda: all(matches(fleet_view, raw, name) for name in others))
+
+
+async def test_a_source_that_lost_its_position_mid_round_is_left_out_of_the_read(
+    redis_server: RedisServer,
+) -> None:
+    """The fleet's reader picks the streams it reads, then awaits (the server's time, a
+    doorbell) before its XREAD; a quiet check in the other task may meanwhile find a source lost
+    and set it to start over (no position). The read leaves that source out instead of sending
+    XREAD a position it no longer has (seen as a TypeError that ended the fleet, under load),
+    and still reads the others (O4: the lost one resyncs with a fresh snapshot)."""
+    from workflow_hub.redis._follow import FollowState
+    from workflow_hub.redis._follow_fleet import _FleetReader
+    from workflow_hub.redis._keys import source_keys, sources_key
+
+    prefix = f"lost-{uuid.uuid4().hex[:8]}"
+    async with coredis.Redis.from_url(redis_server.url) as redis:
+        kept, lost = (
+            FollowState(redis, prefix, name, block=0.05, count=10, read_timeout=5.0)
+            for name in ("kept", "lost")
+        )
+        await redis.xadd(kept.keys.frames, {"frame": "x"})
+        kept.last_id = "0-0"
+        lost.last_id = None  # what losing continuity leaves
+        send, _receive = trio.open_memory_channel[tuple[str, Frame | None]](10)
+        reader = _FleetReader(
+            redis,
+            {"kept": kept, "lost": lost},
+            send,
+            sources=sources_key(prefix),
+            frames_key=source_keys(prefix, "\0").frames,
+            block=0.05,
+            count=10,
+            read_timeout=5.0,
+            quiet_every=1.0,
+        )
+        with trio.fail_after(10):
+            got = await reader._read({kept.keys.frames: kept, lost.keys.frames: lost}, block=False)
+    assert got == {"kept"}
+    assert lost.last_id is None

@@ -619,11 +619,18 @@ class _FleetReader:
     async def _read(self, reading: Mapping[str, FollowState], *, block: bool) -> set[str]:
         """One ``XREAD`` of ``reading`` from each stream's last entry; the sources that got
         entries."""
-        sent = {key: stream.last_id for key, stream in reading.items()}
+        # A stream chosen for this read may have lost its position since (a quiet check in the
+        # other task, while the round awaited the server's time or a doorbell): it starts over
+        # from its checkpoint, so it is not read from a position it no longer has.
+        sent = {
+            key: stream.last_id for key, stream in reading.items() if stream.last_id is not None
+        }
         got: set[str] = set()
+        if not sent:
+            return got
         try:
             reply = await self._redis.xread(
-                sent,  # type: ignore[arg-type]
+                sent,
                 count=self._count,
                 block=self._block_ms if block else None,
             )
