@@ -283,8 +283,11 @@ def _no_signature_for_handles(
     signature: str | None,
     return_annotation: str | None,
 ) -> tuple[str | None, str | None] | None:
-    """A handle the library hands out has no constructor to show (its metaclass refuses one)."""
-    if what == "class" and isinstance(obj, NoPublicConstructor):
+    """A handle the library hands out has no constructor to show (its metaclass refuses one),
+    and neither has a protocol (``FleetEngine``, ``SchedulerFacts``: implemented, not built)."""
+    if what == "class" and (
+        isinstance(obj, NoPublicConstructor) or getattr(obj, "_is_protocol", False)
+    ):
         return "", return_annotation
     return None
 
