@@ -28,6 +28,7 @@ import trio.testing
 from rich.console import Console
 
 from tests.support.builders import root
+from tests.support.fresh_clone import clone, unactivated_environment
 from tests.support.netutil import served
 from workflow_hub import WorkflowActivityHub
 from workflow_hub._cli._demo import add_arguments, play_demo
@@ -119,7 +120,7 @@ async def test_the_status_examples_print_what_the_page_says(hub: WorkflowActivit
         lines = []
         for command in commands:
             shell = command.replace("http://127.0.0.1:8765", url).replace(
-                "workflow-hub", " ".join(CLI)
+                ".venv/bin/workflow-hub", " ".join(CLI)
             )
             with trio.fail_after(60):
                 result = await trio.run_process(
@@ -194,9 +195,12 @@ def test_the_plain_lines_are_the_programs() -> None:
     check_block("docs/demo.md", "plain", "\n".join(shown), streams=("frame", "hook"))
 
 
-def test_serve_says_where_the_dashboard_is_as_the_page_shows() -> None:
+def test_serve_says_where_the_dashboard_is_as_the_page_shows(tmp_path: Path) -> None:
+    """As a fresh clone's reader runs it after ``make demo`` (issue 36)."""
     result = subprocess.run(
-        [*CLI, "serve", "--port", "0", "--duration", "1"],
+        [".venv/bin/workflow-hub", "serve", "--port", "0", "--duration", "1"],
+        cwd=clone(tmp_path),
+        env=unactivated_environment(),
         capture_output=True,
         text=True,
         timeout=60,

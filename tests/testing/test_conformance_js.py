@@ -64,7 +64,9 @@ def reproduce_line(output: str) -> list[str]:
     lines = [line for line in output.splitlines() if line.startswith("Reproduce with: ")]
     assert len(lines) == 1, output
     words = shlex.split(lines[0].removeprefix("Reproduce with: "))
-    assert words[:2] == ["workflow-hub", "conformance"]
+    # The command as a shell finds it: by its name, or its path in the virtualenv (issue 36).
+    assert Path(words[0]).name == "workflow-hub"
+    assert words[1] == "conformance"
     return words[2:]
 
 

@@ -4,8 +4,8 @@ Each subcommand module has ``add_arguments(parser)`` and ``run(args) -> int`` an
 heavy imports (the server, Redis, the terminal UI, hypothesis) inside ``run``. Only the module of
 the subcommand being run is imported (``workflow-hub status`` never loads the demo's), so a
 one-shot command costs little more than ``import workflow_hub``. Helpers shared by several
-commands live in leaf modules (``_output``, ``_served_hub``, ``_rich``, ``_fetch_hub``, ``_urls``)
-that import no command.
+commands live in leaf modules (``_output``, ``_served_hub``, ``_rich``, ``_fetch_hub``, ``_urls``,
+``_command_line``) that import no command.
 
 Every subcommand runs inside one error path (``_errors``): a mistake is one line on stderr and
 exit status 2 (usage) or 1 (run time); ``--debug`` or ``WORKFLOW_HUB_DEBUG=1`` shows the traceback.

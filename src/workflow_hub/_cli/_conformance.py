@@ -18,6 +18,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from ..testing import defaults
+from ._command_line import command_name
 from ._options import seconds
 
 __all__ = ["add_arguments", "run"]
@@ -127,7 +128,7 @@ def _chosen(args: argparse.Namespace, declared: tuple[str, ...]) -> tuple[str, .
 def _reproduce(args: argparse.Namespace, seed: int, profiles: tuple[str, ...]) -> str:
     """A command line that runs the same scenarios again: every option that shaped the run."""
     parts = [
-        "workflow-hub conformance",
+        f"{command_name()} conformance",
         f"--adapter {shlex.quote(args.adapter)}",
         f"--examples {args.examples}",
         f"--seed {seed}",

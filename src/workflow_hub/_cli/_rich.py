@@ -27,7 +27,7 @@ from rich.text import Text
 from .._contract import Frame, WorkflowEvent
 from ..reporting import ActivityView, aggregate
 from ._output import describe_event, describe_running, short_ids
-from ._served_hub import dashboard_url
+from ._served_hub import dashboard_url, watch_command
 
 __all__ = ["RichOutput", "Screen"]
 
@@ -89,7 +89,7 @@ class Screen:
             between = "  ·  " if wide else "\n"
             header.append(
                 f"\ndashboard at {dashboard_url(self.url)}{between}"
-                f"in a terminal: workflow-hub watch {self.url}",
+                f"in a terminal: {watch_command(self.url)}",
                 style="cyan",
             )
         if self.connection is not None:

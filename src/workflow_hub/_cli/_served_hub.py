@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from ._command_line import command_name
 from ._options import parse_address
 
 if TYPE_CHECKING:
@@ -48,10 +49,11 @@ async def start_serving(
     )
     output.url = url
     token_option = " --token TOKEN" if token else ""
+    command = command_name()
     print(
         f"workflow-hub: serving at {url} (dashboard: {dashboard_url(url)})\n"
-        f"workflow-hub: in a terminal: workflow-hub watch {url}{token_option}"
-        f"  ·  one line: workflow-hub status {url}{token_option}",
+        f"workflow-hub: in a terminal: {command} watch {url}{token_option}"
+        f"  ·  one line: {command} status {url}{token_option}",
         file=sys.stderr,
         flush=True,
     )
@@ -65,4 +67,4 @@ def dashboard_url(url: str) -> str:
 
 def watch_command(url: str) -> str:
     """What a person types to watch a hub served at ``url`` from a terminal."""
-    return f"workflow-hub watch {url}"
+    return f"{command_name()} watch {url}"

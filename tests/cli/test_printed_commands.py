@@ -1,0 +1,107 @@
+"""The commands a served hub prints beside its URL run as printed (issue 36).
+
+After ``make demo`` nothing put ``.venv/bin`` on ``PATH``: a printed ``workflow-hub watch URL``
+was "command not found". ``serve`` runs here as a fresh clone's reader starts it, from the
+repository with the virtualenv not activated, and its printed ``watch`` and ``status`` lines are
+pasted into bash as they are.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.support.fresh_clone import clone, unactivated_environment
+from workflow_hub._cli._command_line import command_name
+
+TIMEOUT = 60
+
+
+def printed_commands(stderr: str) -> tuple[str, str]:
+    """The ``watch`` and ``status`` commands of ``serve``'s second line on stderr."""
+    (line,) = [line for line in stderr.splitlines() if "in a terminal: " in line]
+    watch, _, status = line.partition("in a terminal: ")[2].partition("  ·  one line: ")
+    return watch, status
+
+
+def test_the_served_demo_prints_commands_that_run_as_printed(tmp_path: Path) -> None:
+    where = clone(tmp_path)
+    env = unactivated_environment()
+    server = subprocess.Popen(
+        [".venv/bin/workflow-hub", "serve", "--port", "0", "--duration", "120", "--seed", "3"],
+        cwd=where,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        assert server.stdout is not None
+        assert server.stderr is not None
+        url = server.stdout.readline().strip()
+        said = [server.stderr.readline(), server.stderr.readline()]
+        watch, status = printed_commands("".join(said))
+        assert watch == f".venv/bin/workflow-hub watch {url}"
+        assert status == f".venv/bin/workflow-hub status {url}"
+        shown = subprocess.run(
+            ["bash", "-c", f'{status}; echo "exit $?"'],
+            cwd=where,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT,
+            check=True,
+        )
+        # The exit status says the state (0 idle, 1 working, 2 blocked): never 127, not found.
+        assert shown.stdout.splitlines()[-1] in ("exit 0", "exit 1", "exit 2"), shown
+        watched = subprocess.run(
+            ["bash", "-c", f"{watch} --duration 1"],
+            cwd=where,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT,
+            check=False,
+        )
+        assert watched.returncode == 0, watched.stderr
+        assert "connection live" in watched.stdout.splitlines()
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        try:
+            server.wait(timeout=TIMEOUT)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait()
+        for stream in (server.stdout, server.stderr):
+            if stream is not None:
+                stream.close()
+
+
+def test_the_command_is_its_name_where_the_shell_finds_this_program(
+    tmp_path: Path,
+) -> None:
+    """An activated virtualenv (or a ``pip install``) has ``workflow-hub`` on ``PATH``: the
+    printed line says just that; without it, the path a shell in the same directory runs."""
+    where = clone(tmp_path)
+    env = unactivated_environment()
+    script = "from workflow_hub._cli._command_line import command_name; print(command_name())"
+    for path, expected in (
+        (env["PATH"], ".venv/bin/workflow-hub"),
+        (f"{where}/.venv/bin{os.pathsep}{env['PATH']}", "workflow-hub"),
+    ):
+        printed = subprocess.run(
+            [".venv/bin/python", "-c", script],
+            cwd=where,
+            env={**env, "PATH": path},
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT,
+            check=True,
+        )
+        assert printed.stdout.strip() == expected
+    # Outside the directory that holds it, the absolute path.
+    assert command_name() in ("workflow-hub", str(Path(sys.executable).parent / "workflow-hub"))
