@@ -9,7 +9,9 @@ pasted into bash as they are.
 from __future__ import annotations
 
 import os
+import re
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -105,3 +107,32 @@ def test_the_command_is_its_name_where_the_shell_finds_this_program(
         assert printed.stdout.strip() == expected
     # Outside the directory that holds it, the absolute path.
     assert command_name() in ("workflow-hub", str(Path(sys.executable).parent / "workflow-hub"))
+
+
+def test_the_hints_name_the_command_as_the_shell_runs_it(tmp_path: Path) -> None:
+    """A mistake's hint ("'workflow-hub serve' starts one", "use 'workflow-hub status …'") is a
+    command line too."""
+    where = clone(tmp_path)
+    with socket.socket() as closed:  # a loopback port nothing listens on
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    hints = []
+    for arguments in (
+        ["status", f"127.0.0.1:{port}"],
+        ["snapshot", "redis://127.0.0.1:6399/0"],
+    ):
+        result = subprocess.run(
+            [".venv/bin/workflow-hub", *arguments],
+            cwd=where,
+            env=unactivated_environment(),
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT,
+            check=False,
+        )
+        hints += re.findall(r"'([^']*workflow-hub [a-z]+)", result.stderr)
+    assert hints == [
+        ".venv/bin/workflow-hub serve",
+        ".venv/bin/workflow-hub status",
+        ".venv/bin/workflow-hub watch",
+    ]

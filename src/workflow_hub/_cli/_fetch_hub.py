@@ -67,7 +67,7 @@ def decode_snapshot(url: str, body: bytes, content_type: str) -> SnapshotFrame:
         kind = content_type or "no content type"
         raise CommandError(
             f"{url}: not a workflow-hub server (its /v1/snapshot is {kind}, not a snapshot): "
-            "give the URL 'workflow-hub serve' prints"
+            f"give the URL '{_serve()}' prints"
         ) from None
 
 
@@ -90,7 +90,7 @@ def _not_found(url: str, token: str | None, timeout: float) -> str:
         )
     return (
         f"{url}: no hub here (404 for /v1/snapshot): give the hub's base URL, "
-        "as 'workflow-hub serve' prints it"
+        f"as '{_serve()}' prints it"
     )
 
 
@@ -176,7 +176,7 @@ def _unreachable(url: str, reason: object) -> str:
     if isinstance(reason, ConnectionRefusedError):
         return (
             f"cannot connect to {where}: connection refused (is the hub running? "
-            "'workflow-hub serve' starts one)"
+            f"'{_serve()}' starts one)"
         )
     if isinstance(reason, TimeoutError) or reason == "timed out":
         return f"cannot connect to {where}: no answer (timed out)"
@@ -201,3 +201,10 @@ def why_down(url: str, token: str | None, *, timeout: float = 2.0) -> str:
     except CommandError as error:
         return short_reason(error)
     return ""
+
+
+def _serve() -> str:
+    """``workflow-hub serve`` as the person's shell runs it; loaded only for these messages."""
+    from ._command_line import command_name
+
+    return f"{command_name()} serve"

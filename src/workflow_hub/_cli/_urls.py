@@ -76,9 +76,12 @@ def hub_url(text: str, *, command: str) -> str:
     """A hub's base URL from what a person typed: ``http://`` is assumed when no scheme is given
     (``127.0.0.1:8765``, as httpie does), a trailing slash is dropped."""
     if names_fleet(text):
+        from ._command_line import command_name
+
+        program = command_name()
         raise UsageError(
             f"{text}: {command} reads a hub served over HTTP (http://HOST:PORT); for a fleet in "
-            f"Redis use 'workflow-hub status {text}' or 'workflow-hub watch {text}'"
+            f"Redis use '{program} status {text}' or '{program} watch {text}'"
         )
     url = text if "://" in text else f"http://{text}"
     parts = urlsplit(url)
