@@ -50,8 +50,15 @@ NET = 60.0
 EXIT_BOUND = 10.0
 
 
-def _default_sigint() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+# Run a command with SIGINT at its default, whatever this process was started with (a shell's
+# background job ignores it, and an ignored signal stays ignored across exec): in a small Python
+# that resets it and execs the command (no preexec_fn: this process has threads).
+_WITH_DEFAULT_SIGINT = [
+    sys.executable,
+    "-c",
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+    "os.execv(sys.argv[1], sys.argv[1:])",
+]
 
 
 class Child:
@@ -60,14 +67,13 @@ class Child:
 
     def __init__(self, args: list[str]) -> None:
         self.process = subprocess.Popen(
-            args,
+            [*_WITH_DEFAULT_SIGINT, *args],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
             env=ENV,
             cwd=ROOT,
             start_new_session=True,
-            preexec_fn=_default_sigint,  # SIGINT's disposition, set before exec
         )
         self.stdout: queue.Queue[str | None] = queue.Queue()
         self.stderr: queue.Queue[str | None] = queue.Queue()
