@@ -217,7 +217,7 @@ class _HookStream(Response):
             self._fanout.detach(client)
 
     async def _events(self, client: HookEventClient, send: Send) -> None:
-        wait_closed = self._hub_app.wait_closed
+        wait_closed = self._hub_app._wait_closed
         if wait_closed is None:
             await self._send_events(client, send)
             return
@@ -292,9 +292,9 @@ class HubApp(StreamTracker):
         static_dir: Path | None = STATIC_DIR,
     ) -> None:
         source: _FrameSource = hub
-        self.wait_closed: Callable[[], Awaitable[object]] | None = None
+        self._wait_closed: Callable[[], Awaitable[object]] | None = None
         if not isinstance(hub, WorkflowActivityHub):
-            self.wait_closed = getattr(hub, "wait_closed", None)
+            self._wait_closed = getattr(hub, "wait_closed", None)
             hub, runner = _hosted(hub, runner)
         if token is not None and (not isinstance(token, str) or not token):
             raise ContractError("token", "expected a non-empty string or None")
