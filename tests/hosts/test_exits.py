@@ -2,8 +2,9 @@
 and the final ``unavailable`` frame still reaches every observer (issue 36).
 
 Real processes and real signals: the program of docs/hosts.md that mounts the hub's app in a
-Starlette app under uvicorn, run as printed (on a free port), with a real ``workflow-hub watch``
-and an SSE client attached; and programs on the thread host and the asyncio host. Each child
+Starlette app under uvicorn, run as printed (on a free port), with a real ``workflow-hub watch``,
+an SSE client and a WebSocket client attached; programs on the thread host and the asyncio host
+with an SSE client; and the signal masks of the hosts' threads, read from /proc. Each child
 starts with SIGINT at its default (a shell's background job would ignore it), in a process
 group of its own, stopped on every path.
 """
