@@ -15,8 +15,10 @@ before them) and then wait until the trio thread has run the call, returning its
 from __future__ import annotations
 
 import logging
+import signal
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from functools import partial
 from typing import Generic, ParamSpec, TypeVar, final
 
@@ -36,7 +38,7 @@ from ._contract import (
 from ._core import WorkflowActivityPublisher
 from ._public import claim_root_names
 
-__all__ = ["Reply", "ThreadPublisher", "refuse_trio_thread"]
+__all__ = ["Reply", "ThreadPublisher", "refuse_trio_thread", "signals_to_the_main_thread"]
 
 logger = logging.getLogger("workflow_hub")
 
@@ -51,6 +53,29 @@ _check_publisher = instance_check(WorkflowActivityPublisher)
 
 def _log_error(error: Exception) -> None:
     logger.error("a call handed to the trio thread failed", exc_info=error)
+
+
+@contextmanager
+def signals_to_the_main_thread() -> Iterator[None]:
+    """Threads started inside (and the threads they start) block SIGINT and SIGTERM, so that the
+    operating system hands those to the main thread.
+
+    Python runs signal handlers in the main thread only. A signal the kernel gives another
+    thread (it may, when the main thread has one pending already: a second Ctrl-C) only sets a
+    flag, and a main thread asleep in a system call is not woken to look at it: Ctrl-C seems
+    lost. The hosts' threads (the thread host's trio thread, trio's I/O thread under asyncio)
+    are started inside this. The calling thread's mask is restored on leaving (a signal that
+    came meanwhile is delivered then).
+    """
+    mask = getattr(signal, "pthread_sigmask", None)
+    if mask is None:  # no POSIX threads' masks (Windows): nothing to steer
+        yield
+        return
+    previous = mask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        yield
+    finally:
+        mask(signal.SIG_SETMASK, previous)
 
 
 def refuse_trio_thread(token: trio.lowlevel.TrioToken, call: str, advice: str) -> None:

@@ -49,14 +49,14 @@ class _Server(uvicorn.Server):
 
 
 @asynccontextmanager
-async def uvicorn_app(hub: Hub) -> AsyncIterator[str]:
+async def uvicorn_app(hub: Hub, keepalive: float = 0.2) -> AsyncIterator[str]:
     """A Starlette app with the hub mounted at ``/hub``, served by uvicorn; yields its URL."""
 
     async def home(request: object) -> PlainTextResponse:
         return PlainTextResponse("the scheduler's own page")
 
     runner = hub.hook_runner()
-    hub_app = create_app(hub, runner=runner, keepalive=0.2)
+    hub_app = create_app(hub, runner=runner, keepalive=keepalive)
     runner.bind()
     app = Starlette(routes=[Route("/", home), Mount("/hub", app=hub_app)])
     config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off")
@@ -151,6 +151,32 @@ def test_hook_events_and_the_final_frame_reach_a_client_of_the_mounted_app() -> 
     hooks, frames = run(main)
     assert [event.event_id for event in hooks] == ["evt-run"]
     assert is_unavailable(frames[-1])
+
+
+def test_closing_the_host_ends_the_hook_event_streams_of_the_mounted_app() -> None:
+    """H1, K6: ``hub.close()`` ends an open ``/v1/events`` stream of the mounted app (its last
+    chunk) once the host has closed, not at the next keep-alive (an hour here), so an ASGI
+    server's shutdown need not wait for it; the block is still open meanwhile."""
+
+    async def main() -> list[WorkflowEvent]:
+        hooks: list[WorkflowEvent] = []
+        async with open_hub() as hub, uvicorn_app(hub, keepalive=3600) as url:
+            publisher = hub.register_publisher()
+            publisher.publish_snapshot("ready", [])
+            async with (
+                httpx.AsyncClient(timeout=None) as client,
+                client.stream("GET", f"{url}/hub/v1/events") as response,
+            ):
+                publisher.publish_lifecycle(run_lifecycle("running"))
+                async for event in EventSource(response).aiter_sse():
+                    hooks.append(loads(LifecycleEvent, event.data))
+                    hub.close()
+                # The stream ended (the loop above ran out): the host has closed.
+                assert hub.disposed
+        return hooks
+
+    hooks = run(main)
+    assert [event.event_id for event in hooks] == ["evt-run"]
 
 
 class _AsyncioWebSocket:

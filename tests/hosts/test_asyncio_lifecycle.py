@@ -6,6 +6,7 @@ Real asyncio programs: the scheduler, its hook handlers and its observers are as
 from __future__ import annotations
 
 import asyncio
+import threading
 
 import pytest
 import trio
@@ -324,3 +325,52 @@ def test_hook_events_published_just_before_the_exit_are_still_dispatched() -> No
 
     run(main)
     assert handled == ["first", "last"]
+
+
+def test_close_from_another_thread_ends_the_host_before_the_block_is_left() -> None:
+    """H1: ``hub.close()`` (from any thread: here a plain one, as a signal handler or an ASGI
+    server's shutdown would) starts the host's clean end at once: every observer gets the final
+    ``unavailable`` frame, ``wait_closed()`` returns, and leaving the block later waits for
+    nothing more. A second ``close()``, and one after the end, change nothing."""
+
+    async def main() -> None:
+        recorder = Recorder()
+        async with open_hub() as hub:
+            hub.observe(recorder)
+            hub.register_publisher().publish_snapshot("ready", [root("a")])
+            await recorder.wait_count(2)  # the attach snapshot, then the source's
+            closer = threading.Thread(target=hub.close)
+            closer.start()
+            closer.join()
+            hub.close()
+            await hub.wait_closed()
+            assert hub.disposed
+            assert is_unavailable(recorder.frames[-1])
+        hub.close()
+        await hub.wait_closed()
+
+    run(main)
+
+
+def test_a_cancellation_during_the_exit_is_the_callers_own() -> None:
+    """H1: a task cancelled while it leaves the host (asyncio.run's Ctrl-C comes that way under
+    uvicorn) gets its own cancellation back, message and all, once trio has ended: not a new
+    one raised by the host."""
+
+    async def main() -> None:
+        leaving = asyncio.Event()
+
+        async def host() -> None:
+            async with open_hub() as hub:
+                hub.register_publisher()
+                leaving.set()
+
+        task = asyncio.create_task(host())
+        await leaving.wait()
+        task.cancel("Ctrl-C")
+        with pytest.raises(asyncio.CancelledError) as cancelled:
+            await task
+        assert cancelled.value.args == ("Ctrl-C",)
+        assert not trio.lowlevel.in_trio_run()
+
+    run(main)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from contextlib import AbstractAsyncContextManager
+from contextlib import AbstractAsyncContextManager, suppress
 from functools import partial
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Unpack, final
@@ -46,7 +46,7 @@ from .._hosting import (
 )
 from .._public import NoPublicConstructor
 from ..tracker import RunTracker
-from ._guest import Guest
+from ._guest import Guest, keep_signals_from_the_io_thread
 from ._hooks import HookRunner
 from ._stream import FrameStream, open_stream
 
@@ -69,6 +69,7 @@ class Hub(metaclass=NoPublicConstructor):
 
     _core: HostCore
     _guest: Guest
+    _run: _HostRun
 
     @property
     def trio_hub(self) -> WorkflowActivityHub:
@@ -114,6 +115,26 @@ class Hub(metaclass=NoPublicConstructor):
     def dispose(self) -> None:
         """``hub.dispose()`` (L2). Leaving :func:`open_hub` does more: see there."""
         self._core.hub.dispose()
+
+    # --- closing ---------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Start the host's clean end now, without waiting: what leaving :func:`open_hub` does
+        (publishers disposed, the final ``unavailable`` frame to every observer, the streams and
+        servers ended, the trio run finished), begun before the block is left.
+
+        Returns at once; safe from any thread and from a signal handler. For an ASGI server
+        that serves ``create_app(hub)``: call it (and await :meth:`wait_closed`) when the server
+        starts to shut down, before it closes its connections; the open streams then get the
+        final frame and end, so the server need not wait for them (docs/hosts.md shows it for
+        uvicorn). Idempotent; leaving the block then waits for the end begun here.
+        """
+        self._run.close_soon()
+
+    async def wait_closed(self) -> None:
+        """Return once the host has closed (its trio run ended), however it ended; the block's
+        exit raises what went wrong, this does not."""
+        await self._run.wait_finished()
 
     # --- observing -------------------------------------------------------------------------
 
@@ -192,6 +213,7 @@ class _HostRun(AbstractAsyncContextManager[Hub]):
         self._exiting = False
         self._cancelled_host = False
         self._entered = False
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     async def __aenter__(self) -> Hub:
         if self._entered:
@@ -202,7 +224,7 @@ class _HostRun(AbstractAsyncContextManager[Hub]):
                 "a trio run is already active in this thread: workflow_hub.asyncio hosts one hub "
                 "per thread (in trio code, use workflow_hub.open_hub)"
             )
-        loop = asyncio.get_running_loop()
+        loop = self._loop = asyncio.get_running_loop()
         self._host_task = asyncio.current_task()
         guest = Guest(loop)
         started: asyncio.Future[HostCore] = loop.create_future()
@@ -233,6 +255,7 @@ class _HostRun(AbstractAsyncContextManager[Hub]):
                     self._options, self._grace, on_started, self._stop, in_flight=guest.in_flight
                 )
 
+        keep_signals_from_the_io_thread()  # Ctrl-C is the loop thread's, never trio's I/O thread's
         trio.lowlevel.start_guest_run(
             main,
             run_sync_soon_threadsafe=loop.call_soon_threadsafe,
@@ -247,7 +270,20 @@ class _HostRun(AbstractAsyncContextManager[Hub]):
             self._scope.cancel()
             await _wait_uncancellable(finished)
             raise
-        return Hub._create(core, guest)
+        return Hub._create(core, guest, self)
+
+    def close_soon(self) -> None:
+        """Have the loop's thread set ``stop`` (thread- and signal-safe); nothing once ended."""
+        loop, finished = self._loop, self._finished
+        if loop is None or finished is None or finished.done():
+            return
+        with suppress(RuntimeError):  # the loop closed meanwhile: the host is gone with it
+            loop.call_soon_threadsafe(self._stop.set)
+
+    async def wait_finished(self) -> None:
+        finished = self._finished
+        assert finished is not None
+        await asyncio.shield(finished)
 
     async def __aexit__(
         self,
@@ -260,7 +296,7 @@ class _HostRun(AbstractAsyncContextManager[Hub]):
         assert finished is not None
         if not finished.done():
             self._stop.set()
-        cancelled = await _wait_uncancellable(finished, on_cancel=self._scope.cancel)
+        cancellation = await _wait_uncancellable(finished, on_cancel=self._scope.cancel)
         result = finished.result()
         if self._cancelled_host:
             # Our own cancellation of the block (the hub failed): replace it with the failure.
@@ -270,28 +306,31 @@ class _HostRun(AbstractAsyncContextManager[Hub]):
             raise result.error
         if isinstance(result, outcome.Error):
             raise result.error from exc
-        if cancelled and exc is None:
-            raise asyncio.CancelledError
+        if cancellation is not None and exc is None:
+            # The caller's own cancellation (a Ctrl-C under asyncio.run, a timeout), raised on
+            # as it came, once trio has ended.
+            raise cancellation
         return False
 
 
 async def _wait_uncancellable(
     future: asyncio.Future[Any], on_cancel: Callable[[], object] | None = None
-) -> bool:
-    """Wait for ``future`` even if the waiting task is cancelled; True if it was.
+) -> asyncio.CancelledError | None:
+    """Wait for ``future`` even if the waiting task is cancelled; the first cancellation, if any.
 
     A trio run must never outlive the block that hosts it: a cancelled exit cuts the drain short
     (``on_cancel``) but still waits for trio to finish.
     """
-    cancelled = False
+    cancellation: asyncio.CancelledError | None = None
     while not future.done():
         try:
             await asyncio.shield(future)
-        except asyncio.CancelledError:
-            cancelled = True
+        except asyncio.CancelledError as cancelled:
+            if cancellation is None:
+                cancellation = cancelled
             if on_cancel is not None:
                 on_cancel()
-    return cancelled
+    return cancellation
 
 
 def open_hub(

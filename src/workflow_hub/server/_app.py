@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from functools import partial
 from importlib.resources import files
@@ -93,7 +93,11 @@ class _FrameSource(Protocol):
 class HostedHub(Protocol):
     """A hub hosted for another event loop (``workflow_hub.asyncio``'s ``Hub``): the trio hub
     behind it, and subscriptions whose frames the host's loop can wait for. The server names
-    this shape, not the host, so that hosts build on the server and never the other way round."""
+    this shape, not the host, so that hosts build on the server and never the other way round.
+
+    A hosted hub may also offer ``async def wait_closed()``, returning once its host has
+    closed: the app's hook-event streams end then (its activity streams end with the
+    hub's subscriptions), so that the ASGI server's shutdown does not wait for them."""
 
     @property
     def trio_hub(self) -> WorkflowActivityHub: ...
@@ -213,10 +217,28 @@ class _HookStream(Response):
             self._fanout.detach(client)
 
     async def _events(self, client: HookEventClient, send: Send) -> None:
+        wait_closed = self._hub_app._wait_closed
+        if wait_closed is None:
+            await self._send_events(client, send)
+            return
+        # A hosted hub says when its host has closed: the stream ends then, not at the next
+        # keep-alive, so that an ASGI server shutting down need not wait for it.
+        async with anyio.create_task_group() as nursery:
+
+            async def end_when_closed() -> None:
+                await wait_closed()
+                client.end()
+
+            nursery.start_soon(end_when_closed)
+            await self._send_events(client, send)
+            nursery.cancel_scope.cancel()
+
+    async def _send_events(self, client: HookEventClient, send: Send) -> None:
         app = self._hub_app
         hub = app.hub
         retry = RETRY_FIELD  # in front of the first event, then never again
-        # A disposed hub dispatches no more hooks; the stream ends at the next keep-alive.
+        # A disposed hub dispatches no more hooks; the stream ends at the next keep-alive (or
+        # when a hosted hub's host has closed).
         while not hub.disposed:
             with anyio.move_on_after(app.keepalive) as idle:
                 body = await client.take()
@@ -224,6 +246,8 @@ class _HookStream(Response):
                 if hub.disposed:
                     return
                 body = app.keepalive_bytes
+            elif not body:
+                return  # ended: the host closed
             elif retry:
                 body = retry + body
                 retry = b""
@@ -240,8 +264,10 @@ class HubApp(StreamTracker):
     ``hook_runner()`` as ``runner``), mount it in an asyncio ASGI server (uvicorn, a FastAPI or
     Starlette app, e.g. ``starlette_app.mount("/hub", app)``): the streams are written with
     anyio, so they run on either loop, and frames reach them through the host's asyncio
-    subscriptions. :meth:`close` ends every open stream cleanly (SSE streams end, WebSockets get
-    close code 1001); disposing the hub does the same.
+    subscriptions; close that host (``hub.close()``, then ``await hub.wait_closed()``) when the
+    server starts to shut down, before it closes its connections, and every open stream gets the
+    final frame and ends. :meth:`close` ends every open stream cleanly at once (SSE streams end,
+    WebSockets get close code 1001); disposing the hub does the same.
 
     ``token`` protects every endpoint but ``/healthz`` and the web page. ``runner`` (the host's
     :class:`~workflow_hub.HookRunner`) turns on ``/v1/events``; the app registers itself as one
@@ -266,7 +292,9 @@ class HubApp(StreamTracker):
         static_dir: Path | None = STATIC_DIR,
     ) -> None:
         source: _FrameSource = hub
+        self._wait_closed: Callable[[], Awaitable[object]] | None = None
         if not isinstance(hub, WorkflowActivityHub):
+            self._wait_closed = getattr(hub, "wait_closed", None)
             hub, runner = _hosted(hub, runner)
         if token is not None and (not isinstance(token, str) or not token):
             raise ContractError("token", "expected a non-empty string or None")

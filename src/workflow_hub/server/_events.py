@@ -26,13 +26,20 @@ EXTENSION_NAME: Final = "workflow_hub.server"
 class HookEventClient:
     """The hook events waiting for one client, oldest first, bounded."""
 
-    __slots__ = ("_events", "_limit", "_wakeup", "dropped")
+    __slots__ = ("_ended", "_events", "_limit", "_wakeup", "dropped")
 
     def __init__(self, limit: int) -> None:
         self._events: deque[bytes] = deque()
         self._limit = limit
         self._wakeup = anyio.Event()
+        self._ended = False
         self.dropped = 0
+
+    def end(self) -> None:
+        """No more events will come (the hub is gone): :meth:`take` returns what is left, then
+        ``b""``."""
+        self._ended = True
+        self._wakeup.set()
 
     def push(self, data: bytes) -> None:
         if len(self._events) >= self._limit:
@@ -42,8 +49,11 @@ class HookEventClient:
         self._wakeup.set()
 
     async def take(self) -> bytes:
-        """Everything pending as one chunk (one write), a ``dropped`` notice first if needed."""
+        """Everything pending as one chunk (one write), a ``dropped`` notice first if needed;
+        ``b""`` once :meth:`end` was called and nothing is left."""
         while not self._events:
+            if self._ended:
+                return b""
             self._wakeup = anyio.Event()
             await self._wakeup.wait()
         chunks: list[bytes] = []

@@ -30,6 +30,7 @@ from .._hosting import (
     run_host,
 )
 from .._public import NoPublicConstructor
+from .._threads import signals_to_the_main_thread
 from ._portal import HostClosedError, Portal
 from ._publisher import Publisher
 from ._stream import FrameStream, open_stream
@@ -136,7 +137,8 @@ class _HostThread(AbstractContextManager[Hub]):
         if self._thread is not None:
             raise RuntimeError("an open_hub() context can be entered only once")
         self._thread = threading.Thread(target=self._run, name="workflow-hub", daemon=True)
-        self._thread.start()
+        with signals_to_the_main_thread():  # Ctrl-C is the main thread's, never the hub's
+            self._thread.start()
         self._started.wait()
         if self._core is None or self._portal is None:
             self._thread.join()
