@@ -201,6 +201,7 @@ class Totals:
             actionable_block_count=blocks,
             needs_attention=blocks > 0 or self.settled_failures > 0,
             graph=graph,
+            labels=None,
         )
 
 
