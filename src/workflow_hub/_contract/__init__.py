@@ -77,6 +77,7 @@ from ._values import Timestamp as Timestamp
 from ._values import ToolNode as ToolNode
 from ._values import ToolTarget as ToolTarget
 from ._values import WorkflowEvent as WorkflowEvent
+from ._values import check_error as check_error
 from ._values import snapshot_arguments as snapshot_arguments
 from ._wire import discriminator_of as discriminator_of
 from ._wire import dumps as dumps

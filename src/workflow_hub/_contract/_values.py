@@ -146,6 +146,26 @@ class FailureDetail(_Value):
     message: str = text_field(FAILURE_MESSAGE_MAX)
     type: str | None = text_field(FAILURE_TYPE_MAX, optional=True)
 
+    @classmethod
+    def of(cls, error: BaseException | str) -> FailureDetail:
+        """The detail of an exception (its message and class name) or of a message: the text's
+        first line, its whitespace collapsed, cut to the bounds with "…" (an empty message is
+        the type's name). What the tracker and the bridges use, so that any exception a
+        scheduler meets becomes a valid detail."""
+        if isinstance(error, BaseException):
+            kind: str | None = _bounded(type(error).__qualname__, FAILURE_TYPE_MAX)
+            text = str(error)
+        elif isinstance(error, str):
+            kind = None
+            text = error
+        else:
+            raise ContractError(
+                "error", f"expected an exception or a message, got {type(error).__name__}"
+            )
+        first = next((line for line in text.splitlines() if line.strip()), "")
+        message = _bounded(" ".join(first.split()), FAILURE_MESSAGE_MAX) or kind or "failed"
+        return cls(message=message, type=kind)
+
     if TYPE_CHECKING:
 
         def __init__(
@@ -154,6 +174,22 @@ class FailureDetail(_Value):
             message: str,
             type: str | None = None,
         ) -> None: ...
+
+
+def check_error(error: object, status: str, path: str = "error") -> FailureDetail:
+    """A fact's ``error`` argument (C3) as a detail: a :class:`FailureDetail` as given, an
+    exception or a message through :meth:`FailureDetail.of`. Only a failed status takes one."""
+    if status != "failed":
+        raise ContractError(path, f"only a failed status carries an error, got {status}")
+    if type(error) is FailureDetail:
+        return error
+    return FailureDetail.of(error)  # type: ignore[arg-type]  # it refuses other types
+
+
+def _bounded(text: str, longest: int) -> str:
+    """``text`` with its lone surrogates replaced, cut to ``longest`` characters with "…"."""
+    text = text.encode("utf-8", "replace").decode("utf-8") if not text.isascii() else text
+    return text if len(text) <= longest else text[: longest - 1] + "…"
 
 
 def _check_failure(value: Any) -> None:
@@ -332,9 +368,8 @@ class Labels(Mapping[str, str]):
 
     __slots__ = ("_hash", "_items")
 
-    def __init__(self, labels: Mapping[str, str] | Iterable[tuple[str, str]] = ()) -> None:
-        items = labels if isinstance(labels, Mapping) else dict(labels)
-        self._items: dict[str, str] = check_labels(items, "labels")
+    def __init__(self, labels: Mapping[str, str] | None = None) -> None:
+        self._items: dict[str, str] = {} if labels is None else check_labels(labels, "labels")
         self._hash: int | None = None
 
     def __getitem__(self, key: str) -> str:

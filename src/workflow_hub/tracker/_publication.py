@@ -283,7 +283,7 @@ class Publication:
             _stage_stage_name(target, node.name)
             _stage_previous_status(target, previous)
             _stage_status(target, status)
-            _stage_error(target, None)
+            _stage_error(target, node.error)
         else:
             target = _new(ToolTarget)
             _tool_run_id(target, run.run_id)
@@ -291,7 +291,7 @@ class Publication:
             _tool_tool_name(target, node.name)
             _tool_previous_status(target, previous)
             _tool_status(target, status)
-            _tool_error(target, None)
+            _tool_error(target, node.error)
         # publish_lifecycle of the event's LifecycleInput, without building that value: every
         # field is a checked value (docs/decisions.md, "A private entry for the tracker's
         # lifecycle events").
