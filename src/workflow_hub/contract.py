@@ -17,9 +17,11 @@ from ._contract import Cursor as Cursor
 from ._contract import Delivery as Delivery
 from ._contract import Diagnostic as Diagnostic
 from ._contract import DiagnosticKind as DiagnosticKind
+from ._contract import FailureDetail as FailureDetail
 from ._contract import Frame as Frame
 from ._contract import GraphNode as GraphNode
 from ._contract import HeartbeatEvent as HeartbeatEvent
+from ._contract import Labels as Labels
 from ._contract import LifecycleEvent as LifecycleEvent
 from ._contract import LifecycleInput as LifecycleInput
 from ._contract import LifecycleTarget as LifecycleTarget
@@ -57,9 +59,11 @@ __all__ = [
     "Delivery",
     "Diagnostic",
     "DiagnosticKind",
+    "FailureDetail",
     "Frame",
     "GraphNode",
     "HeartbeatEvent",
+    "Labels",
     "LifecycleEvent",
     "LifecycleInput",
     "LifecycleTarget",

@@ -22,9 +22,11 @@ from workflow_hub import (
     ContractError,
     Cursor,
     Diagnostic,
+    FailureDetail,
     Frame,
     GraphNode,
     HeartbeatEvent,
+    Labels,
     LifecycleEvent,
     LifecycleInput,
     LifecycleTarget,
@@ -62,6 +64,7 @@ def find(strategy: st.SearchStrategy[_T], condition: Callable[[_T], object]) -> 
 
 TYPES: list[tuple[Any, st.SearchStrategy[Any]]] = [
     (Cursor, ws.cursors()),
+    (FailureDetail, ws.failure_details()),
     (NodePrompt, ws.node_prompts()),
     (RunPrompt, ws.run_prompts()),
     (StageNode, ws.stage_nodes()),
@@ -141,6 +144,10 @@ def assert_wire_shape(value: object, wire: object) -> None:
                 else:
                     assert type(sent_element) is str
                     assert sent_element == element
+        elif isinstance(item, Labels):
+            # C3: a JSON object of strings, in the labels' order.
+            assert type(sent) is dict
+            assert list(sent.items()) == list(item.items())
         else:
             # Enum members go out as plain strings; everything else exactly as held.
             assert type(sent) in (str, int, float, bool)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 import trio
 import trio.testing
@@ -238,6 +240,53 @@ async def test_failing_callback_is_recorded_and_isolated(hub: WorkflowActivityHu
     assert len(calls) == len(others) == 3
     failures = [d for d in hub.diagnostics() if d.kind == "ObserverDeliveryFailed"]
     assert len(failures) == 3
+
+
+@pytest.mark.parametrize("with_metrics", [False, True])
+async def test_a_callback_failing_on_every_frame_logs_one_traceback_per_kind(
+    with_metrics: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    """O5: 2 000 failures of one observer are 2 000 diagnostics but a handful of log records:
+    the first failure of each kind with its traceback, then counts (1, 10, 100, 1 000 repeats
+    and the total when the observer ends). Issue 37 saw 2 210 records, each a traceback."""
+    from prometheus_client import CollectorRegistry
+
+    from workflow_hub.metrics import HubMetrics
+
+    caplog.set_level(logging.WARNING, logger="workflow_hub")
+    failed = 0
+
+    def broken(frame: Frame) -> None:
+        nonlocal failed
+        failed += 1
+        raise (ValueError if failed == 500 else RuntimeError)(f"boom {failed}")
+
+    metrics = HubMetrics(CollectorRegistry()) if with_metrics else None
+    async with open_hub(diagnostics_limit=4096, metrics=metrics) as hub:
+        lease = hub.observe(broken)
+        publisher = hub.register_publisher()
+        publisher.publish_snapshot("ready", [root("a")])
+        for _ in range(1999):
+            publisher.publish_changed(root("a"))
+            await trio.testing.wait_all_tasks_blocked()
+        assert failed > 2000  # the attach snapshot, the publisher's, the changes
+        lease.dispose()
+        await trio.testing.wait_all_tasks_blocked()
+        kinds = [d for d in hub.diagnostics() if d.kind == "ObserverDeliveryFailed"]
+        assert len(kinds) == failed
+    records = [r for r in caplog.records if "observer" in r.getMessage()]
+    tracebacks = [r for r in records if r.exc_info]
+    assert [type(r.exc_info[1]) for r in tracebacks if r.exc_info] == [RuntimeError, ValueError]
+    counts = [r.getMessage() for r in records if not r.exc_info]
+    assert [line.split(": ")[1].split()[0] for line in counts] == [
+        "1",
+        "10",
+        "100",
+        "1000",
+        str(failed - 2),
+    ]
+    assert "keeps failing" in counts[0]
+    assert "ended" in counts[-1]
 
 
 async def test_lease_dispose_is_idempotent_and_drops_pending(hub: WorkflowActivityHub) -> None:

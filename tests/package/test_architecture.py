@@ -43,6 +43,7 @@ LAYERS: dict[str, int] = {
     "_public": BASE,
     "_defaults": BASE,  # defaults several layers share (the served port)
     "_exceptions": BASE,  # WorkflowHubError, the base every layer's exceptions derive from
+    "_failure_log": BASE,  # one traceback per kind of failure, then counts (every consumer)
     "_status_line": BASE,  # the aggregate status rule on plain strings (reporting and `status`)
     "_contract": CONTRACT,
     "contract": CONTRACT,

@@ -131,6 +131,31 @@ def test_backoff_refuses_nonsense() -> None:
     assert error.value.path == "initial"
 
 
+@pytest.mark.parametrize(
+    ("field", "arguments"),
+    [
+        ("backoff", {"backoff": "fast"}),
+        ("backoff", {"backoff": 0.5}),
+        ("seed", {"seed": "1"}),
+        ("seed", {"seed": True}),
+        ("read_timeout", {"read_timeout": float("nan")}),
+        ("read_timeout", {"read_timeout": float("inf")}),
+        ("read_timeout", {"read_timeout": True}),
+        ("read_timeout", {"read_timeout": "45"}),
+    ],
+)
+def test_remote_hub_refuses_bad_arguments_at_the_call(
+    field: str, arguments: dict[str, object]
+) -> None:
+    """Issue 37: ``RemoteHub(url, backoff="fast")`` was accepted and failed at the first
+    reconnect; a bad argument is refused when it is given, naming it."""
+    from workflow_hub import ContractError
+
+    with pytest.raises(ContractError) as error:
+        RemoteHub("http://127.0.0.1:1", **arguments)  # type: ignore[arg-type]
+    assert error.value.path == field
+
+
 async def test_random_drops_across_5000_frames_lose_nothing_and_resume_without_snapshots() -> None:
     """N2: cut at random points (mid-event included), the client resumes from its last cursor.
 

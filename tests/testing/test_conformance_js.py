@@ -112,7 +112,9 @@ PLANTED = {
         "    return !publisher.disposed && !this.disposed && publisher.epoch === this.epoch;\n",
         "    return !publisher.disposed && !this.disposed;\n",
         "1",
-        "the publish returned the wrong cursor (P9)",
+        # The shortest scenario hypothesis finds depends on every strategy it draws from (issue
+        # 39's labels and errors changed it): a fenced publisher's publish, or its dispose.
+        ("the publish returned the wrong cursor (P9)", "mismatch in the snapshot (L3)"),
     ),
     "every_7th_frame_reordered": (
         "    observer.pending.push(frame);\n",
@@ -136,7 +138,8 @@ def test_a_planted_bug_is_caught_and_its_reproduce_line_reproduces_it(
     copy = planted(tmp_path, old, new)
     first = conformance("--adapter", adapter(copy), "--examples", PLANTED_EXAMPLES, "--seed", seed)
     assert first.returncode == 1, first.stdout + first.stderr
-    assert f"workflow-hub conformance: {headline}" in first.stdout
+    headlines = (headline,) if isinstance(headline, str) else headline
+    assert any(f"workflow-hub conformance: {line}" in first.stdout for line in headlines)
     steps = [line for line in first.stdout.splitlines() if line.startswith("Scenario (")]
     assert len(steps) == 1
     assert int(steps[0].split()[1].lstrip("(")) <= 8, steps[0]

@@ -49,6 +49,9 @@ TOOL_STATUSES = ("pending", "running", "completed", "failed", "cached", "cancell
 # Statuses drawn more often: the interesting ones.
 LIKELY_RUN = st.sampled_from(("running",) * 4 + RUN_STATUSES)
 LIKELY_STAGE = st.sampled_from(("running", "pending", "completed") * 2 + STAGE_STATUSES)
+LIKELY_TOOL = st.sampled_from(("failed",) * 4 + TOOL_STATUSES)
+ERRORS = st.sampled_from([None, "boom", "timed out"])
+LABELS = st.sampled_from([None, {}, {"team": "a"}, {"team": "b", "env": "prod"}])
 
 
 def oracle(tracker: RunTracker, root_run_id: str, *, graph: bool) -> Any:
@@ -170,6 +173,10 @@ class Driver:
                 )
             ),
             on(lambda r: t.set_stage_status(r, self.node_id(r), d(LIKELY_STAGE))),
+            # C3: a failed stage's or tool's error (refused, changing nothing, on another status)
+            on(lambda r: t.set_stage_status(r, self.node_id(r), "failed", error=d(ERRORS))),
+            on(lambda r: t.set_tool_status(r, self.node_id(r), d(LIKELY_TOOL), error=d(ERRORS))),
+            on(lambda r: t.set_labels(r, d(LABELS))),
             on(lambda r: t.set_tool_status(r, self.node_id(r), d(st.sampled_from(TOOL_STATUSES)))),
             on(
                 lambda r: t.open_prompt(

@@ -39,6 +39,7 @@ TOOL_STATUSES = ("pending", "running", "completed", "failed", "cached", "cancell
 FACTS = (
     "add_run",
     "set_run_status",
+    "set_labels",
     "take_ownership",
     "release_ownership",
     "request_control",
@@ -180,6 +181,14 @@ class Caller:
             return self.draw(st.sampled_from(("a", 3, ["zz"], [None])))
         return [self.node(run_id) for _ in range(self.draw(st.integers(0, 2)))]
 
+    def error(self) -> Any:
+        """C3: none, or a message (refused on any status but failed), or no error at all."""
+        return self.pick((None, None, "boom"), bad=(3, b"x"))
+
+    def labels(self) -> Any:
+        """C3: a root's labels (refused on a nested run)."""
+        return self.pick((None, {}, {"team": "a"}), bad=({"bad key": "x"}, {"k": ""}, "team"))
+
     def prompt(self, run_id: object) -> Any:
         run = self.tracker._ledger.runs.get(run_id) if isinstance(run_id, str) else None
         known = [] if run is None else sorted(run.prompts)
@@ -198,9 +207,15 @@ class Caller:
                 "executor_ended": self.flag(),
                 "heartbeat_interval_minutes": self.pick((None, 1, 0.5), bad=(0, -1, math.nan)),
                 "started_at": self.pick((None, 5.0), bad=(math.inf, "now")),
+                "labels": self.labels(),
             }
         if name == "set_run_status":
-            return (run, self.status(RUN_STATUSES)), {"executor_ended": self.flag()}
+            return (run, self.status(RUN_STATUSES)), {
+                "executor_ended": self.flag(),
+                "error": self.error(),
+            }
+        if name == "set_labels":
+            return (run, self.labels()), {}
         if name == "request_control":
             return (run, self.status(("quit", "kill", "pause", "resume"))), {
                 "attribution": self.pick((None, "user", "agent"), bad=("someone", 1))
@@ -218,9 +233,13 @@ class Caller:
             return (run, self.node(run), self.status(STAGE_STATUSES)), {
                 "retrying": self.flag(),
                 "replay": self.flag(),
+                "error": self.error(),
             }
         if name == "set_tool_status":
-            return (run, self.node(run), self.status(TOOL_STATUSES)), {"replay": self.flag()}
+            return (run, self.node(run), self.status(TOOL_STATUSES)), {
+                "replay": self.flag(),
+                "error": self.error(),
+            }
         if name == "open_prompt":
             return (
                 run,

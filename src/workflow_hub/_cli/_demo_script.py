@@ -63,15 +63,15 @@ def _begin(t: RunTracker, run_id: str, beat: float, stages: dict[str, tuple[str,
     t.set_stage_status(run_id, next(iter(stages)), "running")
 
 
-def _move(t: RunTracker, run_id: str, statuses: dict[str, str], **flags: bool) -> None:
+def _move(t: RunTracker, run_id: str, statuses: dict[str, str]) -> None:
     """Set the stages of ``run_id`` to their new statuses, in the order given."""
     for stage_id, status in statuses.items():
-        t.set_stage_status(run_id, stage_id, status, **flags)
+        t.set_stage_status(run_id, stage_id, status)
 
 
-def _complete(t: RunTracker, run_id: str, stage_id: str, **flags: bool) -> None:
+def _complete(t: RunTracker, run_id: str, stage_id: str, *, replay: bool = False) -> None:
     """The last stage of ``run_id`` completes, and the run with it."""
-    t.set_stage_status(run_id, stage_id, "completed", **flags)
+    t.set_stage_status(run_id, stage_id, "completed", replay=replay)
     t.set_run_status(run_id, "completed")
 
 

@@ -35,6 +35,12 @@ from ._errors import ContractError as ContractError
 from ._rules import BLOCKED_PRIORITY as BLOCKED_PRIORITY
 from ._rules import WORKING_PRIORITY as WORKING_PRIORITY
 from ._rules import state_and_reason as state_and_reason
+from ._validate import FAILURE_MESSAGE_MAX as FAILURE_MESSAGE_MAX
+from ._validate import FAILURE_TYPE_MAX as FAILURE_TYPE_MAX
+from ._validate import LABEL_KEY_MAX as LABEL_KEY_MAX
+from ._validate import LABEL_VALUE_MAX as LABEL_VALUE_MAX
+from ._validate import LABELS_MAX as LABELS_MAX
+from ._validate import LONGEST as LONGEST
 from ._validate import check_bool as check_bool
 from ._validate import check_count as check_count
 from ._validate import check_number as check_number
@@ -48,9 +54,11 @@ from ._values import ActivityChangedEvent as ActivityChangedEvent
 from ._values import ChangedFrame as ChangedFrame
 from ._values import Cursor as Cursor
 from ._values import Diagnostic as Diagnostic
+from ._values import FailureDetail as FailureDetail
 from ._values import Frame as Frame
 from ._values import GraphNode as GraphNode
 from ._values import HeartbeatEvent as HeartbeatEvent
+from ._values import Labels as Labels
 from ._values import LifecycleEvent as LifecycleEvent
 from ._values import LifecycleInput as LifecycleInput
 from ._values import LifecycleTarget as LifecycleTarget
@@ -69,6 +77,7 @@ from ._values import Timestamp as Timestamp
 from ._values import ToolNode as ToolNode
 from ._values import ToolTarget as ToolTarget
 from ._values import WorkflowEvent as WorkflowEvent
+from ._values import check_error as check_error
 from ._values import snapshot_arguments as snapshot_arguments
 from ._wire import discriminator_of as discriminator_of
 from ._wire import dumps as dumps

@@ -9,6 +9,7 @@ is not a count, ``"1"`` is not a number).
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Iterable, Mapping
 from enum import StrEnum
 from typing import Any, TypeVar
@@ -18,12 +19,21 @@ import attrs
 from ._errors import ContractError
 
 __all__ = [
+    "FAILURE_MESSAGE_MAX",
+    "FAILURE_TYPE_MAX",
+    "LABELS_MAX",
+    "LABEL_KEY_MAX",
+    "LABEL_VALUE_MAX",
+    "LONGEST",
     "bool_field",
+    "check_labels",
     "count_field",
     "enum_field",
     "instance_field",
+    "labels_field",
     "number_field",
     "str_field",
+    "text_field",
     "tuple_field",
 ]
 
@@ -53,6 +63,22 @@ def check_str(value: object, path: str) -> str:
                 f"{error.start} has no UTF-8 form",
             ) from None
     return value
+
+
+def text_check(longest: int) -> Check[str]:
+    """A non-empty string of at most ``longest`` characters (a message, a type name): short text
+    that a view shows whole, never a dump."""
+
+    def check(value: object, path: str) -> str:
+        text = check_str(value, path)
+        if not text:
+            raise ContractError(path, "expected a non-empty string")
+        if len(text) > longest:
+            raise ContractError(path, f"expected at most {longest} characters, got {len(text)}")
+        return text
+
+    _ACCEPTED_BY[check] = "str"
+    return check
 
 
 def check_count(value: object, path: str) -> int:
@@ -99,6 +125,39 @@ _ACCEPTED_BY: dict[Callable[..., Any], str] = {
     check_count: "int",
     check_bool: "bool",
 }
+
+
+FAILURE_MESSAGE_MAX = 500
+"""The longest failure message (C3): a line a view shows whole, never a traceback."""
+FAILURE_TYPE_MAX = 200
+"""The longest failure type name (a qualified exception class name)."""
+LABELS_MAX = 16
+"""At most this many labels on a root (C3: a small map)."""
+LABEL_KEY_MAX = 63
+"""A label key: a letter, then letters, digits, ``_ . - /``; at most this many characters."""
+LABEL_VALUE_MAX = 256
+"""A label value: printable text, at most this many characters."""
+
+_LABEL_KEY = re.compile(r"[A-Za-z][A-Za-z0-9_./-]*")
+
+
+def check_label(key: object, value: object, path: str) -> None:
+    """One label of a root: the error names the key (C3)."""
+    if not isinstance(key, str) or not _LABEL_KEY.fullmatch(key) or len(key) > LABEL_KEY_MAX:
+        raise ContractError(
+            path,
+            f"label key {key!r}: expected a letter, then letters, digits, '_', '.', '-' or '/', "
+            f"at most {LABEL_KEY_MAX} characters",
+        )
+    if not isinstance(value, str):
+        raise ContractError(path, f"label {key!r}: expected a string, got {_type_name(value)}")
+    check_str(value, path)
+    if not value or len(value) > LABEL_VALUE_MAX or not value.isprintable():
+        raise ContractError(
+            path,
+            f"label {key!r}: expected 1 to {LABEL_VALUE_MAX} printable characters, got "
+            f"{value[:40]!r}{'…' if len(value) > 40 else ''}",
+        )
 
 
 def enum_check(enum: type[_E]) -> Check[_E]:
@@ -196,3 +255,42 @@ def instance_field(cls: type[Any] | tuple[type[Any], ...], *, optional: bool = F
 def tuple_field(item: Check[Any], *, optional: bool = False) -> Any:
     # Any iterable but a string, bytes or a mapping is read into a tuple.
     return _field(tuple_check(item), f"Iterable[{_ACCEPTED_BY[item]}]", optional_=optional)
+
+
+LONGEST = "workflow_hub.longest"
+"""The metadata key of a text field's longest length (the JSON Schema's ``maxLength``)."""
+
+
+def text_field(longest: int, *, optional: bool = False) -> Any:
+    field = _field(text_check(longest), "str", optional_=optional)
+    field.metadata[LONGEST] = longest
+    return field
+
+
+def check_labels(value: object, path: str) -> dict[str, str]:
+    """A root's labels as a plain dict, every key and value checked (C3)."""
+    if not isinstance(value, Mapping):
+        raise ContractError(path, f"expected a mapping of str to str, got {_type_name(value)}")
+    if len(value) > LABELS_MAX:
+        raise ContractError(path, f"expected at most {LABELS_MAX} labels, got {len(value)}")
+    for key, item in value.items():
+        check_label(key, item, path)
+    return dict(value)
+
+
+def labels_field(cls: type[Mapping[str, str]]) -> Any:
+    """A root's labels: any mapping of str to str, kept as a ``cls`` (which checks it); an empty
+    mapping is ``None`` (absent, omitted on the wire), so a root without labels has one form."""
+
+    def check(value: object, path: str) -> Any:
+        if value is None or isinstance(value, cls):
+            return value or None
+        if isinstance(value, Mapping) and not value:
+            return None
+        return cls(value)  # type: ignore[call-arg]  # it checks every key and value
+
+    return attrs.field(
+        default=None,
+        converter=_converter(check),
+        metadata={ACCEPTS: "Mapping[str, str] | None"},
+    )

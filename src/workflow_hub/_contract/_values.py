@@ -12,8 +12,8 @@ edit it by hand, run ``python tools/contract_inits.py`` (``make lint`` fails whe
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias, TypeVar
+from collections.abc import Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias, TypeVar, final
 
 import attrs
 
@@ -33,15 +33,20 @@ from ._enums import (
 )
 from ._errors import ContractError
 from ._validate import (
+    FAILURE_MESSAGE_MAX,
+    FAILURE_TYPE_MAX,
     bool_field,
+    check_labels,
     check_str,
     count_field,
     enum_check,
     enum_field,
     instance_check,
     instance_field,
+    labels_field,
     number_field,
     str_field,
+    text_field,
     tuple_check,
     tuple_field,
 )
@@ -51,9 +56,11 @@ __all__ = [
     "ChangedFrame",
     "Cursor",
     "Diagnostic",
+    "FailureDetail",
     "Frame",
     "GraphNode",
     "HeartbeatEvent",
+    "Labels",
     "LifecycleEvent",
     "LifecycleInput",
     "LifecycleTarget",
@@ -128,6 +135,70 @@ class Cursor(_Value):
 
 
 @_value_class
+class FailureDetail(_Value):
+    """Why something failed (C3): a short message and, optionally, the error's type name.
+
+    On a failed stage or tool node and on a lifecycle target whose status is ``failed``. Short
+    and bounded (a message of at most 500 characters, a type of at most 200), never a traceback:
+    it is what a view shows whole next to the failed name.
+    """
+
+    message: str = text_field(FAILURE_MESSAGE_MAX)
+    type: str | None = text_field(FAILURE_TYPE_MAX, optional=True)
+
+    @classmethod
+    def of(cls, error: BaseException | str) -> FailureDetail:
+        """The detail of an exception (its message and class name) or of a message: the text's
+        first line, its whitespace collapsed, cut to the bounds with "…" (an empty message is
+        the type's name). What the tracker and the bridges use, so that any exception a
+        scheduler meets becomes a valid detail."""
+        if isinstance(error, BaseException):
+            kind: str | None = _bounded(type(error).__qualname__, FAILURE_TYPE_MAX)
+            text = str(error)
+        elif isinstance(error, str):
+            kind = None
+            text = error
+        else:
+            raise ContractError(
+                "error", f"expected an exception or a message, got {type(error).__name__}"
+            )
+        first = next((line for line in text.splitlines() if line.strip()), "")
+        message = _bounded(" ".join(first.split()), FAILURE_MESSAGE_MAX) or kind or "failed"
+        return cls(message=message, type=kind)
+
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            *,
+            message: str,
+            type: str | None = None,
+        ) -> None: ...
+
+
+def check_error(error: object, status: str, path: str = "error") -> FailureDetail:
+    """A fact's ``error`` argument (C3) as a detail: a :class:`FailureDetail` as given, an
+    exception or a message through :meth:`FailureDetail.of`. Only a failed status takes one."""
+    if status != "failed":
+        raise ContractError(path, f"only a failed status carries an error, got {status}")
+    if type(error) is FailureDetail:
+        return error
+    return FailureDetail.of(error)  # type: ignore[arg-type]  # it refuses other types
+
+
+def _bounded(text: str, longest: int) -> str:
+    """``text`` with its lone surrogates replaced, cut to ``longest`` characters with "…"."""
+    text = text.encode("utf-8", "replace").decode("utf-8") if not text.isascii() else text
+    return text if len(text) <= longest else text[: longest - 1] + "…"
+
+
+def _check_failure(value: Any) -> None:
+    """An ``error`` belongs to a failed node or target only (C3)."""
+    if value.error is not None and value.status != "failed":
+        raise ContractError("error", f"only a failed status carries an error, got {value.status}")
+
+
+@_value_class
 class NodePrompt(_Value):
     """A question waiting for a human on a stage."""
 
@@ -194,6 +265,10 @@ class StageNode(_Value):
     depth: int = count_field()
     status: StageStatus = enum_field(StageStatus)
     pending_prompt: NodePrompt | None = instance_field(NodePrompt, optional=True)
+    error: FailureDetail | None = instance_field(FailureDetail, optional=True)
+
+    def __attrs_post_init__(self) -> None:
+        _check_failure(self)
 
     if TYPE_CHECKING:
 
@@ -209,6 +284,7 @@ class StageNode(_Value):
             depth: int,
             status: StageStatus | str,
             pending_prompt: NodePrompt | None = None,
+            error: FailureDetail | None = None,
         ) -> None: ...
 
 
@@ -228,6 +304,10 @@ class ToolNode(_Value):
     depth: int = count_field()
     status: ToolNodeStatus = enum_field(ToolNodeStatus)
     ordinal: int = count_field()
+    error: FailureDetail | None = instance_field(FailureDetail, optional=True)
+
+    def __attrs_post_init__(self) -> None:
+        _check_failure(self)
 
     if TYPE_CHECKING:
 
@@ -243,6 +323,7 @@ class ToolNode(_Value):
             depth: int,
             status: ToolNodeStatus | str,
             ordinal: int,
+            error: FailureDetail | None = None,
         ) -> None: ...
 
 
@@ -274,6 +355,51 @@ class RootGraph(_Value):
         ) -> None: ...
 
 
+@final
+class Labels(Mapping[str, str]):
+    """A root's labels (C3): a small, immutable, hashable map of str to str set by the scheduler
+    (team, env, deployment, queue …), checked when made.
+
+    At most 16 labels; a key is a letter, then letters, digits, ``_ . - /`` (at most 63
+    characters); a value is 1 to 256 printable characters. A bad one is a
+    :class:`ContractError` on ``labels`` that names the key. Equal to any mapping with the same
+    items; its order is the order given (the wire keeps it).
+    """
+
+    __slots__ = ("_hash", "_items")
+
+    def __init__(self, labels: Mapping[str, str] | None = None) -> None:
+        self._items: dict[str, str] = {} if labels is None else check_labels(labels, "labels")
+        self._hash: int | None = None
+
+    def __getitem__(self, key: str) -> str:
+        return self._items[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._items
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Labels):
+            return self._items == other._items
+        if isinstance(other, Mapping):
+            return self._items == dict(other.items())
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        if self._hash is None:
+            self._hash = hash(frozenset(self._items.items()))
+        return self._hash
+
+    def __repr__(self) -> str:
+        return f"Labels({self._items!r})"
+
+
 @_value_class
 class RootActivity(_Value):
     """The summary of one workflow root. A change always replaces the whole root."""
@@ -286,6 +412,7 @@ class RootActivity(_Value):
     actionable_block_count: int = count_field()
     needs_attention: bool = bool_field()
     graph: RootGraph | None = instance_field(RootGraph, optional=True)
+    labels: Labels | None = labels_field(Labels)
 
     if TYPE_CHECKING:
 
@@ -300,6 +427,7 @@ class RootActivity(_Value):
             actionable_block_count: int,
             needs_attention: bool,
             graph: RootGraph | None = None,
+            labels: Mapping[str, str] | None = None,
         ) -> None: ...
 
 
@@ -417,6 +545,10 @@ class RunTarget(_Value):
     previous_status: RunStatus | None = enum_field(RunStatus, optional=True)
     status: RunStatus = enum_field(RunStatus)
     action: ControlAction | None = enum_field(ControlAction, optional=True)
+    error: FailureDetail | None = instance_field(FailureDetail, optional=True)
+
+    def __attrs_post_init__(self) -> None:
+        _check_failure(self)
 
     if TYPE_CHECKING:
 
@@ -427,6 +559,7 @@ class RunTarget(_Value):
             previous_status: RunStatus | str | None = None,
             status: RunStatus | str,
             action: ControlAction | str | None = None,
+            error: FailureDetail | None = None,
         ) -> None: ...
 
 
@@ -445,6 +578,10 @@ class StageTarget(_Value):
     stage_name: str = str_field()
     previous_status: StageStatus | None = enum_field(StageStatus, optional=True)
     status: StageStatus = enum_field(StageStatus)
+    error: FailureDetail | None = instance_field(FailureDetail, optional=True)
+
+    def __attrs_post_init__(self) -> None:
+        _check_failure(self)
 
     if TYPE_CHECKING:
 
@@ -456,6 +593,7 @@ class StageTarget(_Value):
             stage_name: str,
             previous_status: StageStatus | str | None = None,
             status: StageStatus | str,
+            error: FailureDetail | None = None,
         ) -> None: ...
 
 
@@ -470,6 +608,10 @@ class ToolTarget(_Value):
     tool_name: str = str_field()
     previous_status: ToolNodeStatus | None = enum_field(ToolNodeStatus, optional=True)
     status: ToolNodeStatus = enum_field(ToolNodeStatus)
+    error: FailureDetail | None = instance_field(FailureDetail, optional=True)
+
+    def __attrs_post_init__(self) -> None:
+        _check_failure(self)
 
     if TYPE_CHECKING:
 
@@ -481,6 +623,7 @@ class ToolTarget(_Value):
             tool_name: str,
             previous_status: ToolNodeStatus | str | None = None,
             status: ToolNodeStatus | str,
+            error: FailureDetail | None = None,
         ) -> None: ...
 
 

@@ -361,6 +361,8 @@ def _unstructure_converter() -> cattrs.Converter:
         # plain str. Registered on StrEnum itself: it precedes ``str`` in every member's MRO, so
         # it wins the dispatch.
         converter.register_unstructure_hook(StrEnum, _enum_value)
+        # A root's labels are a JSON object of strings (C3).
+        converter.register_unstructure_hook(_values.Labels, dict)
         converter.register_unstructure_hook_factory(_is_contract_class, _make_unstructure_hook)
         _converters.append(converter)
         return converter
@@ -410,6 +412,11 @@ def _str_array_text(values: tuple[str, ...]) -> str:
     return "[" + ",".join(map(_json_string, values)) + "]"
 
 
+def _labels_text(labels: _values.Labels) -> str:
+    string = _json_string
+    return "{" + ",".join([string(k) + ":" + string(v) for k, v in labels.items()]) + "}"
+
+
 def _value_array_text(values: tuple[Any, ...]) -> str:
     text_of = _TEXT_OF
     return "[" + ",".join([text_of[type(value)](value) for value in values]) + "]"
@@ -426,6 +433,8 @@ def _leaf_text(tp: object) -> str:
         return "_value_text"
     if len(present) == 1:
         (only,) = present
+        if only is _values.Labels:
+            return "_labels_text"
         if get_origin(only) is tuple:
             (item,) = {a for a in get_args(only) if a is not Ellipsis}
             return "_str_array_text" if item is str else "_value_array_text"
@@ -453,6 +462,7 @@ _TEXT_NAMESPACE: dict[str, Any] = {
         "_value_text",
         "_str_array_text",
         "_value_array_text",
+        "_labels_text",
         "_json_string",
         "_bool_text",
         "_int_text",

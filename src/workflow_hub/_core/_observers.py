@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, final
 import trio
 
 from .._contract import DiagnosticKind, Frame
+from .._failure_log import FailureLog
 from .._public import NoPublicConstructor
 from ._conflate import conflate
 from ._instruments import LAG_SAMPLE_EVERY
@@ -250,11 +251,23 @@ async def deliver_to_callback(
 
     It drains what is pending, at most ``YIELD_EVERY`` frames between two checkpoints: a backlog
     that never empties (a callback that publishes into this hub keeps it full) must not starve
-    everyone else. Whether the callback is async is decided once, not per frame.
+    everyone else. Whether the callback is async is decided once, not per frame. A callback
+    that keeps failing is logged with one traceback per kind of failure, then counted.
     """
-    if queue._metrics is not None:
-        await _deliver_sampled(hub, queue, callback, queue._metrics)
-        return
+    failures = FailureLog(logger, "a workflow activity observer")
+    try:
+        if queue._metrics is not None:
+            await _deliver_sampled(hub, queue, callback, queue._metrics, failures)
+        else:
+            await _deliver(hub, queue, callback, failures)
+    finally:
+        failures.close()
+
+
+async def _deliver(
+    hub: WorkflowActivityHub, queue: ObserverQueue, callback: FrameCallback, failures: FailureLog
+) -> None:
+    """:func:`deliver_to_callback` with metrics off."""
     frames = queue._frames
     # Without metrics, taking a frame is the deque's popleft itself (start_delivery does no more).
     take = frames.popleft
@@ -268,8 +281,8 @@ async def deliver_to_callback(
                 budget -= 1
                 try:
                     await callback(take())  # type: ignore[misc]
-                except Exception:
-                    _delivery_failed(hub)
+                except Exception as error:
+                    _delivery_failed(hub, failures, error)
         else:
             while frames and budget:
                 budget -= 1
@@ -281,8 +294,8 @@ async def deliver_to_callback(
                         type(result) is CoroutineType or inspect.isawaitable(result)
                     ):
                         await result
-                except Exception:
-                    _delivery_failed(hub)
+                except Exception as error:
+                    _delivery_failed(hub, failures, error)
         if frames:
             await trio.lowlevel.checkpoint()
 
@@ -292,6 +305,7 @@ async def _deliver_sampled(
     queue: ObserverQueue,
     callback: FrameCallback,
     metrics: HubInstruments,
+    failures: FailureLog,
 ) -> None:
     """:func:`deliver_to_callback` with metrics on: start_delivery's lag sampling written out,
     with its countdown in a local.
@@ -324,14 +338,14 @@ async def _deliver_sampled(
                     type(result) is CoroutineType or inspect.isawaitable(result)
                 ):
                     await result
-            except Exception:
-                _delivery_failed(hub)
+            except Exception as error:
+                _delivery_failed(hub, failures, error)
         if frames:
             await trio.lowlevel.checkpoint()
 
 
-def _delivery_failed(hub: WorkflowActivityHub) -> None:
-    logger.warning("workflow activity observer failed", exc_info=True)
+def _delivery_failed(hub: WorkflowActivityHub, failures: FailureLog, error: Exception) -> None:
+    failures.failed(error)
     hub._record(DiagnosticKind.OBSERVER_DELIVERY_FAILED)
 
 

@@ -272,8 +272,17 @@ class RemoteHub:
             raise ContractError("url", f"expected an http:// or https:// URL, got {url!r}")
         if token is not None and (not isinstance(token, str) or not token):
             raise ContractError("token", "expected a non-empty string or None")
-        if not isinstance(read_timeout, int | float) or not read_timeout > 0:
+        if (
+            isinstance(read_timeout, bool)
+            or not isinstance(read_timeout, int | float)
+            or not math.isfinite(read_timeout)
+            or not read_timeout > 0
+        ):
             raise ContractError("read_timeout", f"expected seconds > 0, got {read_timeout!r}")
+        if backoff is not None and not isinstance(backoff, Backoff):
+            raise ContractError("backoff", f"expected a Backoff or None, got {backoff!r}")
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+            raise ContractError("seed", f"expected an int or None, got {seed!r}")
         self.url = url.rstrip("/")
         self._token = token
         self._backoff = backoff if backoff is not None else Backoff()

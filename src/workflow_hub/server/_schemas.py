@@ -7,8 +7,9 @@ discriminator (``kind`` or ``type``) is a required constant. So a field added to
 in the schemas at once; the tests validate the wire fixtures, a recorded demo stream and
 hypothesis-drawn values of every class against them, which is what keeps the generator honest.
 
-The one rule the types cannot say is written out: a snapshot frame has ``roots`` exactly when
-its availability is ``ready`` (SPEC §2).
+The rules the types cannot say are written out: a snapshot frame has ``roots`` exactly when
+its availability is ``ready`` (SPEC §2); a text field's bounds come from its metadata; and a
+root's ``labels`` (C3) is an object of bounded string values under keys of a fixed shape.
 """
 
 from __future__ import annotations
@@ -19,9 +20,14 @@ from typing import Any, Final, get_args, get_origin
 import attrs
 
 from .._contract import (
+    LABEL_KEY_MAX,
+    LABEL_VALUE_MAX,
+    LABELS_MAX,
+    LONGEST,
     Cursor,
     Diagnostic,
     Frame,
+    Labels,
     LifecycleInput,
     SnapshotFrame,
     WorkflowEvent,
@@ -73,6 +79,17 @@ class _Builder:
             return {"type": "number"}
         if tp is str:
             return {"type": "string"}
+        if tp is Labels:
+            return {
+                "type": "object",
+                "maxProperties": LABELS_MAX,
+                "propertyNames": {"pattern": f"^[A-Za-z][A-Za-z0-9_./-]{{0,{LABEL_KEY_MAX - 1}}}$"},
+                "additionalProperties": {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": LABEL_VALUE_MAX,
+                },
+            }
         if isinstance(tp, type) and issubclass(tp, enum.Enum):
             name = tp.__name__
             if name not in self.definitions:
@@ -101,6 +118,9 @@ class _Builder:
         for field in attrs.fields(cls):
             wire = _camel(field.name)
             properties[wire] = self.type_schema(field.type)
+            longest = field.metadata.get(LONGEST)
+            if longest is not None:
+                properties[wire] = {**properties[wire], "minLength": 1, "maxLength": longest}
             if field.default is attrs.NOTHING:
                 required.append(wire)
         schema: Schema = {

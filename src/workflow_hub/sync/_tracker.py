@@ -53,6 +53,7 @@ _ACTION: Final = _enum_values(ControlAction)
 _POSITIONAL: Final[dict[str, tuple[tuple[str, frozenset[str] | None], ...]]] = {
     "add_run": (("run_id", _IDS),),
     "set_run_status": (("run_id", _IDS), ("status", _RUN)),
+    "set_labels": (("root_run_id", _IDS),),
     "take_ownership": (("run_id", _IDS),),
     "release_ownership": (("run_id", _IDS),),
     "request_control": (("run_id", _IDS), ("action", _ACTION)),
@@ -286,6 +287,7 @@ class Tracker(metaclass=NoPublicConstructor):
     start = _queued(RunTracker.start)
     add_run = _queued(RunTracker.add_run)
     set_run_status = _queued(RunTracker.set_run_status)
+    set_labels = _queued(RunTracker.set_labels)
     take_ownership = _queued(RunTracker.take_ownership)
     release_ownership = _queued(RunTracker.release_ownership)
     request_control = _queued(RunTracker.request_control)

@@ -9,9 +9,15 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
+import attrs
 from hypothesis import strategies as st
 
 from .._contract import (
+    FAILURE_MESSAGE_MAX,
+    FAILURE_TYPE_MAX,
+    LABEL_KEY_MAX,
+    LABEL_VALUE_MAX,
+    LABELS_MAX,
     ActivityChangedEvent,
     Attribution,
     Availability,
@@ -21,9 +27,11 @@ from .._contract import (
     Delivery,
     Diagnostic,
     DiagnosticKind,
+    FailureDetail,
     Frame,
     GraphNode,
     HeartbeatEvent,
+    Labels,
     LifecycleEvent,
     LifecycleInput,
     LifecycleTarget,
@@ -146,6 +154,44 @@ def run_prompts(*, run_ids: st.SearchStrategy[str] | None = None) -> st.SearchSt
     )
 
 
+def failure_details() -> st.SearchStrategy[FailureDetail]:
+    """Why something failed (C3): messages of 1 to 500 characters (any text, newlines too), with
+    and without a type name."""
+    return st.builds(
+        FailureDetail,
+        message=st.text(st.characters(codec="utf-8"), min_size=1, max_size=FAILURE_MESSAGE_MAX),
+        type=_optional(
+            st.text(st.characters(codec="utf-8"), min_size=1, max_size=FAILURE_TYPE_MAX)
+        ),
+    )
+
+
+def labels() -> st.SearchStrategy[Labels]:
+    """A root's labels (C3): up to 16 keys of the allowed shape, printable values of 1 to 256
+    characters."""
+    keys = st.from_regex(r"\A[A-Za-z][A-Za-z0-9_./-]*\Z").filter(lambda k: len(k) <= LABEL_KEY_MAX)
+    values = st.text(
+        st.characters(codec="utf-8", categories=["L", "M", "N", "P", "S"], include_characters=" "),
+        min_size=1,
+        max_size=LABEL_VALUE_MAX,
+    )
+    return st.dictionaries(keys, values, max_size=LABELS_MAX).map(Labels)
+
+
+_V = TypeVar("_V")
+
+
+def _with_errors(values: st.SearchStrategy[_V]) -> st.SearchStrategy[_V]:
+    """``values``, each failed one with or without an ``error`` (only a failed one has one)."""
+
+    def add_error(value: Any) -> st.SearchStrategy[Any]:
+        if value.status != "failed":
+            return st.just(value)
+        return _optional(failure_details()).map(lambda error: attrs.evolve(value, error=error))
+
+    return values.flatmap(add_error)
+
+
 def _node_fields() -> dict[str, st.SearchStrategy[Any]]:
     return {
         "id": ids(),
@@ -161,24 +207,30 @@ def _node_fields() -> dict[str, st.SearchStrategy[Any]]:
 def stage_nodes(
     *, statuses: st.SearchStrategy[StageStatus] | None = None
 ) -> st.SearchStrategy[StageNode]:
-    """Graph stage nodes, with and without a pending prompt; pass ``statuses`` to draw their status from it."""
-    return st.builds(
-        StageNode,
-        **_node_fields(),
-        status=statuses if statuses is not None else st.sampled_from(StageStatus),
-        pending_prompt=_optional(node_prompts()),
+    """Graph stage nodes, with and without a pending prompt (and a failed one with and without
+    its ``error``); pass ``statuses`` to draw their status from it."""
+    return _with_errors(
+        st.builds(
+            StageNode,
+            **_node_fields(),
+            status=statuses if statuses is not None else st.sampled_from(StageStatus),
+            pending_prompt=_optional(node_prompts()),
+        )
     )
 
 
 def tool_nodes(
     *, statuses: st.SearchStrategy[ToolNodeStatus] | None = None
 ) -> st.SearchStrategy[ToolNode]:
-    """Graph tool nodes; pass ``statuses`` to draw their status from it."""
-    return st.builds(
-        ToolNode,
-        **_node_fields(),
-        status=statuses if statuses is not None else st.sampled_from(ToolNodeStatus),
-        ordinal=_counts(),
+    """Graph tool nodes (a failed one with and without its ``error``); pass ``statuses`` to
+    draw their status from it."""
+    return _with_errors(
+        st.builds(
+            ToolNode,
+            **_node_fields(),
+            status=statuses if statuses is not None else st.sampled_from(ToolNodeStatus),
+            ordinal=_counts(),
+        )
     )
 
 
@@ -219,6 +271,7 @@ def root_activities(
         actionable_block_count=_counts(),
         needs_attention=st.booleans(),
         graph=graphs if graphs is not None else _optional(root_graphs()),
+        labels=_optional(labels()),
     )
 
 
@@ -284,12 +337,14 @@ def run_targets(
 ) -> st.SearchStrategy[RunTarget]:
     """Run targets, with and without a previous status and a control ``action``; pass ``statuses``
     to draw the status from it."""
-    return st.builds(
-        RunTarget,
-        run_id=ids(),
-        previous_status=_optional(st.sampled_from(RunStatus)),
-        status=statuses if statuses is not None else st.sampled_from(RunStatus),
-        action=_optional(st.sampled_from(ControlAction)),
+    return _with_errors(
+        st.builds(
+            RunTarget,
+            run_id=ids(),
+            previous_status=_optional(st.sampled_from(RunStatus)),
+            status=statuses if statuses is not None else st.sampled_from(RunStatus),
+            action=_optional(st.sampled_from(ControlAction)),
+        )
     )
 
 
@@ -298,13 +353,15 @@ def stage_targets(
 ) -> st.SearchStrategy[StageTarget]:
     """Stage targets, with and without a previous status; pass ``statuses`` to draw the status
     from it."""
-    return st.builds(
-        StageTarget,
-        run_id=ids(),
-        stage_id=ids(),
-        stage_name=ids(),
-        previous_status=_optional(st.sampled_from(StageStatus)),
-        status=statuses if statuses is not None else st.sampled_from(StageStatus),
+    return _with_errors(
+        st.builds(
+            StageTarget,
+            run_id=ids(),
+            stage_id=ids(),
+            stage_name=ids(),
+            previous_status=_optional(st.sampled_from(StageStatus)),
+            status=statuses if statuses is not None else st.sampled_from(StageStatus),
+        )
     )
 
 
@@ -313,13 +370,15 @@ def tool_targets(
 ) -> st.SearchStrategy[ToolTarget]:
     """Tool targets, with and without a previous status; pass ``statuses`` to draw the status from
     it."""
-    return st.builds(
-        ToolTarget,
-        run_id=ids(),
-        tool_node_id=ids(),
-        tool_name=ids(),
-        previous_status=_optional(st.sampled_from(ToolNodeStatus)),
-        status=statuses if statuses is not None else st.sampled_from(ToolNodeStatus),
+    return _with_errors(
+        st.builds(
+            ToolTarget,
+            run_id=ids(),
+            tool_node_id=ids(),
+            tool_name=ids(),
+            previous_status=_optional(st.sampled_from(ToolNodeStatus)),
+            status=statuses if statuses is not None else st.sampled_from(ToolNodeStatus),
+        )
     )
 
 

@@ -22,10 +22,12 @@ from ._value_strategies import activity_changed_events as activity_changed_event
 from ._value_strategies import changed_frames as changed_frames
 from ._value_strategies import cursors as cursors
 from ._value_strategies import diagnostics as diagnostics
+from ._value_strategies import failure_details as failure_details
 from ._value_strategies import frames as frames
 from ._value_strategies import graph_nodes as graph_nodes
 from ._value_strategies import heartbeat_events as heartbeat_events
 from ._value_strategies import ids as ids
+from ._value_strategies import labels as labels
 from ._value_strategies import lifecycle_events as lifecycle_events
 from ._value_strategies import lifecycle_inputs as lifecycle_inputs
 from ._value_strategies import lifecycle_targets as lifecycle_targets
@@ -50,10 +52,12 @@ __all__ = [
     "changed_frames",
     "cursors",
     "diagnostics",
+    "failure_details",
     "frames",
     "graph_nodes",
     "heartbeat_events",
     "ids",
+    "labels",
     "lifecycle_events",
     "lifecycle_inputs",
     "lifecycle_targets",

@@ -18,6 +18,7 @@ from typing import Literal
 import attrs
 
 from .._contract import (
+    Labels,
     RootActivity,
     RootGraph,
     RunPrompt,
@@ -174,7 +175,11 @@ class Totals:
     paused: int = 0
 
     def summary(
-        self, root_run_id: str, owner_session_id: str, graph: RootGraph | None
+        self,
+        root_run_id: str,
+        owner_session_id: str,
+        graph: RootGraph | None,
+        labels: Labels | None = None,
     ) -> RootActivity:
         blocks = self.human_waits + self.manual_waits
         # D6: continuing only through a stage that hosts a nested run counts only when the
@@ -201,6 +206,7 @@ class Totals:
             actionable_block_count=blocks,
             needs_attention=blocks > 0 or self.settled_failures > 0,
             graph=graph,
+            labels=labels,
         )
 
 
@@ -257,4 +263,5 @@ def derive_root(
     """The summary of one root from the records of its runs: the root first, parents before
     their children (the order :meth:`RunTracker` keeps). A pure function of the facts."""
     graph = _graph(runs) if include_graph else None
-    return _totals(runs).summary(runs[0].root_run_id, owner_session_id, graph)
+    root = runs[0]
+    return _totals(runs).summary(root.root_run_id, owner_session_id, graph, root.labels)

@@ -54,6 +54,7 @@ def graph_node(
             depth=run.depth,
             status=node.status,
             pending_prompt=None if node.prompt is None else node_prompt(node.prompt),
+            error=node.error,
         )
     return _build_ToolNode(
         id=node_id,
@@ -65,6 +66,7 @@ def graph_node(
         depth=run.depth,
         status=node.status,
         ordinal=node.ordinal,
+        error=node.error,
     )
 
 

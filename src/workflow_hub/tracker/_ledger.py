@@ -17,6 +17,8 @@ from .._contract import (
     Attribution,
     ContractError,
     ControlAction,
+    FailureDetail,
+    Labels,
     PromptKind,
     PromptStatus,
     PromptTarget,
@@ -26,6 +28,7 @@ from .._contract import (
     Timestamp,
     ToolNodeStatus,
     check_bool,
+    check_error,
     check_number,
     check_str,
     enum_check,
@@ -174,7 +177,13 @@ class Ledger:
             publication.lifecycle(event_id, record, target, now)
         self.touched(record, now)
 
-    def set_run_status(self, run: RunRecord, new: RunStatus, executor_ended: bool) -> None:
+    def set_run_status(
+        self,
+        run: RunRecord,
+        new: RunStatus,
+        executor_ended: bool,
+        error: FailureDetail | None = None,
+    ) -> None:
         publication = self.publication
         publication.require_started()
         previous = run.status
@@ -193,8 +202,16 @@ class Ledger:
             state.stop_changed(run)
         state.refresh_run(run)
         if event_id is not None:
-            target = RunTarget(run_id=run.run_id, previous_status=previous, status=new)
+            target = RunTarget(run_id=run.run_id, previous_status=previous, status=new, error=error)
             publication.lifecycle(event_id, run, target, now)
+        self.touched(run, now)
+
+    def set_labels(self, run: RunRecord, labels: Labels | None) -> None:
+        self.publication.require_started()
+        now = self.now()
+        if labels != run.labels:
+            run.labels = labels
+            self.states[run.root_run_id].labels_changed()
         self.touched(run, now)
 
     def set_live(self, run: RunRecord, live: bool) -> None:
@@ -273,9 +290,10 @@ class Ledger:
         status: StageStatus | ToolNodeStatus | str,
         replay: bool,
         retrying: bool | None,
+        error: object = None,
     ) -> None:
-        """A stage's or tool's status (``retrying`` is a stage's, None for a tool), its
-        arguments not checked yet.
+        """A stage's or tool's status (``retrying`` is a stage's, None for a tool) and why it
+        failed (``error``, C3), its arguments not checked yet.
 
         The most frequent fact, so the checks take a shortcut for the usual arguments (ids of
         tracked records, a status member or its value, bools): any other argument goes through
@@ -299,6 +317,8 @@ class Ledger:
             check_bool(retrying, "retrying")
         if type(replay) is not bool:
             check_bool(replay, "replay")
+        if error is not None:
+            error = check_error(error, new)
         publication = self.publication
         # <copy-of Publication.require_started self=publication>
         if not publication.started and not publication.hydrating:
@@ -319,6 +339,7 @@ class Ledger:
                 event_id = check_str(event_id, "event_id")
             # </copy-of>
         state = self.states[run.root_run_id]
+        node.error = error  # checked above: a FailureDetail or None
         state.node_status(run, node, new, retrying)
         if event_id is not None:
             publication.node_moved(event_id, run, node, previous, new, now, replay)

@@ -65,6 +65,7 @@ _build_LifecycleInput = unchecked_builder(LifecycleInput)
     _stage_stage_name,
     _stage_previous_status,
     _stage_status,
+    _stage_error,
 ) = slot_stores(StageTarget)
 (
     _tool_run_id,
@@ -72,6 +73,7 @@ _build_LifecycleInput = unchecked_builder(LifecycleInput)
     _tool_tool_name,
     _tool_previous_status,
     _tool_status,
+    _tool_error,
 ) = slot_stores(ToolTarget)
 _LIVE = Delivery.LIVE
 _REPLAY = Delivery.REPLAY
@@ -281,6 +283,7 @@ class Publication:
             _stage_stage_name(target, node.name)
             _stage_previous_status(target, previous)
             _stage_status(target, status)
+            _stage_error(target, node.error)
         else:
             target = _new(ToolTarget)
             _tool_run_id(target, run.run_id)
@@ -288,6 +291,7 @@ class Publication:
             _tool_tool_name(target, node.name)
             _tool_previous_status(target, previous)
             _tool_status(target, status)
+            _tool_error(target, node.error)
         # publish_lifecycle of the event's LifecycleInput, without building that value: every
         # field is a checked value (docs/decisions.md, "A private entry for the tracker's
         # lifecycle events").

@@ -14,7 +14,9 @@ from typing import ClassVar, Literal, TypeAlias
 import attrs
 
 from .._contract import (
+    FailureDetail,
     GraphNode,
+    Labels,
     PromptKind,
     RunPrompt,
     RunStatus,
@@ -92,6 +94,8 @@ class _Node:
     # Bookkeeping: its position among its run's nodes, its graph node.
     position: int = 0
     graph_node: GraphNode | None = None
+    # Why it failed (C3), while its status is failed; None otherwise.
+    error: FailureDetail | None = None
 
 
 @attrs.define(kw_only=True, eq=False)
@@ -158,6 +162,8 @@ class RunRecord:
     # The executor reported that it has finished with the run (D3: a failure then is settled).
     executor_ended: bool = False
     acknowledged: bool = False
+    # A root's labels (C3), set by the scheduler; a nested run has none.
+    labels: Labels | None = None
     children: list[str] = attrs.field(factory=list)
     nodes: dict[str, NodeRecord] = attrs.field(factory=dict)
     prompts: dict[str, PromptRecord] = attrs.field(factory=dict)

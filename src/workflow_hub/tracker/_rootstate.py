@@ -353,7 +353,13 @@ class RootState:
         return activity
 
     def _summary(self, graph: RootGraph | None) -> RootActivity:
-        return totals(self._totals).summary(self.root_run_id, self.owner_session_id, graph)
+        labels = self._runs[self.root_run_id].labels
+        return totals(self._totals).summary(self.root_run_id, self.owner_session_id, graph, labels)
+
+    def labels_changed(self) -> None:
+        """The root's labels changed: every kept summary has the old ones."""
+        self._forget_summaries()
+        self.summary = None
 
     def _build_graph(self) -> RootGraph:
         order = self.order()

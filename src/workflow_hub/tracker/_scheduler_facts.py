@@ -9,13 +9,14 @@ signatures; each bridge types its tracker with it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from contextlib import AbstractContextManager
 from typing import Protocol, runtime_checkable
 
 from .._contract import (
     Attribution,
     ControlAction,
+    FailureDetail,
     PromptKind,
     RunStatus,
     StageStatus,
@@ -56,15 +57,26 @@ class SchedulerFacts(Protocol):
         executor_ended: bool = False,
         heartbeat_interval_minutes: float | None = None,
         started_at: Timestamp | None = None,
+        labels: Mapping[str, str] | None = None,
     ) -> None:
         """Track a new run: a root, or a run nested in ``parent_run_id`` (started by its stage
         ``host_stage_id``)."""
         ...
 
     def set_run_status(
-        self, run_id: str, status: RunStatus | str, *, executor_ended: bool = False
+        self,
+        run_id: str,
+        status: RunStatus | str,
+        *,
+        executor_ended: bool = False,
+        error: FailureDetail | BaseException | str | None = None,
     ) -> None:
-        """A run's new status (``executor_ended``: its executor has finished with it)."""
+        """A run's new status (``executor_ended``: its executor has finished with it; ``error``:
+        why a failed run failed)."""
+        ...
+
+    def set_labels(self, root_run_id: str, labels: Mapping[str, str] | None) -> None:
+        """Replace a root's labels (team, env, deployment, queue …); None removes them."""
         ...
 
     def take_ownership(self, run_id: str) -> None:
@@ -97,6 +109,7 @@ class SchedulerFacts(Protocol):
         *,
         parent_ids: Iterable[str] = (),
         status: StageStatus | str = StageStatus.PENDING,
+        error: FailureDetail | BaseException | str | None = None,
     ) -> None:
         """Declare a stage of a run, after its parents (ids of the run's stages and tools)."""
         ...
@@ -110,6 +123,7 @@ class SchedulerFacts(Protocol):
         parent_ids: Iterable[str] = (),
         ordinal: int = 0,
         status: ToolNodeStatus | str = ToolNodeStatus.PENDING,
+        error: FailureDetail | BaseException | str | None = None,
     ) -> None:
         """Declare a tool node of a run (``ordinal`` orders tools that share a parent)."""
         ...
@@ -122,15 +136,22 @@ class SchedulerFacts(Protocol):
         *,
         retrying: bool = False,
         replay: bool = False,
+        error: FailureDetail | BaseException | str | None = None,
     ) -> None:
         """A stage's status (``retrying``: it is being retried; ``replay``: a continuation
-        re-runs it)."""
+        re-runs it; ``error``: why a failed stage failed)."""
         ...
 
     def set_tool_status(
-        self, run_id: str, tool_id: str, status: ToolNodeStatus | str, *, replay: bool = False
+        self,
+        run_id: str,
+        tool_id: str,
+        status: ToolNodeStatus | str,
+        *,
+        replay: bool = False,
+        error: FailureDetail | BaseException | str | None = None,
     ) -> None:
-        """A tool's status."""
+        """A tool's status (``error``: why a failed tool failed)."""
         ...
 
     def open_prompt(

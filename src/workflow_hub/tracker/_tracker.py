@@ -29,7 +29,7 @@ the hub's trio thread (other threads use ``ThreadPublisher.call_soon``).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import final
 
@@ -39,6 +39,8 @@ from .._contract import (
     Attribution,
     ContractError,
     ControlAction,
+    FailureDetail,
+    Labels,
     PromptKind,
     PromptStatus,
     RootActivity,
@@ -48,6 +50,7 @@ from .._contract import (
     ToolNodeStatus,
     check_bool,
     check_count,
+    check_error,
     check_number,
     check_str,
     enum_check,
@@ -75,6 +78,15 @@ _check_choices = optional(tuple_check(check_str))
 _check_interval = optional(check_interval)
 _check_timestamp = optional(check_number)
 _check_publisher = instance_check(WorkflowActivityPublisher)
+
+
+def _check_labels(labels: object) -> Labels | None:
+    """Labels as given (a :class:`Labels`, any mapping of str to str, or None), checked."""
+    if labels is None or type(labels) is Labels:
+        return labels or None
+    if isinstance(labels, Mapping) and not labels:
+        return None
+    return Labels(labels)  # type: ignore[arg-type]  # it checks the type and every item
 
 
 def _wall_clock_ms() -> float:
@@ -238,6 +250,7 @@ class RunTracker:
         executor_ended: bool = False,
         heartbeat_interval_minutes: float | None = None,
         started_at: Timestamp | None = None,
+        labels: Mapping[str, str] | None = None,
     ) -> None:
         """Track a new run: a root, or (``parent_run_id``) a run nested in an existing one.
 
@@ -248,9 +261,13 @@ class RunTracker:
         :meth:`set_run_status`. ``heartbeat_interval_minutes`` (at least one millisecond) makes a
         running top-level run beat at ``started_at + n * interval``; ``started_at`` defaults to the
         moment the run is first seen running. A run added in a status other than ``pending``
-        emits its run event (without a previous status).
+        emits its run event (without a previous status). ``labels`` are a root's (C3; see
+        :meth:`set_labels`); a nested run has none.
         """
         check_str(run_id, "run_id")
+        root_labels = _check_labels(labels)
+        if root_labels is not None and parent_run_id is not None:
+            raise ContractError("labels", "only a root run has labels")
         check_bool(live, "live")
         run_status = _check_run_status(status, "status")
         check_bool(executor_ended, "executor_ended")
@@ -276,11 +293,29 @@ class RunTracker:
             status=run_status,
             executor_ended=executor_ended,
             stopping=parent is not None and parent.stopping,
+            labels=root_labels,
         )
         self._ledger.add_run(record, parent, host, interval, start)
 
+    def set_labels(self, root_run_id: str, labels: Mapping[str, str] | None) -> None:
+        """Replace a root's labels (C3): a small map of str to str the scheduler sets (team,
+        env, deployment, queue …), on every summary of the root; ``None`` or ``{}`` removes
+        them. At most 16; a key is a letter, then letters, digits, ``_ . - /`` (at most 63
+        characters), a value 1 to 256 printable characters. A bad one, or a nested run's id,
+        is refused before anything changes."""
+        run = self._ledger.run(root_run_id)
+        new = _check_labels(labels)
+        if run.parent_run_id is not None:
+            raise ContractError("root_run_id", f"{root_run_id!r} is a nested run, not a root")
+        self._ledger.set_labels(run, new)
+
     def set_run_status(
-        self, run_id: str, status: RunStatus | str, *, executor_ended: bool = False
+        self,
+        run_id: str,
+        status: RunStatus | str,
+        *,
+        executor_ended: bool = False,
+        error: FailureDetail | BaseException | str | None = None,
     ) -> None:
         """Record a run's new status; a live run emits a run event with its previous status.
 
@@ -292,10 +327,15 @@ class RunTracker:
 
         A run that comes back to ``pending``/``running`` from any other status starts afresh: an
         earlier quit or kill request and an acknowledged failure no longer apply to it.
+
+        ``error`` says why a ``failed`` run failed (C3), as for :meth:`set_stage_status`: it is
+        on the run's event.
         """
         run = self._ledger.run(run_id)
         new = _check_run_status(status, "status")
-        self._ledger.set_run_status(run, new, check_bool(executor_ended, "executor_ended"))
+        ended = check_bool(executor_ended, "executor_ended")
+        detail = None if error is None else check_error(error, new)
+        self._ledger.set_run_status(run, new, ended, detail)
 
     def take_ownership(self, run_id: str) -> None:
         """This scheduler's executor now owns the run and its nested runs: they are live.
@@ -343,19 +383,23 @@ class RunTracker:
         *,
         parent_ids: Iterable[str] = (),
         status: StageStatus | str = StageStatus.PENDING,
+        error: FailureDetail | BaseException | str | None = None,
     ) -> None:
         """Declare a stage of a run. ``parent_ids`` are ids of stages or tools of the same run,
         declared before it (an unknown id raises ``KeyError``; the stage's own id is refused).
 
         Its canonical id is ``"{run_id}:{stage_id}"``. A stage added in a status other than
-        ``pending`` emits its stage event (without a previous status).
+        ``pending`` emits its stage event (without a previous status). A stage restored
+        ``failed`` may say why (``error``, as for :meth:`set_stage_status`).
         """
         run = self._ledger.run(run_id)
+        new = _check_stage_status(status, "status")
         node = StageRecord(
             node_id=check_str(stage_id, "stage_id"),
             name=check_str(name, "name"),
             parent_ids=_check_ids(parent_ids, "parent_ids"),
-            status=_check_stage_status(status, "status"),
+            status=new,
+            error=None if error is None else check_error(error, new),
         )
         self._ledger.add_node(run, node)
 
@@ -368,18 +412,21 @@ class RunTracker:
         parent_ids: Iterable[str] = (),
         ordinal: int = 0,
         status: ToolNodeStatus | str = ToolNodeStatus.PENDING,
+        error: FailureDetail | BaseException | str | None = None,
     ) -> None:
         """Declare a tool node of a run (``ordinal`` orders tools that share a parent).
 
-        ``parent_ids`` are as for :meth:`add_stage`.
+        ``parent_ids`` and ``error`` are as for :meth:`add_stage`.
         """
         run = self._ledger.run(run_id)
+        new = _check_tool_status(status, "status")
         node = ToolRecord(
             node_id=check_str(tool_id, "tool_id"),
             name=check_str(name, "name"),
             parent_ids=_check_ids(parent_ids, "parent_ids"),
-            status=_check_tool_status(status, "status"),
+            status=new,
             ordinal=check_count(ordinal, "ordinal"),
+            error=None if error is None else check_error(error, new),
         )
         self._ledger.add_node(run, node)
 
@@ -391,8 +438,14 @@ class RunTracker:
         *,
         retrying: bool = False,
         replay: bool = False,
+        error: FailureDetail | BaseException | str | None = None,
     ) -> None:
         """Record a stage's status; a live run emits a stage event when the status changed.
+
+        ``error`` says why a ``failed`` stage failed (C3): a :class:`FailureDetail`, or an
+        exception or a message made into one by :meth:`FailureDetail.of` (its first line, cut
+        to 500 characters, with the exception's type). It is on the stage's graph node and its
+        event, and goes with the next status; any other status with an error is refused.
 
         ``retrying=True`` marks the stage as being retried: while its run is live and the stage
         does not wait for a human (no open prompt, not ``awaiting_input``), the root works with
@@ -403,7 +456,7 @@ class RunTracker:
         ``replay=True`` says an explicit continuation is re-running the stage: its event has
         ``delivery: replay``.
         """
-        self._ledger.node_status(STAGE, run_id, stage_id, status, replay, retrying)
+        self._ledger.node_status(STAGE, run_id, stage_id, status, replay, retrying, error)
 
     def set_tool_status(
         self,
@@ -412,9 +465,11 @@ class RunTracker:
         status: ToolNodeStatus | str,
         *,
         replay: bool = False,
+        error: FailureDetail | BaseException | str | None = None,
     ) -> None:
-        """Record a tool's status; a live run emits a tool event when the status changed."""
-        self._ledger.node_status(TOOL, run_id, tool_id, status, replay, None)
+        """Record a tool's status; a live run emits a tool event when the status changed.
+        ``error`` is as for :meth:`set_stage_status`."""
+        self._ledger.node_status(TOOL, run_id, tool_id, status, replay, None, error)
 
     # --- prompts and interventions ---------------------------------------------------------
 
