@@ -22,7 +22,7 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
 from langgraph.types import Command, RetryPolicy, interrupt
 
-from workflow_hub import PromptTarget, RunTarget, StageTarget, ToolTarget
+from workflow_hub import FailureDetail, PromptTarget, RunTarget, StageTarget, ToolTarget
 from workflow_hub import ToolNode as HubToolNode
 
 from .conftest import SyncScene
@@ -303,6 +303,15 @@ def test_a_node_that_raises_fails_its_stage_and_its_run(scene: SyncScene) -> Non
     runs = [e.target for e in scene.lifecycle() if isinstance(e.target, RunTarget)]
     assert str(runs[-1].status) == "failed"
     assert scene.tracker.run_status("t") == "failed"
+    # C3: why, on the failed stage's node and event and on the run's event.
+    why = FailureDetail(message="'missing'", type="KeyError")
+    assert end.graph is not None
+    assert [n.error for n in end.graph.nodes if n.status == "failed"] == [why]
+    failed = [e.target for e in scene.lifecycle() if getattr(e.target, "status", None) == "failed"]
+    assert [(type(t).__name__, t.error) for t in failed] == [  # type: ignore[union-attr]
+        ("StageTarget", why),
+        ("RunTarget", why),
+    ]
 
 
 def test_a_retried_node_is_a_retrying_stage(scene: SyncScene) -> None:
@@ -355,6 +364,11 @@ def test_a_node_whose_retries_run_out_fails(scene: SyncScene) -> None:
     assert summary(end) == ("idle", "quiescent", 0, 0, True)
     assert end is not None
     assert statuses(end) == {"hopeless": "failed"}
+    # C3: the retried attempts carry no error (they are pending, retrying); the last one does.
+    assert end.graph is not None
+    assert [n.error for n in end.graph.nodes] == [
+        FailureDetail(message="down", type="ConnectionError")
+    ]
 
 
 def test_closing_a_stream_early_is_a_kill_request(scene: SyncScene) -> None:

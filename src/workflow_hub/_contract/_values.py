@@ -154,7 +154,10 @@ class FailureDetail(_Value):
         scheduler meets becomes a valid detail."""
         if isinstance(error, BaseException):
             kind: str | None = _bounded(type(error).__qualname__, FAILURE_TYPE_MAX)
-            text = str(error)
+            try:
+                text = str(error)
+            except Exception:  # a broken __str__ must not hide the failure it describes
+                text = ""
         elif isinstance(error, str):
             kind = None
             text = error

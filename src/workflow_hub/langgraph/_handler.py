@@ -22,6 +22,7 @@ from uuid import UUID
 from langchain_core.callbacks import BaseCallbackHandler
 from langgraph.errors import GraphBubbleUp, GraphInterrupt
 
+from .._contract import FailureDetail
 from ._gates import Gate
 from ._mapping import PromptSpec, ThreadMapper
 from ._retry import RetryPolicies
@@ -155,7 +156,8 @@ class WatchHandler(BaseCallbackHandler):
                 self._failures[task_ns] = failed
             else:
                 self._failures.pop(task_ns, None)
-            self._submit(self._mapper.task_failed, task_ns, retrying=retrying)
+            detail = None if retrying else FailureDetail.of(error)
+            self._submit(self._mapper.task_failed, task_ns, retrying=retrying, error=detail)
         # A cancellation (BaseException) is the caller's: the invocation's end reports it.
 
     # --- tools ------------------------------------------------------------------------------
@@ -180,5 +182,7 @@ class WatchHandler(BaseCallbackHandler):
 
     def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         # An interrupt inside a tool cuts the call short; the tool runs again on resume.
-        status = "cancelled" if isinstance(error, GraphBubbleUp) else "failed"
-        self._submit(self._mapper.tool_ended, str(run_id), status)
+        if isinstance(error, GraphBubbleUp):
+            self._submit(self._mapper.tool_ended, str(run_id), "cancelled")
+        else:
+            self._submit(self._mapper.tool_ended, str(run_id), "failed", FailureDetail.of(error))

@@ -25,6 +25,7 @@ from typing import Literal
 
 import attrs
 
+from .._contract import FailureDetail
 from ..tracker import SchedulerFacts as FactSink
 
 __all__ = ["Outcome", "PromptSpec", "ThreadMapper"]
@@ -171,7 +172,7 @@ class ThreadMapper:
                 self._tools.clear()
             self._set_run(root, "running")
 
-    def end(self, outcome: Outcome) -> None:
+    def end(self, outcome: Outcome, error: FailureDetail | None = None) -> None:
         """The invocation ended: normally (``completed``, or ``paused`` at a breakpoint),
         with an exception (``failed``) or cancelled by its caller (``killed``).
 
@@ -179,7 +180,8 @@ class ThreadMapper:
         LangGraph abandoned (a sibling of a failed task, anything cut short by a cancellation)
         ends too: running stages ``skipped``, tools ``cancelled``. An invocation that raised
         never gave its caller an interrupt to answer: its open prompts are cancelled (their
-        stages ``skipped``); a later resume that asks again opens them again.
+        stages ``skipped``); a later resume that asks again opens them again. ``error`` is why
+        a ``failed`` invocation failed (C3), on the thread's run.
         """
         sink = self._sink
         root = self._runs[""]
@@ -205,7 +207,8 @@ class ThreadMapper:
                 self._set_run(run, _LEFTOVER_RUN[outcome])
             if outcome == "completed" and self._prompts:
                 return  # waiting for an answer: the thread's run goes on
-            self._set_run(root, outcome, executor_ended=outcome == "failed")
+            failed = outcome == "failed"
+            self._set_run(root, outcome, executor_ended=failed, error=error if failed else None)
 
     # --- tasks -----------------------------------------------------------------------------
 
@@ -274,8 +277,11 @@ class ThreadMapper:
                     stage.prompt_id = prompt.prompt_id
             self._set_stage(stage, "awaiting_input", retrying=False)
 
-    def task_failed(self, task_ns: str, *, retrying: bool) -> None:
-        """The task raised: a failed stage, or (``retrying``) one waiting for its next attempt."""
+    def task_failed(
+        self, task_ns: str, *, retrying: bool, error: FailureDetail | None = None
+    ) -> None:
+        """The task raised (``error``, C3): a failed stage, or (``retrying``) one waiting for
+        its next attempt."""
         stage = self._stages.get(task_ns)
         if stage is None:
             return
@@ -287,7 +293,7 @@ class ThreadMapper:
             if retrying:
                 self._set_stage(stage, "pending", retrying=True)
             else:
-                self._set_stage(stage, "failed", retrying=False)
+                self._set_stage(stage, "failed", retrying=False, error=error)
 
     # --- tools -----------------------------------------------------------------------------
 
@@ -309,13 +315,16 @@ class ThreadMapper:
         stage.tools[key] = tool_id
         self._tools[key] = stage
 
-    def tool_ended(self, key: str, status: str) -> None:
-        """The tool call ended ``completed``, ``failed`` or ``cancelled``."""
+    def tool_ended(self, key: str, status: str, error: FailureDetail | None = None) -> None:
+        """The tool call ended ``completed``, ``failed`` (``error``: why, C3) or ``cancelled``."""
         stage = self._tools.pop(key, None)
         if stage is None:
             return
         tool_id = stage.tools.pop(key)
-        self._sink.set_tool_status(stage.run.run_id, tool_id, status)
+        if error is None:
+            self._sink.set_tool_status(stage.run.run_id, tool_id, status)
+        else:
+            self._sink.set_tool_status(stage.run.run_id, tool_id, status, error=error)
 
     # --- internals -------------------------------------------------------------------------
 
@@ -353,17 +362,40 @@ class ThreadMapper:
         self._stages[task_ns] = stage
         return stage
 
-    def _set_stage(self, stage: _Stage, status: str, *, retrying: bool = False) -> None:
+    def _set_stage(
+        self,
+        stage: _Stage,
+        status: str,
+        *,
+        retrying: bool = False,
+        error: FailureDetail | None = None,
+    ) -> None:
         if stage.status == status and stage.retrying == retrying:
             return
-        self._sink.set_stage_status(stage.run.run_id, stage.stage_id, status, retrying=retrying)
+        sink, run_id, stage_id = self._sink, stage.run.run_id, stage.stage_id
+        if error is None:
+            sink.set_stage_status(run_id, stage_id, status, retrying=retrying)
+        else:
+            sink.set_stage_status(run_id, stage_id, status, retrying=retrying, error=error)
         stage.status = status
         stage.retrying = retrying
 
-    def _set_run(self, run: _Run, status: str, *, executor_ended: bool = False) -> None:
+    def _set_run(
+        self,
+        run: _Run,
+        status: str,
+        *,
+        executor_ended: bool = False,
+        error: FailureDetail | None = None,
+    ) -> None:
         if run.status == status and not executor_ended:
             return
-        self._sink.set_run_status(run.run_id, status, executor_ended=executor_ended)
+        if error is None:
+            self._sink.set_run_status(run.run_id, status, executor_ended=executor_ended)
+        else:
+            self._sink.set_run_status(
+                run.run_id, status, executor_ended=executor_ended, error=error
+            )
         run.status = status
 
     def _abandon_prompts(self) -> None:

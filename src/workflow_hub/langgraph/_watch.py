@@ -21,6 +21,7 @@ from typing import Any, final
 from langchain_core.callbacks import BaseCallbackManager
 from langgraph.types import Command
 
+from .._contract import FailureDetail
 from ..tracker import SchedulerFacts as FactSink
 from ._gates import Gate, LoopGate, ThreadGate
 from ._handler import WatchHandler
@@ -71,13 +72,17 @@ class _Invocation:
         self.handler = handler
         self.config: dict[str, Any] = {}
 
-    def end(self, outcome: Outcome, *, paused: bool = False) -> None:
+    def end(
+        self, outcome: Outcome, *, paused: bool = False, error: BaseException | None = None
+    ) -> None:
+        detail = None if outcome != "failed" or error is None else FailureDetail.of(error)
+
         def finish() -> None:
             self.handler.close()
             final = outcome
             if outcome == "completed" and paused and not self.mapper.waiting:
                 final = "paused"
-            self.mapper.end(final)
+            self.mapper.end(final, detail)
 
         self.gate.submit(finish)
         self.gate.close()  # everything reported before the invocation returns
@@ -202,7 +207,7 @@ class WatchedGraph:
         try:
             result = self._graph.invoke(input, invocation.config, **kwargs)
         except BaseException as error:
-            invocation.end(_outcome(error))
+            invocation.end(_outcome(error), error=error)
             raise
         invocation.end("completed", paused=self._paused(config))
         return result
@@ -214,7 +219,7 @@ class WatchedGraph:
         try:
             result = await call(input, invocation.config, **kwargs)
         except BaseException as error:
-            invocation.end(_outcome(error))
+            invocation.end(_outcome(error), error=error)
             raise
         invocation.end("completed", paused=await self._apaused(config))
         return result
@@ -232,7 +237,7 @@ class WatchedGraph:
             with closing(self._graph.stream(input, invocation.config, **kwargs)) as chunks:
                 yield from chunks
         except BaseException as error:
-            invocation.end(_outcome(error))
+            invocation.end(_outcome(error), error=error)
             raise
         invocation.end("completed", paused=self._paused(config))
 
@@ -250,7 +255,7 @@ class WatchedGraph:
                 async for chunk in chunks:
                     yield chunk
         except BaseException as error:
-            invocation.end(_outcome(error))
+            invocation.end(_outcome(error), error=error)
             raise
         invocation.end("completed", paused=await self._apaused(config))
 
