@@ -19,6 +19,7 @@ import trio
 import trio.testing
 
 from . import Cursor, WorkflowActivityHub, WorkflowActivityPublisher
+from ._core import host_hub
 from .tracker import RunTracker
 
 if TYPE_CHECKING:
@@ -351,8 +352,12 @@ async def run_host(
     stop: trio.Event,
     *,
     in_flight: Callable[[], int] = lambda: 0,
+    advice: str,
 ) -> None:
     """The host's trio main: run the hub until ``stop`` is set, then close it cleanly.
+
+    ``advice`` is what a call from a thread other than the hub's is told (the host's name, the
+    thread to call from and how to get there): the hub refuses such a call (H1, issue 37).
 
     ``started(core)`` is called once the hub runs. A task of the host that raises ends the run
     with that exception (the host hands it to the code outside trio); cancellation from outside
@@ -361,6 +366,7 @@ async def run_host(
     from . import open_hub
 
     async with open_hub(**options) as hub, trio.open_nursery() as nursery:
+        host_hub(hub, advice)
         async with trio.open_nursery() as servers:
             core = HostCore(hub, nursery, servers, grace=grace, in_flight=in_flight)
             started(core)

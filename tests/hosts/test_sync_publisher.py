@@ -72,7 +72,7 @@ def test_dispose_blocking_returns_once_the_source_is_unavailable() -> None:
         publisher.publish_snapshot_blocking("ready", [root("r-1")])
         publisher.dispose_blocking()
         assert not publisher.current
-        frame = hub.trio_hub.snapshot_frame()
+        frame = hub.snapshot_frame()
         assert isinstance(frame, SnapshotFrame)
         assert frame.availability == "unavailable"
         revision = frame.cursor.revision

@@ -17,6 +17,8 @@ from ._hooks import HookRunner as HookRunner
 from ._hub import Dispatch as Dispatch
 from ._hub import HubStatistics as HubStatistics
 from ._hub import WorkflowActivityHub as WorkflowActivityHub
+from ._hub import check_hub_thread as check_hub_thread
+from ._hub import host_hub as host_hub
 from ._hub import open_hub as open_hub
 from ._instruments import LAG_SAMPLE_EVERY as LAG_SAMPLE_EVERY
 from ._observers import FrameCallback as FrameCallback

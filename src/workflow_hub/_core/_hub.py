@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import threading
 import time
 import uuid
 from collections import deque
@@ -59,7 +60,14 @@ from ._publisher import WorkflowActivityPublisher
 if TYPE_CHECKING:
     from ._hooks import HookRunner
 
-__all__ = ["Dispatch", "HubStatistics", "WorkflowActivityHub", "open_hub"]
+__all__ = [
+    "Dispatch",
+    "HubStatistics",
+    "WorkflowActivityHub",
+    "check_hub_thread",
+    "host_hub",
+    "open_hub",
+]
 
 logger = logging.getLogger("workflow_hub")
 
@@ -85,6 +93,12 @@ DEFAULT_HISTORY_LIMIT = 1024
 HOOK_YIELD_EVERY = 256
 HOOK_YIELD_AFTER = 0.001
 HOOK_CLOCK_EVERY = 16
+
+_FOREIGN_THREAD_ADVICE = (
+    "hand the call to the hub's thread (workflow_hub.ThreadPublisher for a publisher, "
+    "trio.from_thread.run_sync for anything else), or run the hub with "
+    "workflow_hub.sync.open_hub(), whose handles any thread may call"
+)
 
 _NOT_RUNNING = (
     "the hub is not running: use `async with open_hub() as hub:` "
@@ -215,6 +229,12 @@ class WorkflowActivityHub:
         self._exit_stack: AsyncExitStack | None = None
         self._entered = False
         self._disposed = False
+        # The thread the hub runs in, from entering it (H1): its publishers, observers and hooks
+        # are called there only. One comparison of thread idents on every entry point; a call
+        # from another thread is refused before it changes anything (_refuse_foreign_thread).
+        self._thread = threading.get_ident()
+        self._thread_name = ""
+        self._thread_advice = _FOREIGN_THREAD_ADVICE
         if metrics is not None:
             # Last: a scrape on another thread may read the hub as soon as metrics follow it.
             self._metrics = metrics.instrument(self, queue_limit=self._queue_limit)
@@ -231,6 +251,8 @@ class WorkflowActivityHub:
         if self._entered:
             raise RuntimeError("a WorkflowActivityHub can be run only once")
         self._entered = True
+        self._thread = threading.get_ident()
+        self._thread_name = threading.current_thread().name
         stack = AsyncExitStack()
         self._nursery = await stack.enter_async_context(trio.open_nursery())
         self._exit_stack = stack
@@ -254,6 +276,32 @@ class WorkflowActivityHub:
         await nursery_stack.aclose()
         self._nursery = None
 
+    def _hosted_by(self, advice: str) -> None:
+        """A host runs this hub: a call from a foreign thread is told ``advice`` (which thread
+        to call from, and how to get there) instead of the plain trio hub's."""
+        self._thread_advice = advice
+
+    def _check_thread(self, call: str) -> None:
+        """Refuse ``call`` unless it is made in the hub's thread (or the hub is not running)."""
+        if self._thread != threading.get_ident():
+            self._refuse_foreign_thread(call)
+
+    def _refuse_foreign_thread(self, call: str) -> None:
+        """Called when the calling thread is not the hub's: raise, unless the hub is not
+        running (then it is no trio run's yet, or any more: set it up or read it anywhere).
+
+        The hub and its publishers are not thread-safe: a publish from another thread would
+        advance the cursor and then fail to wake the observers parked in trio, which would
+        never see a frame again (issue 37). Nothing has changed when this raises.
+        """
+        if self._nursery is None:
+            return
+        raise RuntimeError(
+            f"{call} was called from thread {threading.current_thread().name!r}, but this hub "
+            f"runs in thread {self._thread_name!r} and is called from there only (nothing was "
+            f"changed): {self._thread_advice}"
+        )
+
     @property
     def running(self) -> bool:
         return self._nursery is not None and not self._disposed
@@ -267,6 +315,7 @@ class WorkflowActivityHub:
 
         No final frame is published: ``snapshot_frame()`` keeps the last state. Idempotent.
         """
+        self._check_thread("hub.dispose()")
         if self._disposed:
             return
         self._disposed = True
@@ -289,6 +338,8 @@ class WorkflowActivityHub:
 
     def snapshot_frame(self) -> SnapshotFrame:
         """The current state as one frame. Built at most once per revision and shared."""
+        if self._thread != threading.get_ident():
+            self._refuse_foreign_thread("hub.snapshot_frame()")
         snapshot = self._snapshot
         if snapshot is None:
             ready = self._availability is Availability.READY
@@ -332,6 +383,7 @@ class WorkflowActivityHub:
         The previous publisher is fenced from now on. Observers receive the unavailable snapshot
         after the frames already queued for them. On a disposed hub, the publisher is inert.
         """
+        self._check_thread("hub.register_publisher()")
         if self._disposed:
             return WorkflowActivityPublisher._create(self, None)
         epoch = self._new_epoch()
@@ -452,6 +504,7 @@ class WorkflowActivityHub:
         broadcast after it in the current epoch, the callback receives exactly those frames and no
         snapshot first (``lease.resumed`` is true); otherwise it starts with a snapshot.
         """
+        self._check_thread("hub.observe()")
         if not callable(callback):
             raise ContractError("callback", f"expected a callable, got {type(callback).__name__}")
         queue, lease = self._attach(_check_since(since))
@@ -477,6 +530,7 @@ class WorkflowActivityHub:
         """
         if type(conflate) is not bool:
             raise ContractError("conflate", f"expected a bool, got {type(conflate).__name__}")
+        self._check_thread("hub.subscribe()")
         queue, lease = self._attach(_check_since(since))
         queue.conflate = conflate
         try:
@@ -529,6 +583,7 @@ class WorkflowActivityHub:
         Events published before binding were buffered and are delivered first, with their original
         payloads and cursors. Binding again replaces the dispatcher. On a disposed hub: nothing.
         """
+        self._check_thread("hub.bind_dispatcher()")
         if self._disposed:
             return
         if not callable(dispatch):
@@ -538,6 +593,7 @@ class WorkflowActivityHub:
     def _bind_runner(self, runner: HookRunner) -> None:
         """Deliver hook events to ``runner``'s chains (``HookRunner.bind``): as
         :meth:`bind_dispatcher` does, the chains run by the hook task itself."""
+        self._check_thread("runner.bind()")
         if not self._disposed:
             self._bind(runner)
 
@@ -671,6 +727,18 @@ class WorkflowActivityHub:
             except Exception:
                 logger.warning("workflow hook dispatcher failed", exc_info=True)
                 self._record(DiagnosticKind.OBSERVER_DELIVERY_FAILED)
+
+
+def host_hub(hub: WorkflowActivityHub, advice: str) -> None:
+    """A host runs ``hub``: a call from a thread other than the hub's is told ``advice`` (the
+    host, the thread to call from and how to get there) instead of the plain trio hub's."""
+    hub._hosted_by(advice)
+
+
+def check_hub_thread(hub: WorkflowActivityHub, call: str) -> None:
+    """Refuse ``call`` (RuntimeError) unless it is made in the thread ``hub`` runs in (H1), as
+    the hub's own entry points do; for a host's entry points that reach the hub later."""
+    hub._check_thread(call)
 
 
 @asynccontextmanager

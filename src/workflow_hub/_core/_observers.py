@@ -232,6 +232,7 @@ class ObserverLease(metaclass=NoPublicConstructor):
         return self._queue.pending
 
     def dispose(self) -> None:
+        self._hub._check_thread("lease.dispose()")
         self._hub._dispose_observer(self._queue)
 
 

@@ -18,6 +18,7 @@ other operations ask the hub to act (``_apply_snapshot``, ``_apply_removed`` ...
 from __future__ import annotations
 
 from collections.abc import Iterable
+from threading import get_ident
 from typing import TYPE_CHECKING, final
 
 from .._contract import (
@@ -110,6 +111,7 @@ class WorkflowActivityPublisher(metaclass=NoPublicConstructor):
 
         Roots are keyed by ``root_run_id``: a duplicate keeps the last value at the first position.
         """
+        self._hub._check_thread("publisher.publish_snapshot()")
         state, checked = snapshot_arguments(availability, roots)
         keyed = None if checked is None else {root.root_run_id: root for root in checked}
         if self._record_if_fenced():
@@ -121,9 +123,11 @@ class WorkflowActivityPublisher(metaclass=NoPublicConstructor):
         # The hottest call there is, so the whole path is written out here: the checks of
         # _check_root and _record_if_fenced, the hub's _advance, _broadcast (ObserverQueue.push
         # per queue) and _emit_hook, and the frame's builder.
+        hub = self._hub
+        if hub._thread != get_ident():
+            hub._refuse_foreign_thread("publisher.publish_changed()")
         if type(root) is not RootActivity:
             _check_root(root, "root")  # raises unless it is an instance of a subclass
-        hub = self._hub
         if hub._current_publisher is not self:
             hub._record(_FENCED)
             return None
@@ -172,6 +176,7 @@ class WorkflowActivityPublisher(metaclass=NoPublicConstructor):
 
     def publish_removed(self, root_run_id: str) -> Cursor | None:
         """Delete one root; an id the hub does not know is allowed (P5)."""
+        self._hub._check_thread("publisher.publish_removed()")
         checked = check_str(root_run_id, "root_run_id")
         if self._record_if_fenced():
             return None
@@ -211,6 +216,8 @@ class WorkflowActivityPublisher(metaclass=NoPublicConstructor):
         and a ``RunTracker``'s facts, whose fields are checked values (docs/decisions.md, "A
         private entry for the tracker's lifecycle events"). Fenced as every call is (P2)."""
         hub = self._hub
+        if hub._thread != get_ident():
+            hub._refuse_foreign_thread("publisher.publish_lifecycle()")
         if hub._current_publisher is not self:
             hub._record(_FENCED)
             return None
@@ -256,6 +263,7 @@ class WorkflowActivityPublisher(metaclass=NoPublicConstructor):
 
     def publish_heartbeat(self, event: HeartbeatEvent) -> None:
         """Hand a heartbeat to the hooks as given (P7): no cursor, no frame."""
+        self._hub._check_thread("publisher.publish_heartbeat()")
         checked = _check_heartbeat(event, "event")
         if self._record_if_fenced():
             return
@@ -267,6 +275,7 @@ class WorkflowActivityPublisher(metaclass=NoPublicConstructor):
         Disposing the current publisher makes the source unavailable. Disposing one that was
         already replaced (or whose hub is disposed) records ``PublisherFenced`` once.
         """
+        self._hub._check_thread("publisher.dispose()")
         if self._dispose_called:
             return
         was_current = self.current

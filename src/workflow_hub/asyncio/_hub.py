@@ -34,6 +34,7 @@ from .. import (
     WorkflowEvent,
 )
 from .. import HookRunner as TrioHookRunner
+from .._core import check_hub_thread
 from .._hosting import (
     DEFAULT_SHUTDOWN_GRACE,
     HostCore,
@@ -54,6 +55,13 @@ if TYPE_CHECKING:
     from .. import Availability, HandlerFailure
 
 __all__ = ["Hub", "open_hub"]
+
+_ADVICE = (
+    "workflow_hub.asyncio's hub is called from its asyncio loop's thread only; from another "
+    "thread, hand the call to the loop (loop.call_soon_threadsafe(publisher.publish_changed, "
+    "root), asyncio.run_coroutine_threadsafe), or use workflow_hub.sync.open_hub(), whose "
+    "handles any thread may call"
+)
 
 
 @final
@@ -191,6 +199,7 @@ class Hub(metaclass=NoPublicConstructor):
         port; ``runner`` is this host's :class:`HookRunner` for ``/v1/events``). The server runs
         until the host closes, and closes after the final frame has reached its clients.
         """
+        check_hub_thread(self._core.hub, "hub.serve()")
         trio_runner = None if runner is None else runner.trio_runner
         start = partial(self._core.serve, runner=trio_runner, **options)
         return await self._guest.call(self._core.nursery, start)
@@ -252,7 +261,12 @@ class _HostRun(AbstractAsyncContextManager[Hub]):
         async def main() -> None:
             with self._scope:
                 await run_host(
-                    self._options, self._grace, on_started, self._stop, in_flight=guest.in_flight
+                    self._options,
+                    self._grace,
+                    on_started,
+                    self._stop,
+                    in_flight=guest.in_flight,
+                    advice=_ADVICE,
                 )
 
         keep_signals_from_the_io_thread()  # Ctrl-C is the loop thread's, never trio's I/O thread's

@@ -41,6 +41,12 @@ if TYPE_CHECKING:
 
 __all__ = ["Hub", "open_hub"]
 
+_ADVICE = (
+    "workflow_hub.sync's trio hub lives in its own thread: call the Hub's handles "
+    "(register_publisher(), tracker(), subscribe()), which any thread may call, or run code "
+    "in the hub's thread with hub.call(function)"
+)
+
 _P = ParamSpec("_P")
 _T = TypeVar("_T")
 
@@ -163,7 +169,7 @@ class _HostThread(AbstractContextManager[Hub]):
             self._started.set()
 
         try:
-            await run_host(self._options, self._grace, started, self._stop)
+            await run_host(self._options, self._grace, started, self._stop, advice=_ADVICE)
         finally:
             portal.close()
 
