@@ -11,6 +11,7 @@ local or remote, before the servers close and the hub ends (SPEC H1).
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Final, TypedDict, TypeVar, Unpack, final
@@ -34,6 +35,7 @@ __all__ = [
     "ServeOptions",
     "TrackerOptions",
     "check_since",
+    "check_timeout",
     "host_options",
     "run_host",
     "run_without_waiting",
@@ -96,6 +98,28 @@ def check_since(since: object) -> Cursor | None:
 
         raise ContractError("since", f"expected a Cursor or None, got {type(since).__name__}")
     return since
+
+
+def check_timeout(value: object, name: str = "timeout") -> float | None:
+    """A blocking call's ``timeout`` (seconds), checked in the caller (ContractError naming
+    ``name``): None, or a number >= 0. Infinity, and anything longer than the platform can wait
+    (``threading.TIMEOUT_MAX``, some 292 years), mean "as long as it takes" (None), as trio
+    reads an infinite deadline; NaN, a negative number, a bool or a string are refused."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        from ._contract import ContractError
+
+        raise ContractError(
+            name, f"expected seconds (a number >= 0) or None, got {type(value).__name__}"
+        )
+    if not value >= 0:  # NaN too
+        from ._contract import ContractError
+
+        raise ContractError(name, f"expected seconds >= 0 or None, got {value!r}")
+    if value >= threading.TIMEOUT_MAX:  # inf, 1e300, 2**63: no wait is that long
+        return None
+    return float(value)
 
 
 def _check_grace(value: object) -> float:

@@ -125,6 +125,38 @@ class Hub(metaclass=NoPublicConstructor):
         return "<workflow_hub.sync.Hub>"
 
 
+# The hosts entered and not yet left. A program that ends without leaving one (a host entered
+# with ``__enter__`` and kept, a ``with`` a generator never finished) would keep every thread
+# that waits for its frames waiting, and a non-daemon one keeps the interpreter from exiting:
+# the interpreter's shutdown closes them first (_close_hosts_at_exit).
+_open_hosts: set[_HostThread] = set()
+_open_hosts_lock = threading.Lock()
+_at_exit_registered = False
+
+
+def _close_hosts_at_exit() -> None:
+    """At the interpreter's shutdown, before it waits for the non-daemon threads: close every
+    host still open, as leaving its block would (its streams end after the final frame)."""
+    with _open_hosts_lock:
+        hosts = list(_open_hosts)
+    for host in hosts:
+        host.close_at_exit()
+
+
+def _register_at_exit() -> None:
+    global _at_exit_registered
+    if _at_exit_registered:
+        return
+    # threading's own hook runs before the interpreter joins the non-daemon threads (atexit's
+    # runs after: too late); concurrent.futures uses it for the same reason.
+    register = getattr(threading, "_register_atexit", None)
+    if register is None:  # pragma: no cover - CPython has had it since 3.9
+        return
+    with suppress(RuntimeError):  # the interpreter is shutting down already
+        register(_close_hosts_at_exit)
+        _at_exit_registered = True
+
+
 @final
 class _HostThread(AbstractContextManager[Hub]):
     """One run of the hub in its own thread, from entering :func:`open_hub` to leaving it."""
@@ -150,7 +182,19 @@ class _HostThread(AbstractContextManager[Hub]):
             self._thread.join()
             assert self._error is not None
             raise self._error
+        with _open_hosts_lock:
+            _register_at_exit()
+            _open_hosts.add(self)
         return Hub._create(self._core, self._portal)
+
+    def close_at_exit(self) -> None:
+        """Close the host as leaving its block does, errors aside (the program is ending):
+        set it to stop, and wait for its thread, which ends within the shutdown grace."""
+        assert self._thread is not None
+        assert self._portal is not None
+        with suppress(HostClosedError):
+            self._portal.submit(self._stop.set)
+        self._thread.join()
 
     def _run(self) -> None:
         try:
@@ -181,6 +225,8 @@ class _HostThread(AbstractContextManager[Hub]):
     ) -> None:
         assert self._thread is not None
         assert self._portal is not None
+        with _open_hosts_lock:
+            _open_hosts.discard(self)
         # HostClosedError: the hub's thread has ended already (it failed); its error follows.
         with suppress(HostClosedError):
             self._portal.submit(self._stop.set)

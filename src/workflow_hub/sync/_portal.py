@@ -41,14 +41,15 @@ class HostClosedError(WorkflowHubError, RuntimeError):
 
 
 @final
-@final
 class Portal:
     """Calls from any thread, run in order in one trio thread."""
 
-    __slots__ = ("_calls", "_closed", "_lock", "_scheduled", "_token")
+    __slots__ = ("_calls", "_closed", "_lock", "_scheduled", "_token", "thread")
 
     def __init__(self, token: trio.lowlevel.TrioToken) -> None:
+        """Made in the trio thread, whose ident it keeps (``thread``)."""
         self._token = token
+        self.thread = threading.get_ident()
         self._calls: deque[Callable[[], object]] = deque()
         self._lock = threading.Lock()
         self._scheduled = False
@@ -146,4 +147,12 @@ class Portal:
             pass
 
     def _refuse_trio_thread(self) -> None:
-        refuse_trio_thread(self._token, "a blocking call", "use the hub directly there")
+        # One comparison of thread idents (the call's hot path): refuse_trio_thread's own test,
+        # cached.
+        if threading.get_ident() == self.thread:
+            refuse_trio_thread(
+                self._token,
+                "a blocking call of workflow_hub.sync (hub.call, a *_blocking publish, "
+                "subscribe(), a reading)",
+                "in the hub's thread, use hub.trio_hub and the trio objects directly",
+            )

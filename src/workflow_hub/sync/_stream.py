@@ -12,13 +12,14 @@ import threading
 from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
+from threading import get_ident
 from typing import TYPE_CHECKING, final
 
 import trio
 
 from .. import FrameStream as TrioFrameStream
 from .. import ObserverLease
-from .._hosting import Pump, run_without_waiting
+from .._hosting import Pump, check_timeout, run_without_waiting
 from .._public import NoPublicConstructor
 from ._portal import HostClosedError, Portal
 
@@ -66,22 +67,39 @@ class FrameStream(metaclass=NoPublicConstructor):
         """The next frame, waiting at most ``timeout`` seconds (None: as long as it takes).
 
         Raises :class:`TimeoutError` when none came in time, ``trio.EndOfChannel`` once the
-        subscription has ended.
+        subscription has ended. ``timeout`` is None or seconds >= 0 (infinity, or more than the
+        platform can wait, is as long as it takes); anything else raises
+        :class:`~workflow_hub.ContractError` naming it. Called in the hub's own thread (inside
+        ``hub.call``), where waiting would stop the hub that sends the frames, it raises
+        ``RuntimeError`` instead.
         """
+        seconds = check_timeout(timeout)
+        if get_ident() == self._portal.thread:
+            self._refuse_hub_thread("frames.receive()")
         frames = self._frames
         if not frames:
-            self._fill(timeout)
+            self._fill(seconds)
         return frames.popleft()
 
     def receive_all(self, timeout: float | None = None) -> list[Frame]:
         """Every frame pending, oldest first, waiting as :meth:`receive` does when none is."""
+        seconds = check_timeout(timeout)
+        if get_ident() == self._portal.thread:
+            self._refuse_hub_thread("frames.receive_all()")
         if not self._frames:
-            self._fill(timeout)
+            self._fill(seconds)
         taken = list(self._frames)
         self._frames.clear()
         return taken
 
     # --- the receiving thread --------------------------------------------------------------
+
+    def _refuse_hub_thread(self, call: str) -> None:
+        raise RuntimeError(
+            f"{call} in the hub's own thread (inside hub.call) would wait for ever: the frames "
+            "come from that thread. Receive in another thread, or use the trio hub's "
+            "subscribe() in trio code"
+        )
 
     def _fill(self, timeout: float | None) -> None:
         with self._changed:
