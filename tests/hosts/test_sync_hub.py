@@ -334,3 +334,45 @@ def test_a_node_status_fact_refuses_what_the_tracker_would_in_the_calling_thread
         tracker.flush()
         nodes = {node.node_id: node.status for node in hub.snapshot_frame().roots[0].graph.nodes}  # type: ignore[index,union-attr]
         assert nodes == {"plan": "running", "grep": "cached"}
+
+
+def test_errors_and_labels_are_refused_in_the_calling_thread() -> None:
+    """C1, C3: ``error=`` (a FailureDetail, an exception or a message, with a failed status
+    only) and labels are checked where the fact is reported, as ids and statuses are: a bad one
+    raises ContractError at the call, naming its field, and nothing is queued (it used to be
+    raised later, by the thread's next waiting call)."""
+    with open_hub() as hub:
+        tracker = hub.tracker(owner_session_id="session-1", include_graph=True)
+        tracker.start()
+        tracker.add_run("run-1", status="running")
+        tracker.add_stage("run-1", "plan", "plan")
+        tracker.add_tool("run-1", "grep", "grep")
+        tracker.flush()
+        for call, arguments, keywords, path in (
+            (tracker.set_stage_status, ("run-1", "plan", "running"), {"error": "boom"}, "error"),
+            (tracker.set_stage_status, ("run-1", "plan", "failed"), {"error": 42}, "error"),
+            (tracker.set_tool_status, ("run-1", "grep", "completed"), {"error": "x"}, "error"),
+            (tracker.set_run_status, ("run-1", "running"), {"error": ValueError()}, "error"),
+            (tracker.add_stage, ("run-1", "deploy", "deploy"), {"error": "boom"}, "error"),
+            (tracker.add_tool, ("run-1", "ls", "ls"), {"status": "failed", "error": 1}, "error"),
+            (tracker.set_labels, ("run-1", {"team": 7}), {}, "labels"),
+            (tracker.set_labels, ("run-1", "team=a"), {}, "labels"),
+            (tracker.set_labels, ("run-1",), {"labels": {"": "x"}}, "labels"),
+            (tracker.add_run, ("run-2",), {"labels": {"team": ""}}, "labels"),
+        ):
+            with pytest.raises(ContractError) as refused:
+                call(*arguments, **keywords)  # type: ignore[operator]
+            assert refused.value.path.startswith(path), (arguments, keywords)
+        tracker.flush()  # nothing was queued: no error waits for the thread
+        assert "run-2" not in tracker
+
+        labels = {"team": "a"}
+        tracker.set_labels("run-1", labels)
+        labels["team"] = "changed after the call"  # the queued fact holds what was given
+        tracker.set_stage_status("run-1", "plan", "failed", error=ValueError("disk full"))
+        tracker.flush()
+        root = tracker.activity("run-1")
+        assert dict(root.labels or {}) == {"team": "a"}
+        (plan,) = (node for node in root.graph.nodes if node.node_id == "plan")  # type: ignore[union-attr]
+        assert plan.error is not None
+        assert (plan.error.message, plan.error.type) == ("disk full", "ValueError")

@@ -20,14 +20,15 @@ to its notes. A thread that never waits never sees them: call ``flush()`` where 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from functools import wraps
 from typing import Any, Concatenate, Final, ParamSpec, TypeVar, final
 
 from .. import ContractError
+from .._contract import check_error
 from .._public import NoPublicConstructor
-from ..contract import ControlAction, RunStatus, StageStatus, ToolNodeStatus
+from ..contract import ControlAction, Labels, RunStatus, StageStatus, ToolNodeStatus
 from ..tracker import RunTracker
 from ._portal import Portal
 
@@ -74,6 +75,59 @@ _KEYWORDS: Final[dict[str, _Checks]] = {
     "add_stage": {"status": _STAGE},
     "add_tool": {"status": _TOOL},
 }
+
+
+# The facts that take ``error=`` (C3), with where their status is: (position, default).
+_ERROR_STATUS: Final[dict[str, tuple[int, str | None]]] = {
+    "set_run_status": (1, None),
+    "set_stage_status": (2, None),
+    "set_tool_status": (2, None),
+    "add_stage": (3, "pending"),
+    "add_tool": (3, "pending"),
+}
+# The facts that take labels (C3), with the position of ``labels`` (None: keyword only).
+_LABELS: Final[dict[str, int | None]] = {"add_run": None, "set_labels": 1}
+
+
+_Arguments = tuple[tuple[Any, ...], dict[str, Any]]
+
+
+def _converter(name: str) -> Callable[[tuple[Any, ...], dict[str, Any]], _Arguments] | None:
+    """For a fact that takes ``error=`` or labels (C3): what checks them as the tracker does,
+    here, and hands on the checked values.
+
+    ``error`` (a FailureDetail, an exception or a message, only with a failed status) becomes
+    its detail: an exception is read now, in the thread that caught it, not held until the
+    hub's thread applies the fact. Labels become a :class:`Labels` copy: a dict the caller
+    changes after the call does not change the queued fact."""
+    error_status = _ERROR_STATUS.get(name)
+    labels_at = _LABELS.get(name, -1)
+    if error_status is None and labels_at == -1:
+        return None
+
+    def convert(args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Arguments:
+        if error_status is not None and kwargs.get("error") is not None:
+            position, default = error_status
+            status = args[position] if len(args) > position else kwargs.get("status", default)
+            kwargs = {**kwargs, "error": check_error(kwargs["error"], str(status))}
+        if labels_at != -1:
+            if labels_at is not None and len(args) > labels_at:
+                args = (*args[:labels_at], _labels(args[labels_at]), *args[labels_at + 1 :])
+            elif "labels" in kwargs:
+                kwargs = {**kwargs, "labels": _labels(kwargs["labels"])}
+        return args, kwargs
+
+    return convert
+
+
+def _labels(labels: object) -> Labels | None:
+    """Labels as ``RunTracker`` takes them (a Labels, a mapping of str to str, or None),
+    checked (ContractError naming ``labels``)."""
+    if labels is None or type(labels) is Labels:
+        return labels
+    if isinstance(labels, Mapping) and not labels:
+        return None
+    return Labels(labels)  # type: ignore[arg-type]  # it checks the type and every item
 
 
 def _check_value(value: object, allowed: frozenset[str] | None, path: str) -> None:
@@ -158,10 +212,16 @@ def _queued(
 ) -> Callable[Concatenate[Tracker, _P], None]:
     """A fact of :class:`Tracker`: checked here, queued for the hub's thread, no waiting."""
     check = _checker(method.__name__)
+    convert = _converter(method.__name__)
+    # set_labels takes its labels by position; the other facts take error= and labels= by
+    # keyword only: a fact called without keywords (the hot path) converts nothing.
+    positional = method.__name__ == "set_labels"
 
     @wraps(method)
     def fact(self: Tracker, /, *args: _P.args, **kwargs: _P.kwargs) -> None:
         check(args, kwargs)
+        if convert is not None and (kwargs or positional):
+            args, kwargs = convert(args, kwargs)  # type: ignore[assignment]
         try:
             errors: _Errors = self._local.errors
         except AttributeError:
