@@ -228,3 +228,32 @@ def test_a_hub_that_is_not_running_is_anyones() -> None:
 
     assert in_thread(set_up) is None
     assert hub.cursor.revision == 1
+
+
+def test_an_asyncio_subscription_is_received_in_its_loop_s_thread_only() -> None:
+    """H1, O9: receiving from another thread (which would wake the trio pump from there) is
+    refused; the stream then goes on in its own loop, in order."""
+
+    async def main() -> None:
+        async with hub_asyncio.open_hub() as hub:
+            publisher = hub.register_publisher()
+            publisher.publish_snapshot("ready", [])
+            async with hub.subscribe() as frames:
+                first = await anext(frames)
+                assert first.cursor.revision == 1
+
+                async def receive_in_a_loop_of_its_own() -> None:
+                    await frames.receive_all()
+
+                for call in (
+                    frames.receive_all_nowait,
+                    lambda: asyncio.run(receive_in_a_loop_of_its_own()),
+                ):
+                    error = await asyncio.to_thread(in_thread, call)
+                    assert isinstance(error, RuntimeError), error
+                    assert "loop's thread" in str(error)
+                publisher.publish_changed(root("r-1"))
+                frame = await anext(frames)
+                assert frame.cursor.revision == 2
+
+    run(main)

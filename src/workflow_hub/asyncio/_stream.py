@@ -11,9 +11,11 @@ wait, through a small trio task per stream, the *pump*, which receives the next 
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from threading import get_ident
 from typing import TYPE_CHECKING, Final, final
 
 import trio
@@ -44,11 +46,13 @@ class FrameStream(FrameReceiver, metaclass=NoPublicConstructor):
     time may receive.
     """
 
-    __slots__ = ("_ended", "_held", "_loop", "_pump", "_streak", "_stream", "_waiter")
+    __slots__ = ("_ended", "_held", "_loop", "_pump", "_streak", "_stream", "_thread", "_waiter")
 
     def __init__(self, stream: TrioFrameStream, loop: asyncio.AbstractEventLoop) -> None:
         self._stream = stream
         self._loop = loop
+        # The loop's thread (made there): receiving, which wakes the trio pump, happens there.
+        self._thread = get_ident()
         # The frame the pump received while the asyncio side waited (at most one).
         self._held: deque[Frame] = deque()
         self._ended = False
@@ -99,6 +103,8 @@ class FrameStream(FrameReceiver, metaclass=NoPublicConstructor):
     def receive_all_nowait(self) -> list[Frame]:
         """Every frame pending, oldest first, without waiting; raises ``trio.WouldBlock`` when
         none is, ``trio.EndOfChannel`` once the subscription has ended."""
+        if get_ident() != self._thread:
+            self._refuse_thread("frames.receive_all_nowait()")
         taken = list(self._held)
         self._held.clear()
         if not self._ended:
@@ -130,6 +136,8 @@ class FrameStream(FrameReceiver, metaclass=NoPublicConstructor):
 
     async def _wait(self) -> None:
         """Wait until the pump holds a frame, or the subscription has ended."""
+        if get_ident() != self._thread:
+            self._refuse_thread("receiving from a subscription")
         if self._waiter is not None:
             raise RuntimeError("another asyncio task is already receiving these frames")
         while not self._held and not self._ended and not self._stream.lease.pending:
@@ -140,6 +148,14 @@ class FrameStream(FrameReceiver, metaclass=NoPublicConstructor):
                 await waiter
             finally:
                 self._waiter = None
+
+    def _refuse_thread(self, call: str) -> None:
+        # Waking the pump from another thread would leave it asleep for ever (issue 37).
+        raise RuntimeError(
+            f"{call} from thread {threading.current_thread().name!r}: a subscription of "
+            "workflow_hub.asyncio is received in its asyncio loop's thread (workflow_hub.sync "
+            "gives threads their own subscriptions)"
+        )
 
     def _wake_waiter(self) -> None:
         waiter = self._waiter
