@@ -129,7 +129,9 @@ async def test_the_status_line_follows_the_hub(hub: WorkflowActivityHub, tmp_pat
                 await control.command("detach")
                 nursery.cancel_scope.cancel()
         finally:
-            await trio.run_process([*base, "kill-server"], check=False, env=env)
+            # The tmux server is a daemon (PID 1's child): killed also when the test is cancelled.
+            with trio.CancelScope(shield=True), trio.fail_after(30):
+                await trio.run_process([*base, "kill-server"], check=False, env=env)
 
 
 def test_make_screenshot_draws_the_terminal_in_full_swing(tmp_path: Path) -> None:

@@ -253,7 +253,7 @@ async def test_a_recorded_demo_stream_validates_against_the_documents() -> None:
         activity, hooks, messages = await _record(url)
     finally:
         server.terminate()
-        with trio.fail_after(WAIT):
+        with trio.CancelScope(shield=True), trio.fail_after(WAIT):  # a cancelled test too
             await server.wait()
         await server.stdout.aclose()
     paths = document["paths"]
