@@ -44,7 +44,8 @@ def test_serve_prints_its_url_and_snapshot_and_watch_read_it() -> None:
             lines = lines_until(
                 watch,
                 lambda lines: (
-                    any(line.startswith("frame snapshot") for line in lines)
+                    "connection live" in lines
+                    and any(line.startswith("frame snapshot") for line in lines)
                     and any(line.startswith("hook ") for line in lines)
                 ),
             )

@@ -122,18 +122,26 @@ class OwnedProcesses:
 def lines_until(
     process: subprocess.Popen[str], wanted: Callable[[list[str]], bool], within: float = 60.0
 ) -> list[str]:
-    """Lines of the process' stdout (a text pipe), read as they come until ``wanted(lines)``
-    holds; an ``AssertionError`` when the output ends first, or after ``within`` seconds (a
-    safety net for a loaded machine: the wait ends on the line itself)."""
+    """Lines of the process' stdout (a pipe), read as they come until ``wanted(lines)`` holds;
+    an ``AssertionError`` when the output ends first, or after ``within`` seconds (a safety net
+    for a loaded machine: the wait ends on the line itself). It reads the pipe's descriptor
+    itself (a buffered ``readline`` would hide lines from ``select``); lines written after the
+    one wanted, if already read, are in the list too, and the rest is left in the pipe (for
+    ``communicate()``)."""
     assert process.stdout is not None
+    descriptor = process.stdout.fileno()
     lines: list[str] = []
+    pending = b""
     deadline = time.monotonic() + within
     while not wanted(lines):
-        readable, _, _ = select.select([process.stdout], [], [], deadline - time.monotonic())
+        readable, _, _ = select.select([descriptor], [], [], max(0.0, deadline - time.monotonic()))
         assert readable, f"not within {within} s; the output so far: {lines}"
-        line = process.stdout.readline()
-        assert line, f"the output ended first: {lines}"
-        lines.append(line.rstrip("\n"))
+        chunk = os.read(descriptor, 65536)
+        assert chunk, f"the output ended first: {lines}"
+        *complete, pending = (pending + chunk).split(b"\n")
+        lines.extend(line.decode(errors="replace") for line in complete)
+    if pending:
+        lines.append(pending.decode(errors="replace"))  # the start of a line not yet ended
     return lines
 
 
