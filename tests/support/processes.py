@@ -42,9 +42,15 @@ LEAKS_KEY = "workflow_hub_leaked_processes"
 
 
 def signal_group(pid: int, signum: int) -> None:
-    """``signum`` to the process group ``pid`` leads (nothing when the group is gone)."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
+    """``signum`` to the process group ``pid`` leads, or to the process alone when it leads none
+    (started without a session of its own); nothing when both are gone."""
+    try:
         os.killpg(pid, signum)
+    except ProcessLookupError:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signum)
+    except PermissionError:
+        pass
 
 
 def stop_group(process: subprocess.Popen[Any], grace: float = GRACE) -> None:
