@@ -16,6 +16,7 @@ import time
 import httpx
 
 import redis
+from tests.support.processes import owned_process
 from tests.support.redis_server import RedisServer
 from workflow_hub import LifecycleEvent, SnapshotFrame, StageTarget, WorkflowEvent
 from workflow_hub.wire import loads
@@ -49,7 +50,7 @@ def test_the_command_serves_the_roots_mirrors_them_and_stops_on_sigint(
     broker: RedisServer, worker: CeleryWorker
 ) -> None:
     env = dict(os.environ, WORKFLOW_HUB_TEST_BROKER=broker.url, PYTHONUNBUFFERED="1")
-    with subprocess.Popen(
+    with owned_process(
         [
             sys.executable,
             "-m",

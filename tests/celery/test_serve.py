@@ -24,6 +24,7 @@ import httpx
 import pytest
 
 import redis
+from tests.support.processes import owned_process
 from tests.support.redis_server import RedisServer
 from workflow_hub import ContractError, RootActivity, SnapshotFrame
 from workflow_hub.celery import CeleryServer, serve_celery
@@ -219,7 +220,7 @@ def test_the_page_s_program_runs_and_stops_on_ctrl_c(
     program = program.replace('"redis://127.0.0.1:6379/0"', repr(broker.url))
     program = program.replace("port=8765", "port=0")
     env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONFAULTHANDLER="1")
-    with subprocess.Popen(
+    with owned_process(
         [sys.executable, "-c", program],
         cwd=REPO,
         env=env,

@@ -23,6 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 import attrs
 import pytest
 
+from tests.support.processes import stop_group
 from tests.support.redis_server import RedisServer
 
 CLI = [sys.executable, "-m", "workflow_hub._cli"]
@@ -41,17 +42,25 @@ def free_port() -> int:
 def started(*args: str) -> tuple[subprocess.Popen[str], str]:
     """A long-running command that prints its URL first."""
     process = subprocess.Popen(
-        [*CLI, *args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=ENV
+        [*CLI, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=ENV,
+        start_new_session=True,
     )
-    assert process.stdout is not None
-    url = process.stdout.readline().strip()
-    assert url.startswith("http://127.0.0.1:"), url
+    try:
+        assert process.stdout is not None
+        url = process.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:"), url
+    except BaseException:
+        stop(process)
+        raise
     return process, url
 
 
 def stop(process: subprocess.Popen[str]) -> None:
-    process.terminate()
-    process.wait(timeout=TIMEOUT)
+    stop_group(process)
     if process.stdout is not None:
         process.stdout.close()
 

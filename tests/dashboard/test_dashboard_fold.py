@@ -22,6 +22,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.support.dashboard import DASHBOARD, require_program
+from tests.support.processes import stop_group
 from workflow_hub import (
     Availability,
     ChangedFrame,
@@ -54,6 +55,7 @@ class NodeFold:
             stdout=subprocess.PIPE,
             text=True,
             encoding="utf-8",
+            start_new_session=True,
         )
 
     def run(
@@ -84,8 +86,11 @@ class NodeFold:
     def close(self) -> None:
         assert self._process.stdin is not None
         assert self._process.stdout is not None
-        self._process.stdin.close()
-        self._process.wait(timeout=10)
+        self._process.stdin.close()  # the driver ends at the end of its input
+        try:
+            self._process.wait(timeout=10)
+        finally:
+            stop_group(self._process)
         self._process.stdout.close()
 
 

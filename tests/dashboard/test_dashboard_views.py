@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 
 from tests.support.browser import BROWSER_TIMEOUT_MS, Browser, Server
 from tests.support.dashboard import DASHBOARD, missing, require_program
+from tests.support.processes import stop_group
 from workflow_hub import (
     Cursor,
     NodePrompt,
@@ -57,6 +58,7 @@ class NodeViews:
             stdout=subprocess.PIPE,
             text=True,
             encoding="utf-8",
+            start_new_session=True,
         )
 
     def ask(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -72,8 +74,11 @@ class NodeViews:
     def close(self) -> None:
         assert self._process.stdin is not None
         assert self._process.stdout is not None
-        self._process.stdin.close()
-        self._process.wait(timeout=10)
+        self._process.stdin.close()  # the driver ends at the end of its input
+        try:
+            self._process.wait(timeout=10)
+        finally:
+            stop_group(self._process)
         self._process.stdout.close()
 
 

@@ -130,8 +130,15 @@ async def followed(
     async with coredis.Redis.from_url(url) as reader, trio.open_nursery() as nursery:
 
         async def fold() -> None:
+            # Staleness and read timeouts are other files' subject: on a loaded machine a source
+            # the test is still catching up with must not go stale (server time) meanwhile.
             async with follow_fleet(
-                reader, prefix=raw.prefix, poll_interval=poll_interval
+                reader,
+                prefix=raw.prefix,
+                poll_interval=poll_interval,
+                stale_after=300,
+                retire_after=600,
+                read_timeout=60,
             ) as fleet:
                 async for source, frame in fleet:
                     if frame is not None:

@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 
 from tests.support.builders import root
+from tests.support.processes import OwnedProcesses
 from tests.support.redis_server import CuttableProxy, RedisServer
 from workflow_hub import (
     Availability,
@@ -676,12 +677,12 @@ async def test_bad_arguments_are_contract_errors_naming_the_field(
 
 
 def test_serve_mirrors_the_demo_and_watch_shows_the_fleet(
-    redis_server: RedisServer, prefix: str
+    redis_server: RedisServer, prefix: str, owned: OwnedProcesses
 ) -> None:
     """``workflow-hub serve --redis --no-http`` mirrors the demo scheduler; ``workflow-hub watch
     redis://`` shows it (plain lines when stdout is not a terminal)."""
     command = [sys.executable, "-m", "workflow_hub._cli"]
-    serve = subprocess.Popen(
+    serve = owned.start(
         [
             *command,
             *("serve", "--redis", redis_server.url, "--source", "cli-demo", "--no-http"),

@@ -29,6 +29,7 @@ from hypothesis import strategies as st
 from tests.support.builders import root
 from tests.support.fleet import mirrored
 from tests.support.netutil import SseEvent, SseReader, sse
+from tests.support.processes import owned_process
 from tests.support.redis_server import RedisServer
 from workflow_hub import (
     Availability,
@@ -358,7 +359,7 @@ def test_serve_fleet_command_serves_a_mirrored_source(redis_server: RedisServer)
     prefix = "fleet-cli"
     common = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True, "env": env}
     with (
-        subprocess.Popen(
+        owned_process(
             [
                 *cli,
                 "serve",
@@ -375,7 +376,7 @@ def test_serve_fleet_command_serves_a_mirrored_source(redis_server: RedisServer)
             ],
             **common,
         ) as mirror,
-        subprocess.Popen(
+        owned_process(
             [
                 *cli,
                 "serve",
