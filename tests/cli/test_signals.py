@@ -161,7 +161,7 @@ def test_a_stopped_serve_redis_is_declared_unavailable_at_once_and_never_crashed
         # Declared before it exited: the last entry is the scheduler's goodbye.
         frame = last_frame(redis_server.url, f"{prefix}:{source}:frames")
         assert (frame["kind"], frame["availability"]) == ("snapshot", "unavailable")
-        assert took < 10, f"{took:.1f} s to stop"
+        assert took < 15, f"{took:.1f} s to stop (a generous bound: 2 s of grace at most)"
         at_once = wait_for(
             lambda: (entry := described(fleet_url, source)) and entry["declared"] and entry,
             "the fleet server says the source declared itself unavailable",
@@ -204,4 +204,4 @@ def test_serve_ends_quickly_and_quietly_on_ctrl_c_and_sigterm(
     assert out == ""
     assert not re.search(r"Traceback|Error|Exception", err), err
     assert all(line.startswith("workflow-hub") for line in err.splitlines()), err
-    assert took < 10, f"{took:.1f} s to stop"
+    assert took < 15, f"{took:.1f} s to stop (a generous bound: 2 s of grace at most)"

@@ -38,8 +38,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=seconds,
         default=None,
         metavar="SECONDS",
-        help="end the whole command after this long (default: run until Ctrl-C); the demo "
-        "scheduler plays its 20-second story at its natural pace, again and again with fresh runs",
+        help="end the whole command after this long (default: run until Ctrl-C or SIGTERM); the "
+        "demo scheduler plays its 20-second story at its natural pace, again and again with "
+        "fresh runs",
     )
     parser.add_argument("--seed", type=int, default=None, help="reproducible ids and timing")
     add_server_arguments(parser)
