@@ -20,7 +20,7 @@ from collections.abc import (
     Sequence,
 )
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, NamedTuple, final
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, final, overload
 
 import attrs
 import trio
@@ -177,6 +177,10 @@ class FleetStream(metaclass=NoPublicConstructor):
             raise StopAsyncIteration from None
 
 
+_UNAVAILABLE = Availability.UNAVAILABLE
+_T = TypeVar("_T")
+
+
 @final
 class _Liveness(Mapping[str, SourceLiveness]):
     """What the registry said about each source at the last discovery, with whether the source
@@ -194,9 +198,23 @@ class _Liveness(Mapping[str, SourceLiveness]):
         self._followed = followed
 
     def __getitem__(self, source: str) -> SourceLiveness:
-        seen = self._registry[source]
+        seen = self.get(source)
+        if seen is None:
+            raise KeyError(source)
+        return seen
+
+    @overload
+    def get(self, source: str, /) -> SourceLiveness | None: ...
+    @overload
+    def get(self, source: str, /, default: SourceLiveness | _T) -> SourceLiveness | _T: ...
+
+    def get(self, source: str, /, default: object = None) -> object:
+        # Written out (not Mapping's get over __getitem__): the fleet server asks once a frame.
+        seen = self._registry.get(source)
+        if seen is None:
+            return default
         stream = self._followed.get(source)
-        declared = stream is not None and stream.view.availability is Availability.UNAVAILABLE
+        declared = stream is not None and stream.view.availability is _UNAVAILABLE
         return seen if seen.declared is declared else attrs.evolve(seen, declared=declared)
 
     def __iter__(self) -> Iterator[str]:
