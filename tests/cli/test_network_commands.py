@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 
 from workflow_hub import SnapshotFrame
 from workflow_hub.wire import loads
@@ -25,24 +26,44 @@ def command(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]
 
 
 def test_serve_prints_its_url_and_snapshot_and_watch_read_it() -> None:
+    """Driven by events: watch runs until it showed a snapshot and a hook event, then Ctrl-C; the
+    server then ends on SIGTERM with status 0 (no guess at how long either takes to start)."""
     with subprocess.Popen(
-        [*CLI, "serve", "--port", "0", "--duration", "4", "--seed", "3"],
+        [*CLI, "serve", "--port", "0", "--seed", "3"],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
         env=ENV,
     ) as server:
-        assert server.stdout is not None
-        url = server.stdout.readline().strip()
-        assert url.startswith("http://127.0.0.1:")
-        snapshot = command("snapshot", url)
-        watched = command("watch", url, "--duration", "1.5")
-        server.wait(timeout=30)
+        try:
+            url = _url_of(server)
+            assert url.startswith("http://127.0.0.1:")
+            snapshot = command("snapshot", url)
+            with subprocess.Popen(
+                [*CLI, "watch", url, "--duration", "60"],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env=ENV,
+            ) as watch:
+                try:
+                    lines = _lines_until(watch, lambda line: line.startswith("hook "))
+                    if "connection live" not in lines:
+                        lines += _lines_until(watch, "connection live")
+                    watch.send_signal(signal.SIGINT)
+                    _, err = watch.communicate(timeout=30)
+                finally:
+                    if watch.poll() is None:
+                        watch.kill()
+            server.send_signal(signal.SIGTERM)
+            server.wait(timeout=30)
+        finally:
+            if server.poll() is None:
+                server.kill()
     assert server.returncode == 0
     assert snapshot.returncode == 0, snapshot.stderr
     assert isinstance(loads(SnapshotFrame, snapshot.stdout), SnapshotFrame)
-    assert watched.returncode == 0, watched.stderr
-    lines = watched.stdout.splitlines()
+    assert watch.returncode == 0, err
     assert "connection live" in lines
     assert any(line.startswith("frame snapshot") for line in lines)
     assert any(line.startswith("hook ") for line in lines)  # serve passes its HookRunner
@@ -123,13 +144,15 @@ def _url_of(server: subprocess.Popen[str]) -> str:
     return server.stdout.readline().strip()
 
 
-def _lines_until(process: subprocess.Popen[str], wanted: str) -> list[str]:
-    """Lines ``process`` prints up to ``wanted`` (its ``--duration`` bounds the wait)."""
+def _lines_until(process: subprocess.Popen[str], wanted: str | Callable[[str], bool]) -> list[str]:
+    """Lines ``process`` prints up to ``wanted`` (that line, or the first that satisfies it);
+    its ``--duration`` bounds the wait."""
     assert process.stdout is not None
+    found = wanted if callable(wanted) else wanted.__eq__
     lines = []
     for line in process.stdout:
         lines.append(line.rstrip("\n"))
-        if lines[-1] == wanted:
+        if found(lines[-1]):
             return lines
     raise AssertionError(f"never printed {wanted!r}: {lines[-5:]}")
 
