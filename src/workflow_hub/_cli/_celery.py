@@ -15,6 +15,7 @@ import threading
 from typing import Any
 
 from ..celery import DEFAULT_INSPECT_TIMEOUT, serve_celery
+from ._errors import UsageError, os_errors_as
 from ._options import add_bind_arguments
 
 __all__ = ["add_arguments", "run"]
@@ -83,35 +84,25 @@ def _load_app(args: argparse.Namespace) -> Any:
 def run(args: argparse.Namespace) -> int:
     try:
         import celery  # noqa: F401
-    except ImportError:
-        print(
-            "workflow-hub celery: needs the 'celery' extra: pip install 'workflow-hub[celery]'",
-            file=sys.stderr,
-        )
-        return 2
+    except ImportError as error:
+        raise UsageError("needs the 'celery' extra: pip install 'workflow-hub[celery]'") from error
     if args.redis is not None:
         try:
             import coredis  # noqa: F401
-        except ImportError:
-            print(
-                "workflow-hub celery: --redis needs the 'redis' extra: "
-                "pip install 'workflow-hub[redis]'",
-                file=sys.stderr,
-            )
-            return 2
+        except ImportError as error:
+            raise UsageError(
+                "--redis needs the 'redis' extra: pip install 'workflow-hub[redis]'"
+            ) from error
     try:
         app = _load_app(args)
     except Exception as error:  # an import error in the user's module, a bad name ...
-        print(f"workflow-hub celery: cannot load {args.app}: {error}", file=sys.stderr)
-        return 2
+        raise UsageError(f"cannot load {args.app}: {error}") from error
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
-    try:
+    host = args.host
+    with os_errors_as(f"cannot serve at {f'[{host}]' if ':' in host else host}:{args.port}"):
         _serve(args, app, stop)
-    except OSError as error:
-        print(f"workflow-hub celery: {error}", file=sys.stderr)
-        return 1
     return 0
 
 

@@ -233,7 +233,10 @@ def run(args: argparse.Namespace) -> int:
         if isinstance(error, UsageError):
             raise
         printer.show(unknown_status(short_reason(error)))
-        print(f"workflow-hub status: {error}", file=sys.stderr, flush=True)
+        # Said by the one error path (with the traceback under --debug), with status's exit
+        # status for what it printed.
+        status = exit_status(printer.status) if printer.status is not None else 3
+        raise CommandError(str(error), exit_status=status) from error
     return exit_status(printer.status) if printer.status is not None else 3
 
 

@@ -10,14 +10,22 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, NamedTuple, final
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, final, overload
 
 import attrs
 import trio
 
-from .._contract import ContractError, Frame
+from .._contract import Availability, ContractError, Frame
 from .._public import NoPublicConstructor
 from ..fleet import SourceLiveness
 from ._connection import bounded, describe, not_streams, server_errors, text, transient_errors
@@ -141,7 +149,8 @@ class FleetStream(metaclass=NoPublicConstructor):
 
     @property
     def liveness(self) -> Mapping[str, SourceLiveness]:
-        """What the registry said about each source at the last discovery."""
+        """What the registry said about each source at the last discovery, and whether it
+        declared itself unavailable (see :class:`~workflow_hub.fleet.SourceLiveness`)."""
         return self._liveness
 
     @property
@@ -166,6 +175,53 @@ class FleetStream(metaclass=NoPublicConstructor):
             return await self._receive.receive()
         except (trio.EndOfChannel, trio.ClosedResourceError):
             raise StopAsyncIteration from None
+
+
+_UNAVAILABLE = Availability.UNAVAILABLE
+_T = TypeVar("_T")
+
+
+@final
+class _Liveness(Mapping[str, SourceLiveness]):
+    """What the registry said about each source at the last discovery, with whether the source
+    declared itself unavailable read from its follower when asked: never behind the frames the
+    fleet delivered (a follower that starts after a clean shutdown reads the declaration from
+    the checkpoint before it delivers anything), so a source that shut down cleanly is never
+    shown as crashed, not even for a moment."""
+
+    __slots__ = ("_followed", "_registry")
+
+    def __init__(
+        self, registry: Mapping[str, SourceLiveness], followed: Mapping[str, FollowState]
+    ) -> None:
+        self._registry = registry
+        self._followed = followed
+
+    def __getitem__(self, source: str) -> SourceLiveness:
+        seen = self.get(source)
+        if seen is None:
+            raise KeyError(source)
+        return seen
+
+    @overload
+    def get(self, source: str, /) -> SourceLiveness | None: ...
+    @overload
+    def get(self, source: str, /, default: SourceLiveness | _T) -> SourceLiveness | _T: ...
+
+    def get(self, source: str, /, default: object = None) -> object:
+        # Written out (not Mapping's get over __getitem__): the fleet server asks once a frame.
+        seen = self._registry.get(source)
+        if seen is None:
+            return default
+        stream = self._followed.get(source)
+        declared = stream is not None and stream.view.availability is _UNAVAILABLE
+        return seen if seen.declared is declared else attrs.evolve(seen, declared=declared)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._registry)
+
+    def __len__(self) -> int:
+        return len(self._registry)
 
 
 @attrs.define
@@ -336,7 +392,7 @@ async def follow_fleet(
         nursery.start_soon(run_discovery, nursery)
         nursery.start_soon(reader.run)
         try:
-            yield FleetStream._create(receive, streams, liveness, state)
+            yield FleetStream._create(receive, streams, _Liveness(liveness, followed), state)
         finally:
             nursery.cancel_scope.cancel()
 
