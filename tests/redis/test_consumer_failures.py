@@ -302,3 +302,30 @@ async def test_a_client_closed_under_an_events_follower_never_ends_it(
                 scheduler.change("a-2")
                 await eventually(lambda: "a-2" in names(items))
                 nursery.cancel_scope.cancel()
+
+
+async def test_a_client_closed_under_a_mirror_of_hook_events_never_ends_the_scheduler(
+    redis_server: RedisServer, prefix: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """N6 with N1: the same for a mirror given the host's ``HookRunner``: its events half
+    fails as its frames half does, never into the scheduler's nursery; the scheduler's own
+    handlers get every event meanwhile, and once the client is open again every event that
+    waited in the mirror's buffer is appended."""
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            redis = coredis.Redis.from_url(redis_server.url)
+            async with redis:
+                scheduler = await start_scheduler(nursery, redis, prefix, "a")
+                scheduler.change("a-1")
+                await eventually(lambda: scheduler.mirror.statistics().events == 1)
+            scheduler.change("a-2")
+            scheduler.change("a-3")
+            await eventually(
+                lambda: len(messages(caplog, "events mirror of 'a': " + UNEXPECTED)) == 1
+            )
+            await eventually(lambda: scheduler.mirror.statistics().unexpected_errors >= 6)
+            assert scheduler.seen == ["a-1", "a-2", "a-3"]
+            assert len(messages(caplog, "events mirror of 'a': " + UNEXPECTED)) == 1
+            async with redis:
+                await eventually(lambda: scheduler.mirror.statistics().events == 3)
+                nursery.cancel_scope.cancel()
