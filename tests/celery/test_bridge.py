@@ -6,10 +6,15 @@ event types, out-of-canvas parents, retention); tests/celery/test_canvases.py ha
 
 from __future__ import annotations
 
+import functools
+import logging
+from collections.abc import Callable
 from typing import Any
 
+import pytest
+
 from workflow_hub import RootActivity, StageNode, WorkflowActivityHub
-from workflow_hub.celery import CeleryBridge
+from workflow_hub.celery import CeleryBridge, CeleryWatch
 from workflow_hub.tracker import RunTracker
 
 
@@ -204,3 +209,35 @@ def test_a_failed_root_ends_at_once_and_a_retry_of_its_task_waits_to_settle_agai
     assert tracker.run_status("a") == "running"  # it may still continue: not stopped any more
     bridge.tick(12.5)
     assert tracker.run_status("a") == "completed"
+
+
+def test_a_tracker_that_keeps_failing_is_counted_every_time_and_logged_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The bridge's rule for consumers: a call into the tracker that raises (a tracker whose
+    host is gone, a bug) never reaches the bridge's threads or the host; every failure is
+    counted (``watch.errors``), each distinct failure is logged once with its traceback, not
+    once per batch, and again only after a call succeeded in between."""
+    bridge, _ = setup()
+    failing = [True]
+
+    def call(function: Callable[[], None]) -> None:
+        if failing[0]:
+            raise RuntimeError("the tracker's host has exited")
+        function()
+
+    watch = CeleryWatch(
+        None, bridge, call, inspect_timeout=1.0, tick=0.25, linger=0.0, clock=lambda: 0.0
+    )
+    with caplog.at_level(logging.ERROR, logger="workflow_hub.celery"):
+        for now in range(5):
+            watch._guarded(functools.partial(bridge.tick, float(now)))
+        assert watch.errors == 5
+        assert len(caplog.records) == 1
+        assert caplog.records[0].exc_info is not None
+        failing[0] = False
+        watch._guarded(functools.partial(bridge.tick, 5.0))
+        failing[0] = True
+        watch._guarded(functools.partial(bridge.tick, 6.0))
+    assert watch.errors == 6
+    assert len(caplog.records) == 2

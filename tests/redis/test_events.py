@@ -183,7 +183,12 @@ async def test_events_of_one_source_arrive_in_order_and_the_scheduler_keeps_its_
             trio.open_nursery() as nursery,
         ):
             scheduler = await start_scheduler(nursery, redis, prefix, "s1")
-            async with collecting(redis, prefix=prefix, source="s1") as (_, items):
+            # (Not a liveness test: a generous read timeout, so that a loaded machine that
+            # starves the follower for a second is no "unreachable" gap.)
+            async with collecting(redis, prefix=prefix, source="s1", read_timeout=10.0) as (
+                _,
+                items,
+            ):
                 await trio.sleep(0.3)  # positioned at the (empty) stream's end
                 expected = [f"r{index}" for index in range(2_000)]
                 for index, name in enumerate(expected):

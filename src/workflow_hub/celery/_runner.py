@@ -92,6 +92,7 @@ class CeleryWatch:
     _receiver: Any = attrs.field(init=False, default=None)
     _threads: list[threading.Thread] = attrs.field(init=False, factory=list)
     _errors: int = attrs.field(init=False, default=0)
+    _failure: tuple[type[BaseException], str] | None = attrs.field(init=False, default=None)
     _connections: int = attrs.field(init=False, default=0)  # broker connections consumed from
 
     # --- public ----------------------------------------------------------------------------
@@ -106,7 +107,8 @@ class CeleryWatch:
 
     @property
     def errors(self) -> int:
-        """Calls into the tracker that raised (logged on ``workflow_hub.celery``)."""
+        """Calls into the tracker that raised (each distinct failure logged once on
+        ``workflow_hub.celery``, with its traceback, until a call succeeds again)."""
         return self._errors
 
     def start(self) -> None:
@@ -263,11 +265,18 @@ class CeleryWatch:
                 self._spawn(functools.partial(self._inspect, hostname), "celery-resync")
 
     def _guarded(self, function: Callable[[], None]) -> None:
+        # Never raised into the threads (nor into the host, whose tracker raised): counted,
+        # and logged once per distinct failure, not once per batch, while it lasts.
         try:
             self._call(function)
-        except Exception:
+        except Exception as error:
             self._errors += 1
-            logger.exception("the celery bridge could not report to its tracker")
+            failure = (type(error), str(error))
+            if failure != self._failure:
+                self._failure = failure
+                logger.exception("the celery bridge could not report to its tracker")
+        else:
+            self._failure = None
 
 
 @contextmanager
