@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     import coredis
 
 __all__ = [
-    "FailureLog",
+    "OutageLog",
     "RoundTripTimeout",
     "bounded",
     "describe",
@@ -55,9 +55,11 @@ def server_errors() -> tuple[type[Exception], ...]:
     return (ResponseError,)
 
 
-class FailureLog:
+class OutageLog:
     """What a consumer (a mirror, a follower, a fleet's reader) logs of its failures: each
-    distinct failure once, not once per retry, until a round trip succeeds again.
+    distinct failure once, not once per retry, until a round trip succeeds again (an outage is
+    one story, told once). A consumer that fails on every item instead of every retry counts
+    with ``workflow_hub._failure_log.FailureLog``.
 
     The rule every consumer follows (``docs/fleet.md``, "When Redis goes away"): no error of
     its own ever reaches the nursery of the scheduler or host that runs it. A lost connection

@@ -28,7 +28,7 @@ from .._contract import ContractError, WorkflowEvent, loads
 from .._public import NoPublicConstructor
 from ..fleet import ContinuityLost, EventItem, GapReason, SourceEvent
 from ._connection import (
-    FailureLog,
+    OutageLog,
     bounded,
     describe,
     drop_connections,
@@ -269,7 +269,7 @@ class _EventReader:
         self, poll: float, retire_ms: float, *, task_status: trio.TaskStatus[None]
     ) -> None:
         first = True
-        failures = FailureLog(logger)
+        failures = OutageLog(logger)
         while True:
             try:
                 with bounded(self._redis, self._read_timeout):
@@ -296,7 +296,7 @@ class _EventReader:
                     describe(error),
                     error=error,
                 )
-            except Exception as error:  # never into the host's nursery (see FailureLog)
+            except Exception as error:  # never into the host's nursery (see OutageLog)
                 self.unexpected_errors += 1
                 failures.report(
                     logging.ERROR,
@@ -338,7 +338,7 @@ class _EventReader:
 
     async def run(self) -> None:
         backoff = _BACKOFF_FIRST
-        failures = FailureLog(logger)
+        failures = OutageLog(logger)
         while True:
             tracks = dict(self.tracks)
             if not tracks:
@@ -348,7 +348,7 @@ class _EventReader:
             try:
                 with bounded(self._redis, self._read_timeout):
                     await self._round(tracks)
-            except Exception as error:  # never into the host's nursery (see FailureLog)
+            except Exception as error:  # never into the host's nursery (see OutageLog)
                 # (The positions of several sources are read at once: they fail together.)
                 error = single(error)
                 if unexpected(error):

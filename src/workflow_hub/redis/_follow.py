@@ -223,7 +223,7 @@ class FollowState:
             self.unreachable(error)
         except (BadKey, BadData, *server_errors()) as error:  # type: ignore[misc]
             self.refused_read(error)
-        except Exception as error:  # never into the reader's nursery (see FailureLog)
+        except Exception as error:  # never into the reader's nursery (see OutageLog)
             self.unexpected(error)
         else:
             self.read_ok()

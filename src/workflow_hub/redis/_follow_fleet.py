@@ -30,7 +30,7 @@ from .._contract import Availability, ContractError, Frame
 from .._public import NoPublicConstructor
 from ..fleet import SourceLiveness
 from ._connection import (
-    FailureLog,
+    OutageLog,
     bounded,
     describe,
     drop_connections,
@@ -323,7 +323,7 @@ async def follow_fleet(
 
     async def run_discovery(nursery: trio.Nursery) -> None:
         retirements: list[str] = []
-        failures = FailureLog(logger)
+        failures = OutageLog(logger)
         while True:
             try:
                 with bounded(redis, float(read_timeout)):
@@ -355,7 +355,7 @@ async def follow_fleet(
                     mark(stream, stale=True)
                 await trio.sleep(poll)
                 continue
-            except Exception as error:  # never into the host's nursery (see FailureLog)
+            except Exception as error:  # never into the host's nursery (see OutageLog)
                 state.unexpected(redis)
                 failures.report(
                     logging.ERROR,
@@ -491,8 +491,8 @@ class _FleetReader:
         self._read_timeout = read_timeout
         self._quiet_every = quiet_every
         self._backoff = _BACKOFF_FIRST
-        self._failures = FailureLog(logger)
-        self._sweep_failures = FailureLog(logger)
+        self._failures = OutageLog(logger)
+        self._sweep_failures = OutageLog(logger)
         self._since: int | None = None  # server ms the next doorbell round lists appends from
         self._full_due = True  # the next round must be a full one
         self._next_full = -math.inf  # ... and one comes no later than this
@@ -529,7 +529,7 @@ class _FleetReader:
                             touched = await self._doorbell_round(streams, now)
                         else:
                             await self._round(streams)
-                except Exception as error:  # never into the host's nursery (see FailureLog)
+                except Exception as error:  # never into the host's nursery (see OutageLog)
                     # (A refusal no single source explains, e.g. a key repaired between the
                     # refused XREAD and the look at the types: the whole round is retried. The
                     # round trips a round runs at once fail together: one failure for them.)
@@ -816,7 +816,7 @@ class _FleetReader:
             try:
                 with bounded(self._redis, self._read_timeout):
                     await self._quiet_checks(quiet, batch=_SWEEP_BATCH)
-            except Exception as error:  # never into the host's nursery (see FailureLog)
+            except Exception as error:  # never into the host's nursery (see OutageLog)
                 error = single(error)
                 if not unexpected(error):
                     # The read loop notices an unreachable Redis itself (and says so).

@@ -25,7 +25,7 @@ from .._exceptions import WorkflowHubError
 from .._public import NoPublicConstructor
 from ..reporting import ActivityView
 from ._connection import (
-    FailureLog,
+    OutageLog,
     bounded,
     describe,
     drop_connections,
@@ -122,7 +122,7 @@ class Mirror(metaclass=NoPublicConstructor):
         self._connection_errors = 0
         self._server_errors = 0
         self._unexpected_errors = 0
-        self._failures = FailureLog(logger)
+        self._failures = OutageLog(logger)
         self._events: EventAppender | None = None
 
     @property
@@ -191,7 +191,7 @@ class Mirror(metaclass=NoPublicConstructor):
                 self._failures.recovered()
                 if ended:
                     return
-            except Exception as error:  # never into the scheduler's nursery (see FailureLog)
+            except Exception as error:  # never into the scheduler's nursery (see OutageLog)
                 await trio.sleep(self._failed(error, backoff))
                 backoff = min(backoff * 2, _BACKOFF_MAX)
 

@@ -25,7 +25,7 @@ from .._contract import WorkflowEvent, dumps
 from .._core import HOOK_EVENT_TYPES
 from .._exceptions import WorkflowHubError
 from ._connection import (
-    FailureLog,
+    OutageLog,
     bounded,
     describe,
     drop_connections,
@@ -114,7 +114,7 @@ class EventAppender:
         self.appended = 0
         self.dropped = 0
         self.unexpected_errors = 0
-        self._failures = FailureLog(logger)
+        self._failures = OutageLog(logger)
 
     def register(self, runner: HookRunner) -> None:
         extension = runner.extension(EXTENSION_NAME)
@@ -170,7 +170,7 @@ class EventAppender:
                     backoff = _BACKOFF_FIRST
                     self._failures.recovered()
                     continue
-            except Exception as error:  # never into the scheduler's nursery (see FailureLog)
+            except Exception as error:  # never into the scheduler's nursery (see OutageLog)
                 if self._closing:
                     return  # the hub is gone; what could not be appended is lost with it
                 backoff = max(backoff, self._failed(error))
