@@ -234,3 +234,70 @@ def test_the_probe_sees_a_module_that_is_loaded() -> None:
     ).stdout
     assert "attrs" in out
     assert "workflow_hub._contract" in out
+
+
+def test_the_fast_path_bounds_are_the_contracts() -> None:
+    """C3: the fast path writes the contract's bounds out (it imports no contract)."""
+    from workflow_hub._cli import _summary
+    from workflow_hub._contract import _validate
+
+    assert _summary._LABELS_MAX == _validate.LABELS_MAX
+    assert _summary._LABEL_VALUE_MAX == _validate.LABEL_VALUE_MAX
+    assert _summary._LABEL_KEY.pattern.endswith(f"{{0,{_validate.LABEL_KEY_MAX - 1}}}")
+
+
+@pytest.mark.parametrize(
+    ("where", "value"),
+    [
+        ("labels", {"team": None}),
+        ("labels", {"Team Name": "x"}),
+        ("labels", {"team": ""}),
+        ("labels", {"team": "a\nb"}),
+        ("labels", {f"k{i}": "v" for i in range(17)}),
+        ("error", {"message": ""}),
+        ("error", {"message": "x" * 501}),
+        ("error", {"message": "boom", "type": None}),
+        ("error-on-running", {"message": "boom"}),
+    ],
+)
+def test_bad_c3_fields_are_declined_as_the_decoder_refuses_them(where: str, value: Any) -> None:
+    """C3: labels and a failure detail the decoder refuses are never read by the fast path."""
+    root: dict[str, Any] = {
+        "rootRunId": "r",
+        "ownerSessionId": "s",
+        "state": "idle",
+        "reason": "quiescent",
+        "activeExecutionCount": 0,
+        "actionableBlockCount": 0,
+        "needsAttention": True,
+    }
+    node = {
+        "kind": "stage",
+        "id": "r:a",
+        "runId": "r",
+        "nodeId": "a",
+        "name": "a",
+        "parentIds": [],
+        "depth": 0,
+        "status": "running" if where == "error-on-running" else "failed",
+    }
+    if where == "labels":
+        root["labels"] = value
+    else:
+        node["error"] = value
+        root["graph"] = {"nodes": [node]}
+    document = {
+        "kind": "snapshot",
+        "cursor": {"epoch": "e", "revision": 1},
+        "availability": "ready",
+        "roots": [root],
+    }
+    body = json.dumps(document).encode()
+    assert _ordinary(body) is None
+    assert _fast(body) is None
+    good = json.loads(body)
+    if where == "labels":
+        good["roots"][0]["labels"] = {"team": "infra"}
+    else:
+        good["roots"][0]["graph"]["nodes"][0].update(status="failed", error={"message": "boom"})
+    assert _fast(json.dumps(good).encode()) == _ordinary(json.dumps(good).encode()) is not None

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from types import SimpleNamespace
 
 from .._exceptions import WorkflowHubError
@@ -135,6 +136,44 @@ def _strs(value: object) -> None:
         _str(item)
 
 
+def _text(longest: int) -> Callable[[object], None]:
+    """A non-empty string of at most ``longest`` characters (C3's bounded texts)."""
+
+    def check(value: object) -> None:
+        _str(value)
+        if not value or len(value) > longest:  # type: ignore[arg-type]
+            raise _Refused
+
+    return check
+
+
+# C3's bounds, as the contract's values check them (tests/cli/test_status_summary.py holds the
+# two to each other on drawn and broken documents); written here, as the fast path imports no
+# contract.
+_LABELS_MAX = 16
+_LABEL_VALUE_MAX = 256
+_LABEL_KEY = re.compile(r"[A-Za-z][A-Za-z0-9_./-]{0,62}")
+
+
+def _labels(value: object) -> None:
+    labels = _object(value)
+    if len(labels) > _LABELS_MAX:
+        raise _Refused
+    for key, item in labels.items():
+        _str(item)
+        if (
+            not _LABEL_KEY.fullmatch(key)
+            or not item
+            or len(item) > _LABEL_VALUE_MAX  # type: ignore[arg-type]
+            or not item.isprintable()  # type: ignore[attr-defined]
+        ):
+            raise _Refused
+
+
+def _error(value: object) -> None:
+    _fields(_object(value), (("message", _text(500)),), (("type", _text(200)),))
+
+
 def _fields(
     document: dict[str, object],
     required: tuple[tuple[str, Callable[[object], None]], ...],
@@ -185,9 +224,9 @@ _NODE_FIELDS = (
     ("depth", _count),
 )
 _STAGE_FIELDS = (*_NODE_FIELDS, ("status", _member(STAGE_STATUSES)))
-_STAGE_OPTIONAL = (("executionOrder", _count), ("pendingPrompt", _node_prompt))
+_STAGE_OPTIONAL = (("executionOrder", _count), ("pendingPrompt", _node_prompt), ("error", _error))
 _TOOL_FIELDS = (*_NODE_FIELDS, ("status", _member(TOOL_STATUSES)), ("ordinal", _count))
-_TOOL_OPTIONAL = (("executionOrder", _count),)
+_TOOL_OPTIONAL = (("executionOrder", _count), ("error", _error))
 
 
 def _nodes(value: object) -> None:
@@ -202,6 +241,8 @@ def _nodes(value: object) -> None:
             _fields(node, _TOOL_FIELDS, _TOOL_OPTIONAL)
         else:
             raise _Refused
+        if "error" in node and node["status"] != "failed":
+            raise _Refused  # only a failed node says why (C3)
 
 
 def _graph(value: object) -> None:
@@ -217,7 +258,7 @@ _ROOT_FIELDS = (
     ("actionableBlockCount", _count),
     ("needsAttention", lambda value: None if type(value) is bool else _refuse()),
 )
-_ROOT_OPTIONAL = (("graph", _graph),)
+_ROOT_OPTIONAL = (("graph", _graph), ("labels", _labels))
 
 
 def _refuse() -> None:
