@@ -180,9 +180,10 @@ class Roots:
         return self.view.get(root_id)
 
     async def wait_for(
-        self, what: str, predicate: Callable[[], bool], within: float = 15.0
+        self, what: str, predicate: Callable[[], bool], within: float = 90.0
     ) -> None:
-        """Wait until ``predicate()`` holds, re-checked after every frame; fail after ``within`` seconds."""
+        """Wait until ``predicate()`` holds, re-checked after every frame; fail after ``within``
+        seconds (a safety net for a loaded machine: the wait ends on the frame)."""
         with trio.move_on_after(within):
             while not predicate():
                 await self._changed.wait()
@@ -194,7 +195,7 @@ class Roots:
         root_id: str,
         predicate: Callable[[RootActivity], bool],
         what: str,
-        within: float = 15.0,
+        within: float = 90.0,
     ) -> RootActivity:
         def holds() -> bool:
             root = self.get(root_id)

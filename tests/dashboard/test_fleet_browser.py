@@ -258,7 +258,7 @@ async def test_two_hundred_sources_over_one_stream_at_1280_and_375_px(
     EventSource before and after a source is opened, a status change reaching the table and
     the opened source's roots shown."""
     prefix = "fleet-page-200"
-    with trio.fail_after(120):
+    with trio.fail_after(300):
         async with (
             coredis.Redis.from_url(redis_server.url) as redis,
             trio.open_nursery() as nursery,

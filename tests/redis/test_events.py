@@ -450,7 +450,7 @@ async def test_a_fleet_of_200_sources_is_followed_in_order_over_at_most_four_con
     """N6 and issue 25's budget: one ``follow_events`` over 200 mirrored sources delivers
     every source's events in order, each naming its source, over at most 4 connections
     (``CLIENT LIST``)."""
-    with trio.fail_after(120):
+    with trio.fail_after(300):
         async with (
             coredis.Redis.from_url(redis_server.url, client_name="mirrors") as mirrors,
             coredis.Redis.from_url(redis_server.url, client_name="events-follower") as follower,
