@@ -24,8 +24,10 @@ from hypercorn.config import Config
 from hypercorn.trio.tcp_server import TCPServer
 from hypercorn.trio.worker_context import WorkerContext
 from hypercorn.typing import ConnectionState
-from hypercorn.utils import repr_socket_addr
-from starlette.types import ASGIApp
+from hypercorn.utils import parse_socket_addr, repr_socket_addr
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from ._streams import CUT_EXTENSION
 
 __all__ = ["serve_connections"]
 
@@ -37,6 +39,8 @@ class _Connections:
 
     def __init__(self) -> None:
         self.open: set[trio.SocketStream] = set()
+        # By the client's address as the ASGI scope gives it, so that the app can cut one.
+        self.by_client: dict[tuple[str, int], trio.SocketStream] = {}
         self.none_left = trio.Event()
         self.stopping = False
 
@@ -45,6 +49,9 @@ class _Connections:
 
     def discard(self, stream: trio.SocketStream) -> None:
         self.open.discard(stream)
+        for client, held in list(self.by_client.items()):
+            if held is stream:
+                del self.by_client[client]
         if self.stopping and not self.open:
             self.none_left.set()
 
@@ -81,11 +88,29 @@ async def serve_connections(
         listeners.append(trio.SocketListener(trio.socket.from_stdlib_socket(sock)))
         binds.append(f"http://{repr_socket_addr(sock.family, sock.getsockname())}")
     context = WorkerContext(None)
-    wrapped = ASGIWrapper(cast(Any, app))
     connections = _Connections()
+
+    async def with_cut(scope: Scope, receive: Receive, send: Send) -> None:
+        # The app may close this connection under a write that cannot finish (a client over
+        # its budget, see _streams.WriteBudget): hypercorn's own writes are shielded.
+        client = scope.get("client")
+        stream = connections.by_client.get(tuple(client)) if client else None
+        if stream is not None:
+            extensions = dict(scope.get("extensions") or {})
+            extensions[CUT_EXTENSION] = {"cut": stream.socket.close}
+            scope["extensions"] = extensions
+        await app(scope, receive, send)
+
+    wrapped = ASGIWrapper(cast(Any, with_cut))
 
     async def handle(stream: trio.SocketStream) -> None:
         connections.add(stream)
+        try:
+            peer = parse_socket_addr(stream.socket.family, stream.socket.getpeername())
+        except OSError:
+            peer = None
+        if peer is not None:
+            connections.by_client[peer] = stream
         try:
             # hypercorn types the stream as an SSLStream; a plain SocketStream is what it also
             # accepts (it tells them apart itself).
