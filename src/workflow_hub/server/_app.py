@@ -22,7 +22,6 @@ import anyio
 import trio
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
-from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Mount, Route, WebSocketRoute
@@ -35,7 +34,7 @@ from ..metrics import HubMetrics
 from ._encode import FrameEncoder, cursor_text, sse_comment
 from ._events import HookEventClient, HookEventFanout
 from ._files import PageFiles, page_response
-from ._middleware import Guard, NoStore
+from ._middleware import Guard, NoStore, ProblemCORS
 from ._openapi import OPENAPI_PATH, SCHEMA_PATH, openapi_document
 from ._requests import (
     EXCEPTION_HANDLERS,
@@ -355,7 +354,7 @@ class HubApp(StreamTracker):
         if cors_origins:
             # Outside the token check: a preflight carries no credentials, and a 401 must carry
             # the CORS headers for the page to read it.
-            inner = CORSMiddleware(
+            inner = ProblemCORS(
                 inner,
                 allow_origins=list(cors_origins),
                 allow_methods=["GET", "HEAD"],

@@ -211,7 +211,13 @@ class ClientWriter:
     ) -> None:
         """Send ``frames`` encoded as one body; the list is emptied first, so that nothing of
         the write is held but by this writer."""
-        self.body = encode(frames)
+        body = encode(frames)
+        if len(body) <= WRITE_SLICE:
+            # The common case, one slice: within any budget, so nothing to account for.
+            await self._send({"type": "http.response.body", "body": body, "more_body": True})
+            return
+        self.body = body
+        del body
         frames.clear()
         await self._drain()
 

@@ -156,15 +156,16 @@ class _GuardedStream:
     """A connection's socket stream as hypercorn's ``TCPServer`` uses it, with what it receives
     passed through :class:`_Inbound`."""
 
-    __slots__ = ("_inbound", "_stream")
+    __slots__ = ("_inbound", "_stream", "aclose", "send_all", "send_eof", "socket")
 
     def __init__(self, stream: trio.SocketStream, limit: int) -> None:
         self._stream = stream
         self._inbound = _Inbound(limit)
-
-    @property
-    def socket(self) -> trio.socket.SocketType:
-        return self._stream.socket
+        # The stream's own methods, not wrappers: a write costs what it did (a hot path).
+        self.socket = stream.socket
+        self.send_all = stream.send_all
+        self.send_eof = stream.send_eof
+        self.aclose = stream.aclose
 
     async def receive_some(self, max_bytes: int | None = None) -> bytes:
         while True:
@@ -175,18 +176,6 @@ class _GuardedStream:
             if passed:
                 return passed
             # Everything was held back or dropped: read on (an empty result would be EOF).
-
-    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
-        await self._stream.send_all(data)
-
-    async def wait_send_all_might_not_block(self) -> None:
-        await self._stream.wait_send_all_might_not_block()
-
-    async def send_eof(self) -> None:
-        await self._stream.send_eof()
-
-    async def aclose(self) -> None:
-        await self._stream.aclose()
 
 
 class _Connections:
