@@ -35,7 +35,7 @@ from workflow_hub import (
     WorkflowActivityHub,
 )
 from workflow_hub._cli import _summary
-from workflow_hub._cli._status import exit_status, fields
+from workflow_hub._cli._status import exit_status, fields, with_roots
 from workflow_hub.reporting import aggregate
 from workflow_hub.testing import strategies
 from workflow_hub.wire import dumps, loads, to_wire
@@ -47,7 +47,7 @@ def _ordinary(body: bytes) -> dict[str, Any] | None:
         frame = loads(SnapshotFrame, body)
     except (ContractError, ValueError):
         return None
-    status = aggregate(frame)
+    status = with_roots(aggregate(frame), frame.roots or ())
     return {**fields(status), "exit": exit_status(status)}
 
 
@@ -70,6 +70,20 @@ def test_the_tables_are_the_contracts() -> None:
     assert {m.value for m in PromptKind} == _summary.PROMPT_KINDS
     assert tuple(m.value for m in WORKING_PRIORITY) == _summary.WORKING_PRIORITY
     assert tuple(m.value for m in BLOCKED_PRIORITY) == _summary.BLOCKED_PRIORITY
+
+
+def test_the_c3_bounds_are_the_contracts() -> None:
+    """C3: the fast path checks a failure's and a label's bounds as the decoder does."""
+    from workflow_hub import _contract
+
+    for name in (
+        "FAILURE_MESSAGE_MAX",
+        "FAILURE_TYPE_MAX",
+        "LABELS_MAX",
+        "LABEL_KEY_MAX",
+        "LABEL_VALUE_MAX",
+    ):
+        assert getattr(_summary, name) == getattr(_contract, name), name
 
 
 @settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
