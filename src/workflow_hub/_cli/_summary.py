@@ -57,7 +57,7 @@ FAILURE_TYPE_MAX = 200
 LABELS_MAX = 16
 LABEL_KEY_MAX = 63
 LABEL_VALUE_MAX = 256
-_LABEL_KEY = re.compile(r"[A-Za-z][A-Za-z0-9_./-]*")
+_LABEL_KEY = r"[A-Za-z][A-Za-z0-9_./-]*"  # re caches it, compiled on the first label only
 WORKING_PRIORITY = ("retrying", "executing", "automatic_continuation")
 BLOCKED_PRIORITY = ("awaiting_input", "manual_intervention")
 
@@ -200,7 +200,7 @@ def _labels(value: object) -> None:
     if len(labels) > LABELS_MAX:
         raise _Refused
     for key, item in labels.items():
-        if len(key) > LABEL_KEY_MAX or not _LABEL_KEY.fullmatch(key):
+        if len(key) > LABEL_KEY_MAX or not re.fullmatch(_LABEL_KEY, key):
             raise _Refused
         _str(item)
         if not item or len(item) > LABEL_VALUE_MAX or not item.isprintable():  # type: ignore[attr-defined, arg-type]
