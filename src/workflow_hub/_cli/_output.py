@@ -45,6 +45,7 @@ __all__ = [
     "describe_error",
     "describe_event",
     "describe_failure",
+    "describe_hook",
     "describe_root",
     "describe_running",
     "first_failure",
@@ -182,9 +183,7 @@ def describe_event(event: WorkflowEvent, ids: Callable[[str], str] = str) -> str
             else:
                 name = ids(getattr(target, "prompt_id", None) or target.run_id)
             replay = " (replay)" if event.delivery == "replay" else ""
-            error = getattr(target, "error", None)
-            why = f" ({describe_error(error)})" if error is not None else ""
-            return f"{target.kind:<6} {name}: {previous}{target.status}{why}{action}{replay}"
+            return f"{target.kind:<6} {name}: {previous}{target.status}{action}{replay}"
         case ActivityChangedEvent():
             root = event.root
             return f"activity changed {ids(root.root_run_id)} → {root.state}/{root.reason}"
@@ -192,6 +191,14 @@ def describe_event(event: WorkflowEvent, ids: Callable[[str], str] = str) -> str
             at = time.strftime("%H:%M:%S", time.localtime(event.scheduled_at / 1000))
             return f"heartbeat        {ids(event.run_id)} at {at}"
     return repr(event)  # pragma: no cover
+
+
+def describe_hook(event: WorkflowEvent, ids: Callable[[str], str] = str) -> str:
+    """:func:`describe_event` (the dashboard's feed says the same, tests/dashboard hold them
+    equal), and for a failed run, stage or tool its error (C3): what a terminal shows."""
+    line = describe_event(event, ids)
+    error = getattr(getattr(event, "target", None), "error", None)
+    return f"{line}: {describe_error(error)}" if isinstance(error, FailureDetail) else line
 
 
 # --- outputs -----------------------------------------------------------------------------------
@@ -251,4 +258,4 @@ class PlainOutput(LineOutput):
         self._write(f"frame {frame.kind:<8} {cursor:<16} {detail}   [{status.message}]")
 
     def hook(self, event: WorkflowEvent) -> None:
-        self._write(f"hook  {describe_event(event)}")
+        self._write(f"hook  {describe_hook(event)}")
