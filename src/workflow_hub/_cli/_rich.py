@@ -63,10 +63,29 @@ _LABELS_MAX_WIDTH = 40
 _LEGEND = ("! needs attention", "act: running", "blk: blocks to act on")
 
 
-def _ordered(roots: Iterable[RootActivity]) -> list[RootActivity]:
-    """Roots that need a person first, then those working, then the idle (each as published)."""
-    rank = {"attention": 0, "working": 1, "idle": 2}
-    return sorted(roots, key=lambda root: rank[group_of(root.state, root.needs_attention)])
+_GROUPS = ("attention", "working", "idle")
+
+
+def _ordered(roots: Iterable[RootActivity]) -> tuple[list[RootActivity], dict[str, int]]:
+    """Roots that need a person first, then those working, then the idle (each as published),
+    and how many of each group there are."""
+    groups: dict[str, list[RootActivity]] = {group: [] for group in _GROUPS}
+    for root in roots:
+        groups[group_of(root.state, root.needs_attention)].append(root)
+    return [root for group in _GROUPS for root in groups[group]], {
+        group: len(members) for group, members in groups.items()
+    }
+
+
+def _hidden(sizes: dict[str, int], shown: int) -> dict[str, int]:
+    """How many roots of each group the first ``shown`` of the ordered roots leave out."""
+    hidden: dict[str, int] = {}
+    for group in _GROUPS:
+        taken = min(shown, sizes[group])
+        shown -= taken
+        if sizes[group] > taken:
+            hidden[group] = sizes[group] - taken
+    return hidden
 
 
 def _reason(root: RootActivity) -> str:
@@ -138,16 +157,19 @@ class Screen:
         width = options.max_width
         height = options.height or console.height
         wide = width >= _WIDE
-        rows = _ordered(self.view.roots if self.view is not None else ())
+        rows, sizes = _ordered(self.view.roots if self.view is not None else ())
         header = self._header(wide=wide, width=width)
         # As many roots as leave the hook pane its lines, those that need a person first; the
         # line under the table says how many more there are (and of which kind).
-        shown = min(len(rows), max(0, height))
+        # Each row takes a line at least, below the header and the table's own two: the first
+        # guess is never short of room, and a few wrapped rows cost a few more tries.
+        header_lines = len(console.render_lines(header, options.update(height=None), pad=False))
+        shown = min(len(rows), max(0, height - _PANE_MIN_LINES - header_lines - 2))
         while True:
             top = Group(
                 header,
                 self._table(rows[:shown], wide=wide, width=width),
-                *self._footer(rows[shown:], wide=wide, width=width),
+                *self._footer(_hidden(sizes, shown), wide=wide, width=width),
             )
             used = len(console.render_lines(top, options.update(height=None), pad=False))
             if shown == 0 or used <= height - _PANE_MIN_LINES:
@@ -308,23 +330,20 @@ class Screen:
             )
         return table
 
-    def _footer(self, hidden: Sequence[RootActivity], *, wide: bool, width: int) -> list[Text]:
-        """How many roots did not fit (and of which kind), and, when the headers are
+    def _footer(self, hidden: dict[str, int], *, wide: bool, width: int) -> list[Text]:
+        """How many roots did not fit (``hidden``, by group), and, when the headers are
         abbreviated, what they mean."""
         phrases: list[tuple[str, str, str]] = []
         if hidden:
-            groups: dict[str, int] = {}
-            for root in hidden:
-                group = group_of(root.state, root.needs_attention)
-                groups[group] = groups.get(group, 0) + 1
             kinds = [
                 f"{count} {'needs attention' if count == 1 else 'need attention'}"
                 if group == "attention"
                 else f"{count} {group}"
-                for group, count in groups.items()
+                for group, count in hidden.items()
             ]
-            style = "bold red" if "attention" in groups else "yellow"
-            phrases.append((f"{len(hidden)} more not shown ({', '.join(kinds)})", SEPARATOR, style))
+            style = "bold red" if "attention" in hidden else "yellow"
+            more = f"{sum(hidden.values())} more not shown ({', '.join(kinds)})"
+            phrases.append((more, SEPARATOR, style))
         if not wide:
             phrases += [(text, SEPARATOR, "dim") for text in _LEGEND]
         if not phrases:
