@@ -216,3 +216,8 @@ def test_make_screenshot_draws_the_terminal_in_full_swing(tmp_path: Path) -> Non
         text = re.sub(r"&#160;|\s+", " ", drawn)
         for shown in ("workflow-hub", "connection:", "live", "hook", "nightly-build", "working"):
             assert shown in text, (size, shown)
+        # Issue 39: what needs a person leads, in words; at 80 columns a legend.
+        assert re.search(r"\d+ needs? attention:", text), size
+        assert "manual_intervention" not in text.split("hook events")[0], size
+        if size == "80x24":
+            assert "! needs attention" in text
