@@ -45,6 +45,8 @@ _CONNECTION_STYLES = {"live": "green", "reconnecting": "yellow", _RESYNCED: "cya
 _STATE_STYLES = {"working": "green", "blocked": "bold red", "idle": "dim", "unknown": "yellow"}
 # Below this many columns the table drops its vertical rules and abbreviates the counts.
 _WIDE = 110
+# Labels take a column only where "now" keeps at least this much (or its longest cell).
+_NOW_FOR_LABELS = 60
 # The "now" column never shrinks below this: it is the column that says what is happening.
 _NOW_MIN_WIDTH = 12
 # A root id column narrower than this says too little (it is cut with an ellipsis).
@@ -276,6 +278,15 @@ class Screen:
         label_width = (
             min(_LABELS_MAX_WIDTH, max(len(_labels(root)) for root in roots)) if labels else 0
         )
+        if labels:
+            # Labels are the last thing a person needs: shown only where the root, the reason
+            # and "now" (up to _NOW_FOR_LABELS) keep their room beside them.
+            spare = width - _RULES[wide] - fixed - label_width - 3
+            needed = (
+                min(longest[1], _ROOT_WANT_WIDTH) + longest[3] + min(longest[4], _NOW_FOR_LABELS)
+            )
+            if spare < needed:
+                labels, label_width = False, 0
         rules = _RULES[wide] + (3 if labels else 0)
         room = max(0, width - rules - fixed - label_width)
         root_want = min(longest[1], _ROOT_WANT_WIDTH)
