@@ -190,7 +190,8 @@ def test_the_command_says_a_port_in_use_in_one_line(broker: RedisServer) -> None
     assert result.returncode == 1, result.stderr
     assert result.stdout == ""
     [line] = result.stderr.splitlines()
-    assert line.startswith("workflow-hub celery: [Errno 98]"), line
+    assert line.startswith(f"workflow-hub celery: cannot serve at 127.0.0.1:{port}: "), line
+    assert "Address already in use" in line, line
 
 
 def snapshot(url: str) -> SnapshotFrame:
