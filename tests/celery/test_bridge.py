@@ -470,3 +470,54 @@ def test_bad_label_options_are_refused_when_the_bridge_is_made(
         CeleryBridge(
             RunTracker(WorkflowActivityHub().register_publisher(), owner_session_id="c"), **options
         )
+
+
+def test_an_event_whose_handling_raises_loses_only_itself(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Issue 37: whatever one event's handling raises (here the tracker fails on one stage's
+    name, as a bug would), the other events of its batch are applied; the failure is counted
+    in ``refused`` and its traceback logged once per exception type, not per event."""
+    hub = WorkflowActivityHub()
+    tracker = RunTracker(hub.register_publisher(), owner_session_id="celery", include_graph=True)
+
+    class Failing:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(tracker, name)
+
+        def add_stage(self, run_id: str, stage_id: str, name: str, **options: Any) -> None:
+            if name == "broken":
+                raise RuntimeError("a bug")
+            tracker.add_stage(run_id, stage_id, name, **options)
+
+    bridge = CeleryBridge(Failing())  # type: ignore[arg-type]  # the protocol, by delegation
+    bridge.begin()
+    bridge.recovered({}, 0.0)
+    batch = [
+        event("task-received", "a", name="ok", root_id="a"),
+        event("task-received", "b", name="broken", root_id="a"),
+        event("task-received", "c", name="broken", root_id="a"),
+        event("task-received", "d", name="ok", root_id="a"),
+    ]
+    with caplog.at_level(logging.WARNING, logger="workflow_hub.celery"):
+        bridge.apply(batch, 0.0)
+    assert statuses(tracker.activity("a")) == {"a": "pending", "d": "pending"}
+    assert bridge.statistics().refused == 2
+    assert [r.exc_info is not None for r in caplog.records] == [True, False]
+
+
+def test_a_lone_task_seen_first_from_its_end_takes_its_name_when_received_arrives() -> None:
+    """A task outside any canvas whose ``task-succeeded`` overtook ``task-received``: shown
+    under its own id as ``?`` until then, then with its name, still completed (issue 37)."""
+    bridge, tracker = setup(settle=0.0)
+    bridge.apply([event("task-succeeded", "x")], 0.0)
+    root = tracker.activity("x")
+    assert root.graph is not None
+    assert [(n.name, n.status) for n in root.graph.nodes] == [("?", "completed")]
+    bridge.apply([event("task-received", "x", name="job", root_id="x")], 0.5)
+    bridge.tick(1.0)
+    root = tracker.activity("x")
+    assert root.graph is not None
+    assert [(n.name, n.status) for n in root.graph.nodes] == [("job", "completed")]
+    assert tracker.run_status("x") == "completed"
+    assert (root.state, root.reason) == ("idle", "quiescent")

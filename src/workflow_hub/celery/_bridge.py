@@ -19,7 +19,14 @@ import attrs
 
 from .._contract import ContractError, FailureDetail, Labels
 from ..tracker import SchedulerFacts as Facts
-from ._events import RefusalLog, check_label_options, failure_of, labelled, refusal
+from ._events import (
+    RefusalLog,
+    check_label_options,
+    check_new_task,
+    check_text,
+    failure_of,
+    labelled,
+)
 
 __all__ = ["BridgeStatistics", "CeleryBridge", "Inspection", "WorkerStatus"]
 
@@ -282,6 +289,8 @@ class CeleryBridge:
                     self._apply(event, now)
                 except ContractError as error:  # refused by the tracker before it changed
                     self._refusals.refused(event, error.path, str(error))
+                except Exception as error:  # a bug: it loses this event only, and says so
+                    self._refusals.broke(error)
             self._settle_roots(now)
 
     def tick(self, now: float) -> None:
@@ -310,10 +319,9 @@ class CeleryBridge:
         if handler is None or not isinstance(task_id, str):
             self._ignored += 1
             return
-        refused = refusal(event)
-        if refused is not None:
-            self._refusals.refused(event, *refused)
-            return
+        known = self._tasks.get(task_id)
+        if known is None or known.provisional:
+            check_new_task(event)  # before anything changes: refused whole
         # Any event from a worker shows it alive (task-sent comes from whoever sent the task).
         if isinstance(hostname, str) and kind != "task-sent":
             self._heard(hostname, now)
@@ -341,6 +349,8 @@ class CeleryBridge:
     def _heard(self, hostname: str, now: float) -> _Worker:
         worker = self._workers.get(hostname)
         if worker is None:
+            if not hostname.isascii():
+                check_text(hostname, "hostname")  # before anything changes: refused whole
             worker = self._workers[hostname] = _Worker(hostname, now)
             return worker
         worker.last_seen = now

@@ -1,8 +1,9 @@
 """What the bridge reads out of one Celery event before it changes anything: whether the event is
 fit to apply at all, why a task failed, and which labels its root takes.
 
-Functions of plain values, no state: :class:`~workflow_hub.celery.CeleryBridge` calls them per
-event (docs/celery.md, "Bad events", "Failures" and "Labels").
+Functions of plain values, and the log of refused events:
+:class:`~workflow_hub.celery.CeleryBridge` calls them per event (docs/celery.md, "Bad events",
+"Failures" and "Labels").
 """
 
 from __future__ import annotations
@@ -14,38 +15,45 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final, final
 
 from .._contract import FAILURE_TYPE_MAX, ContractError, FailureDetail, Labels
+from .._failure_log import FailureLog
 
 __all__ = [
     "LABEL_SOURCES",
     "RefusalLog",
     "check_label_options",
+    "check_new_task",
+    "check_text",
     "failure_of",
     "labelled",
-    "refusal",
 ]
 
 logger = logging.getLogger("workflow_hub.celery")
 
-# The event fields that become contract text (ids, the stage's name) or a label: each must have
-# a UTF-8 form, or the tracker would refuse the fact half-way through the event's facts.
-_TEXT_FIELDS: Final = ("uuid", "root_id", "parent_id", "name", "hostname", "queue")
+# The fields of an event that adds a task (or moves one first seen without them) and become
+# contract text: the task's and the root's ids, the stage's name.
+_TASK_TEXT: Final = ("uuid", "root_id", "name")
 
 
-def refusal(event: Mapping[str, Any]) -> tuple[str, str] | None:
-    """Why ``event`` cannot be applied, ``(field, reason)`` (a field that is text without a
-    UTF-8 form: a lone surrogate), or ``None``. Checked before the event changes anything, so a refused event is
-    refused whole and alone."""
-    for field in _TEXT_FIELDS:
+def check_new_task(event: Mapping[str, Any]) -> None:
+    """Refuse (``ContractError`` on the field) an event that would add a task whose id, root
+    id or name has no UTF-8 form (a lone surrogate): checked before the event changes
+    anything, so it is refused whole and alone. Events of a known task are not checked again:
+    nothing of theirs becomes contract text (a label that is not valid is left out)."""
+    for field in _TASK_TEXT:
         value = event.get(field)
-        if isinstance(value, str) and not value.isascii():
-            try:
-                value.encode()
-            except UnicodeEncodeError as error:
-                return field, (
-                    f"{field}: lone surrogate {value[error.start]!r} at index {error.start} "
-                    "has no UTF-8 form"
-                )
-    return None
+        if type(value) is str and not value.isascii():
+            check_text(value, field)
+
+
+def check_text(value: str, field: str) -> None:
+    """``ContractError`` on ``field`` unless ``value`` has a UTF-8 form."""
+    try:
+        value.encode()
+    except UnicodeEncodeError as error:
+        raise ContractError(
+            field,
+            f"lone surrogate {value[error.start]!r} at index {error.start} has no UTF-8 form",
+        ) from None
 
 
 @final
@@ -54,12 +62,19 @@ class RefusalLog:
     with the count at the 10th, 100th … refusal: a stream of bad events cannot flood the log,
     and ``count`` is exact."""
 
-    __slots__ = ("_next_report", "_reasons", "count")
+    __slots__ = ("_bugs", "_next_report", "_reasons", "count")
 
     def __init__(self) -> None:
         self.count = 0
         self._reasons: set[str] = set()
         self._next_report = 10
+        self._bugs = FailureLog(logger, "applying a celery event")
+
+    def broke(self, error: BaseException) -> None:
+        """Count an event whose handling raised something other than a refusal (a bug): the
+        first of each exception type is logged with its traceback, the rest counted."""
+        self.count += 1
+        self._bugs.failed(error)
 
     def refused(self, event: Mapping[str, Any], field: str, reason: str) -> None:
         """Count one refused event; log it if it is the first refused for ``field``."""
