@@ -23,6 +23,7 @@ from typing import Any
 import trio
 from celery import Celery
 
+from tests.support.consumers import RecordingDispatcher
 from tests.support.processes import signal_group, stop_group
 from workflow_hub import RootActivity, StageNode, WorkflowActivityHub, open_hub
 from workflow_hub.celery import CeleryWatch, watch_celery
@@ -156,6 +157,8 @@ class Roots:
     published version of a root."""
 
     def __init__(self) -> None:
+        self.hooks = RecordingDispatcher()
+        """Every hook event of the hub (the tracker's lifecycle events among them)."""
         self.view = ActivityView()
         self.availabilities: list[str] = []
         self.history: dict[str, list[RootActivity]] = {}
@@ -227,6 +230,7 @@ async def bridged(
     options.setdefault("inspect_timeout", 0.5)
     async with open_hub() as hub, trio.open_nursery() as nursery:
         roots = Roots()
+        hub.bind_dispatcher(roots.hooks)
         nursery.start_soon(roots.follow, hub)
         tracker = RunTracker(
             hub.register_publisher(), owner_session_id="celery", include_graph=True

@@ -17,7 +17,7 @@ import logging
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, final
 
@@ -291,6 +291,8 @@ def watch_celery(
     settle: float = 1.0,
     keep_ended: float = 300.0,
     max_ended: int = 1000,
+    labels: Mapping[str, str] | None = None,
+    labels_from: Iterable[str] = (),
     clock: Callable[[], float] = time.monotonic,
 ) -> Iterator[CeleryWatch]:
     """Bridge a Celery app's events to ``tracker`` while the block runs (threads of its own).
@@ -301,12 +303,21 @@ def watch_celery(
     (seconds) is how long the forwarder lets events gather after the first of a batch: less
     CPU per event for at most that much more lag. ``tick`` is how often time-based rules (lost
     workers, settled roots, retention) are checked. ``settle``,
-    ``keep_ended`` and ``max_ended`` are :class:`CeleryBridge`'s. Leaving the block stops the
+    ``keep_ended``, ``max_ended``, ``labels`` (on every root) and ``labels_from`` (``"queue"``,
+    ``"worker"``: labels from the tasks' events) are :class:`CeleryBridge`'s. Leaving the block stops the
     threads (within about a quarter of a second: kombu's drain slice).
     """
+    bridge = CeleryBridge(
+        tracker,
+        settle=settle,
+        keep_ended=keep_ended,
+        max_ended=max_ended,
+        labels=labels,
+        labels_from=labels_from,
+    )
     watch = CeleryWatch(
         app,
-        CeleryBridge(tracker, settle=settle, keep_ended=keep_ended, max_ended=max_ended),
+        bridge,
         call=call or _call_here,
         inspect_timeout=inspect_timeout,
         tick=tick,
