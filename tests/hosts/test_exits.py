@@ -316,11 +316,10 @@ def test_the_thread_host_leaves_ctrl_c_to_the_main_thread() -> None:
     before = _blocked(threading.main_thread())
     with open_sync_hub() as hub:
         hub.serve(port=0)
-        others = [t for t in threading.enumerate() if t is not threading.main_thread()]
-        assert [t.name for t in others if t.name == "workflow-hub"] == ["workflow-hub"]
-        assert {t.name: _blocked(t) for t in others} == {
-            t.name: {signal.SIGINT, signal.SIGTERM} for t in others
-        }
+        # The host's own thread (other threads of this process may be other tests' leftovers,
+        # trio's thread cache among them).
+        [thread] = [t for t in threading.enumerate() if t.name == "workflow-hub"]
+        assert _blocked(thread) == {signal.SIGINT, signal.SIGTERM}
     assert _blocked(threading.main_thread()) == before
 
 
