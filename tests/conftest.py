@@ -14,6 +14,10 @@ The real servers are started here once: ``redis_server`` (Debian's redis-server 
 loopback port, one per test module) and ``browser`` (Debian's chromium under Playwright, one per
 test module). Their helpers live in ``tests/support``; importing this file loads neither
 coredis nor Playwright.
+
+Every process a test starts is owned by it (``tests/support/processes.py``: its own process
+group, terminated, waited for and killed on every path); :class:`LeakCheck` fails the run, naming
+each, when one is still alive at the end (orphans of PID 1 included), and kills it.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from hypothesis import settings
 
 from tests.support.builders import counting_epochs
 from tests.support.consumers import RecordingDispatcher
+from tests.support.processes import LeakCheck, OwnedProcesses
 from tests.support.redis_server import RedisServer
 
 if TYPE_CHECKING:
@@ -39,6 +44,8 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.ge
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # Every process a test starts is stopped by the test; this fails the run if one is not.
+    config.pluginmanager.register(LeakCheck(config), "workflow-hub-leak-check")
     config.addinivalue_line(
         "markers", "hub_options(**options): keywords for open_hub() in the shared hub fixture"
     )
@@ -60,6 +67,17 @@ def dispatcher(hub: WorkflowActivityHub) -> RecordingDispatcher:
     recorder = RecordingDispatcher()
     hub.bind_dispatcher(recorder)
     return recorder
+
+
+@pytest.fixture
+def owned() -> Iterator[OwnedProcesses]:
+    """Processes the test starts (``owned.start(args, ...)``, as ``subprocess.Popen``), each in
+    its own process group, stopped when the test ends on every path."""
+    processes = OwnedProcesses()
+    try:
+        yield processes
+    finally:
+        processes.close()
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""Draw docs/dashboard.png: the dashboard of the demo's scheduler, 5.5 seconds in (`make screenshot`).
+"""Draw docs/dashboard.png: the dashboard of the demo's scheduler, 7 seconds in (`make screenshot`).
 
 The demo's scenario runs in this process with a hub, a hook runner and the server, exactly as
 `workflow-hub serve` does; Debian's chromium (driven by playwright) loads the page, opens the
@@ -28,6 +28,7 @@ import trio
 import trio.testing
 
 from workflow_hub import (
+    FailureDetail,
     HookRunner,
     NodePrompt,
     RootActivity,
@@ -128,6 +129,7 @@ class _Camera:
 
 # A busy scheduler's roots: pipelines of a data team, deployments, model training.
 _KINDS = ["nightly-etl", "deploy", "train-model", "backfill", "report", "ingest", "build"]
+_TEAMS = ["data", "platform", "ml"]
 _STAGES = ["fetch", "validate", "transform", "load", "approve", "publish"]
 _MIX = [
     ("working", "executing", False, 50),
@@ -170,6 +172,9 @@ def _busy_root(rng: random.Random, index: int) -> RootActivity:
                     depth=0,
                     status=status,
                     pending_prompt=prompt,
+                    error=FailureDetail(message=f"{stage} exited with status 1", type="ExitError")
+                    if status == "failed"
+                    else None,
                 )
             )
         graph = RootGraph(nodes=tuple(nodes))
@@ -182,6 +187,7 @@ def _busy_root(rng: random.Random, index: int) -> RootActivity:
         actionable_block_count=1 if state == "blocked" else 0,
         needs_attention=flagged or state == "blocked",
         graph=graph,
+        labels={"team": _TEAMS[index % len(_TEAMS)], "env": "prod" if index % 3 else "staging"},
     )
 
 
@@ -257,7 +263,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--output", type=Path, default=ROOT / "docs" / "dashboard.png")
     parser.add_argument("--seed", type=int, default=4)
-    parser.add_argument("--at", type=float, default=5.5, help="seconds into the demo")
+    parser.add_argument("--at", type=float, default=7.0, help="seconds into the demo")
     parser.add_argument("--width", type=int, default=1280)
     parser.add_argument("--chromium", default="/usr/bin/chromium")
     parser.add_argument(

@@ -63,8 +63,7 @@ def signals_to_the_main_thread() -> Iterator[None]:
     Python runs signal handlers in the main thread only. A signal the kernel gives another
     thread (it may, when the main thread has one pending already: a second Ctrl-C) only sets a
     flag, and a main thread asleep in a system call is not woken to look at it: Ctrl-C seems
-    lost. The hosts' threads (the thread host's trio thread, trio's I/O thread under asyncio)
-    are started inside this. The calling thread's mask is restored on leaving (a signal that
+    lost. The thread host's trio thread is started inside this. The calling thread's mask is restored on leaving (a signal that
     came meanwhile is delivered then).
     """
     mask = getattr(signal, "pthread_sigmask", None)

@@ -42,6 +42,11 @@ def boom(message: str = "boom") -> None:
 
 
 @app.task
+def invalid(value: str) -> None:
+    raise ValueError(f"not a number: {value!r}")
+
+
+@app.task
 def nap(seconds: float) -> float:
     time.sleep(seconds)
     return seconds

@@ -23,6 +23,8 @@ from typing import Any
 import trio
 from celery import Celery
 
+from tests.support.consumers import RecordingDispatcher
+from tests.support.processes import signal_group, stop_group
 from workflow_hub import RootActivity, StageNode, WorkflowActivityHub, open_hub
 from workflow_hub.celery import CeleryWatch, watch_celery
 from workflow_hub.reporting import ActivityView
@@ -61,7 +63,9 @@ class CeleryWorker:
     def log(self) -> str:
         return self._log.read_text(errors="replace")
 
-    def start(self, timeout: float = 30.0) -> None:
+    def start(self, timeout: float = 120.0) -> None:
+        """Start the worker and wait until it answers a ping (``timeout`` is a safety net for a
+        loaded machine, not an expected time); a worker that never answers is stopped."""
         env = dict(os.environ, WORKFLOW_HUB_TEST_BROKER=self.broker_url)
         with self._log.open("ab") as log:
             self.process = subprocess.Popen(
@@ -90,9 +94,16 @@ class CeleryWorker:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
+        try:
+            self._wait_ready(self.process, timeout)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _wait_ready(self, process: subprocess.Popen[bytes], timeout: float) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if self.process.poll() is not None:
+            if process.poll() is not None:
                 raise RuntimeError(f"the celery worker exited:\n{self.log}")
             if self._client.control.ping(destination=[self.name], timeout=0.5):
                 return
@@ -101,20 +112,16 @@ class CeleryWorker:
     def kill(self) -> None:
         """SIGKILL to the whole process group: no worker-offline event, no goodbye."""
         process = self.process
-        if process is not None and process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=10)
+        if process is not None:
+            signal_group(process.pid, signal.SIGKILL)
+            process.wait()
 
     def stop(self) -> None:
+        """Warm shutdown (SIGTERM to the group), then SIGKILL to what is left of it: the pool's
+        children too, also when the main process already ended."""
         process, self.process = self.process, None
-        if process is None or process.poll() is not None:
-            return
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=10)
+        if process is not None:
+            stop_group(process, grace=15)
 
 
 def stages(root: RootActivity) -> dict[str, StageNode]:
@@ -150,6 +157,8 @@ class Roots:
     published version of a root."""
 
     def __init__(self) -> None:
+        self.hooks = RecordingDispatcher()
+        """Every hook event of the hub (the tracker's lifecycle events among them)."""
         self.view = ActivityView()
         self.availabilities: list[str] = []
         self.history: dict[str, list[RootActivity]] = {}
@@ -174,9 +183,10 @@ class Roots:
         return self.view.get(root_id)
 
     async def wait_for(
-        self, what: str, predicate: Callable[[], bool], within: float = 15.0
+        self, what: str, predicate: Callable[[], bool], within: float = 90.0
     ) -> None:
-        """Wait until ``predicate()`` holds, re-checked after every frame; fail after ``within`` seconds."""
+        """Wait until ``predicate()`` holds, re-checked after every frame; fail after ``within``
+        seconds (a safety net for a loaded machine: the wait ends on the frame)."""
         with trio.move_on_after(within):
             while not predicate():
                 await self._changed.wait()
@@ -188,7 +198,7 @@ class Roots:
         root_id: str,
         predicate: Callable[[RootActivity], bool],
         what: str,
-        within: float = 15.0,
+        within: float = 90.0,
     ) -> RootActivity:
         def holds() -> bool:
             root = self.get(root_id)
@@ -220,6 +230,7 @@ async def bridged(
     options.setdefault("inspect_timeout", 0.5)
     async with open_hub() as hub, trio.open_nursery() as nursery:
         roots = Roots()
+        hub.bind_dispatcher(roots.hooks)
         nursery.start_soon(roots.follow, hub)
         tracker = RunTracker(
             hub.register_publisher(), owner_session_id="celery", include_graph=True
@@ -233,10 +244,18 @@ async def bridged(
             await roots.wait_for("a ready frame", lambda: roots.view.availability == "ready", 5)
             yield roots, watch, tracker
         finally:
-            await trio.to_thread.run_sync(manager.__exit__, None, None, None)
+            with trio.CancelScope(shield=True):  # a cancelled test still stops the bridge
+                await trio.to_thread.run_sync(manager.__exit__, None, None, None)
             nursery.cancel_scope.cancel()
 
 
 async def blocking(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """A Celery client call (blocking I/O) off the trio thread the bridge forwards into."""
     return await trio.to_thread.run_sync(lambda: function(*args, **kwargs))
+
+
+async def stopped(worker: CeleryWorker) -> None:
+    """``worker.stop()`` off the trio thread, also in a cancelled test (a ``finally`` after a
+    ``fail_after`` or Ctrl-C): shielded, so the worker is never left running."""
+    with trio.CancelScope(shield=True):
+        await trio.to_thread.run_sync(worker.stop)

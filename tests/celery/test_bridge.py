@@ -6,10 +6,17 @@ event types, out-of-canvas parents, retention); tests/celery/test_canvases.py ha
 
 from __future__ import annotations
 
+import functools
+import logging
+from collections.abc import Callable
 from typing import Any
 
-from workflow_hub import RootActivity, StageNode, WorkflowActivityHub
-from workflow_hub.celery import CeleryBridge
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from workflow_hub import ContractError, FailureDetail, RootActivity, StageNode, WorkflowActivityHub
+from workflow_hub.celery import CeleryBridge, CeleryWatch
 from workflow_hub.tracker import RunTracker
 
 
@@ -191,16 +198,326 @@ def test_a_retry_event_that_arrives_after_the_next_attempt_changes_nothing() -> 
     assert tracker.activity("b").reason == "retrying"
 
 
-def test_a_failed_root_ends_at_once_and_a_retry_of_its_task_waits_to_settle_again() -> None:
+def test_a_failed_root_ends_at_once_and_a_late_event_of_its_task_changes_nothing() -> None:
     """A failed or revoked task has no continuation, so its root ends without the settle wait;
-    once the task is retried (received again) the root waits out the settle time as any other."""
+    Celery sends task-failed only once no retry is left, so a task-received or task-started
+    that arrives after it (another process's connection, another clock) is late: the stage
+    stays failed and the root stays ended (issue 37: a final state is never undone)."""
     bridge, tracker = setup(settle=10.0)
-    bridge.apply([event("task-failed", "a", name="t", root_id="a")], 0.0)
+    bridge.apply([event("task-failed", "a", name="t", root_id="a", exception="E('x')")], 0.0)
     assert tracker.run_status("a") == "failed"
     bridge.apply([event("task-received", "a", name="t", root_id="a", retries=1)], 1.0)
-    assert tracker.run_status("a") == "running"
-    bridge.apply([event("task-succeeded", "a")], 2.0)
-    bridge.tick(3.0)
-    assert tracker.run_status("a") == "running"  # it may still continue: not stopped any more
-    bridge.tick(12.5)
-    assert tracker.run_status("a") == "completed"
+    bridge.apply([event("task-started", "a")], 1.5)
+    assert tracker.run_status("a") == "failed"
+    root = tracker.activity("a")
+    assert statuses(root) == {"a": "failed"}
+    assert (root.state, root.needs_attention, root.active_execution_count) == ("idle", True, 0)
+
+
+def test_a_tracker_that_keeps_failing_is_counted_every_time_and_logged_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The bridge's rule for consumers: a call into the tracker that raises (a tracker whose
+    host is gone, a bug) never reaches the bridge's threads or the host; every failure is
+    counted (``watch.errors``), each distinct failure is logged once with its traceback, not
+    once per batch, and again only after a call succeeded in between."""
+    bridge, _ = setup()
+    failing = [True]
+
+    def call(function: Callable[[], None]) -> None:
+        if failing[0]:
+            raise RuntimeError("the tracker's host has exited")
+        function()
+
+    watch = CeleryWatch(
+        None, bridge, call, inspect_timeout=1.0, tick=0.25, linger=0.0, clock=lambda: 0.0
+    )
+    with caplog.at_level(logging.ERROR, logger="workflow_hub.celery"):
+        for now in range(5):
+            watch._guarded(functools.partial(bridge.tick, float(now)))
+        assert watch.errors == 5
+        assert len(caplog.records) == 1
+        assert caplog.records[0].exc_info is not None
+        failing[0] = False
+        watch._guarded(functools.partial(bridge.tick, 5.0))
+        failing[0] = True
+        watch._guarded(functools.partial(bridge.tick, 6.0))
+    assert watch.errors == 6
+    assert len(caplog.records) == 2
+
+
+def test_an_event_with_a_lone_surrogate_is_refused_alone_and_its_batch_is_applied(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Issue 37: a ``task-received`` whose name holds a lone surrogate (no UTF-8 form, so no
+    wire form) in the middle of a batch is refused alone, before it changes anything (no root
+    of its own, no stage): counted in ``statistics().refused`` and logged once, on one line
+    without a traceback; the events before and after it in the batch are applied (P3)."""
+    bridge, tracker = setup()
+    batch = [
+        event("task-received", "a", name="t", root_id="a"),
+        event("task-received", "bad", name="t\ud800x", root_id="bad"),
+        event("task-received", "c", name="t", root_id="c"),
+        event("task-started", "c"),
+        event("task-received", "worse", name="\udfff", root_id="worse"),
+    ]
+    with caplog.at_level(logging.WARNING, logger="workflow_hub.celery"):
+        bridge.apply(batch, 0.0)
+    assert [r.root_run_id for r in tracker.activities()] == ["a", "c"]
+    assert statuses(tracker.activity("c")) == {"c": "running"}
+    stats = bridge.statistics()
+    assert (stats.refused, stats.events) == (2, 5)
+    [record] = caplog.records
+    assert record.exc_info is None
+    message = record.getMessage()
+    assert "\n" not in message
+    assert "task-received" in message
+    assert "'bad'" in message
+    assert "name: lone surrogate" in message
+    # The same task's later good events are applied.
+    bridge.apply([event("task-started", "bad", root_id="bad")], 1.0)
+    assert statuses(tracker.activity("bad")) == {"bad": "running"}
+
+
+def test_a_task_succeeded_before_its_started_and_received_ends_its_root() -> None:
+    """Issue 37: ``task-succeeded`` overtaking ``task-started`` and ``task-received`` (they
+    come from the worker's pool process and its main process, on connections of their own)
+    leaves nothing executing: the stage is completed and the root ends (D4, D8). The late
+    received still gives what only it carries: the task's name, its root and its parent."""
+    bridge, tracker = setup(settle=0.5)
+    bridge.apply([event("task-received", "r", name="first", root_id="r")], 0.0)
+    bridge.apply([event("task-succeeded", "r")], 0.1)
+    bridge.apply(
+        [
+            event("task-succeeded", "b"),
+            event("task-started", "b"),
+            event("task-received", "b", name="second", root_id="r", parent_id="r"),
+        ],
+        0.2,
+    )
+    assert [r.root_run_id for r in tracker.activities()] == ["r"]  # b's guessed root is gone
+    root = tracker.activity("r")
+    assert statuses(root) == {"r": "completed", "b": "completed"}
+    assert root.graph is not None
+    assert {n.node_id: (n.name, n.parent_ids) for n in root.graph.nodes} == {
+        "r": ("first", ()),
+        "b": ("second", ("r:r",)),
+    }
+    assert (root.state, root.reason, root.active_execution_count) == (
+        "working",
+        "automatic_continuation",
+        0,
+    )
+    bridge.tick(1.0)
+    assert tracker.run_status("r") == "completed"
+    root = tracker.activity("r")
+    assert (root.state, root.reason, root.needs_attention) == ("idle", "quiescent", False)
+
+
+# --- any order of a task's events ends where the ordered sequence ends --------------------
+
+
+def _history(attempts: int, end: str) -> list[dict[str, Any]]:
+    """A task's events in the order a worker sends them: ``attempts - 1`` retried attempts,
+    then a last one ending in ``end``; a chain's second task, so its root is not its own."""
+    sent = [event("task-sent", "t", name="job", root_id="r", parent_id="r", queue="q")]
+    events: list[dict[str, Any]] = []
+    for attempt in range(attempts):
+        events.append(
+            event("task-received", "t", name="job", root_id="r", parent_id="r", retries=attempt)
+        )
+        if end == "revoked" and attempt == attempts - 1:
+            break
+        events.append(event("task-started", "t"))
+        if attempt < attempts - 1:
+            events.append(event("task-retried", "t", exception="OSError('again')"))
+    last = {
+        "succeeded": event("task-succeeded", "t", result="1"),
+        "failed": event("task-failed", "t", exception="ValueError('boom')", traceback="Tr..."),
+        "revoked": event("task-revoked", "t", terminated=False),
+    }[end]
+    return sent + events + [last]
+
+
+def _final(events: list[dict[str, Any]]) -> object:
+    bridge, tracker = setup(settle=0.5)
+    bridge.apply([event("task-received", "r", name="first", root_id="r")], 0.0)
+    bridge.apply([event("task-succeeded", "r")], 0.0)
+    for n, one in enumerate(events):
+        bridge.apply([one], 0.01 * n)
+    bridge.tick(5.0)
+    seen = []
+    for root in tracker.activities():
+        assert root.graph is not None
+        nodes = [
+            (n.node_id, n.name, n.parent_ids, n.status, n.error)
+            for n in root.graph.nodes
+            if isinstance(n, StageNode)
+        ]
+        seen.append(
+            (
+                root.root_run_id,
+                root.state,
+                root.reason,
+                root.needs_attention,
+                root.active_execution_count,
+                tracker.run_status(root.root_run_id),
+                sorted(nodes),
+            )
+        )
+    return seen
+
+
+@given(
+    attempts=st.integers(1, 3),
+    end=st.sampled_from(["succeeded", "failed", "revoked"]),
+    data=st.data(),
+)
+def test_any_order_of_a_tasks_events_ends_as_the_ordered_sequence(
+    attempts: int, end: str, data: st.DataObject
+) -> None:
+    """Issue 37 (D4, D8, P3): events are applied by what they mean, not by arrival. Any
+    permutation of one task's events (sent, each attempt's received, started and retried, its
+    final succeeded, failed or revoked) ends in the same root, stage, run status and error as
+    the ordered sequence: a final state is never undone by a late earlier event."""
+    ordered = _history(attempts, end)
+    shuffled = data.draw(st.permutations(ordered), label="arrival order")
+    assert _final(shuffled) == _final(ordered)
+
+
+@pytest.mark.parametrize(
+    ("exception", "message", "kind"),
+    [
+        ("ValueError('boom')", "boom", "ValueError"),
+        ('KeyError("it\'s missing")', "it's missing", "KeyError"),
+        ("app.errors.Bad(1, 'two')", "(1, 'two')", "Bad"),
+        ("TimeoutError()", "TimeoutError", "TimeoutError"),
+        ("Weird(<object at 0x1>)", "<object at 0x1>", "Weird"),
+        ("ValueError('first line\\nsecond')", "first line", "ValueError"),
+        ("a custom repr\nwith lines", "a custom repr", None),
+        (f"ValueError('{'x' * 900}')", "x" * 499 + "…", "ValueError"),
+        ("Bad('\\ud800')", "?", "Bad"),
+    ],
+)
+def test_a_failed_tasks_error_is_its_exceptions_message_and_class(
+    exception: str, message: str, kind: str | None
+) -> None:
+    """C3: ``task-failed``'s ``exception`` is the exception's repr: the stage's and the run's
+    error is its message (as ``str(exception)`` gives it; first line, bounded) and its class
+    name; a repr that does not parse is the message, without a type. The ``traceback`` field is
+    never read."""
+    bridge, tracker = setup()
+    bridge.apply(
+        [
+            event("task-received", "a", name="t", root_id="a"),
+            event("task-failed", "a", exception=exception, traceback="Traceback (most recent)"),
+        ],
+        0.0,
+    )
+    expected = FailureDetail(message=message, type=kind)
+    root = tracker.activity("a")
+    assert root.graph is not None
+    assert [n.error for n in root.graph.nodes if isinstance(n, StageNode)] == [expected]
+    assert tracker.run_status("a") == "failed"
+
+
+def test_a_failure_without_an_exception_has_no_error_and_a_rejection_says_why() -> None:
+    bridge, tracker = setup()
+    bridge.apply([event("task-failed", "a", name="t", root_id="a")], 0.0)
+    bridge.apply([event("task-rejected", "b", name="t", root_id="b", requeue=False)], 0.0)
+    errors = {
+        r.root_run_id: [n.error for n in r.graph.nodes if isinstance(n, StageNode)]
+        for r in tracker.activities()
+        if r.graph is not None
+    }
+    assert errors == {
+        "a": [None],
+        "b": [FailureDetail(message="rejected by its worker and not requeued")],
+    }
+
+
+def test_labels_are_fixed_ones_and_the_first_queue_and_worker_of_a_roots_tasks() -> None:
+    """C3: ``labels`` on every root; ``labels_from`` adds ``queue`` (task-sent) and ``worker``
+    (the first worker event of one of its tasks; task-sent comes from the client, not a
+    worker), each set once; a value that is no valid label is left out."""
+    bridge, tracker = setup(labels={"env": "prod"}, labels_from=("queue", "worker"))
+    bridge.apply(
+        [
+            {**event("task-sent", "a", name="t", root_id="a", queue="fast"), "hostname": "cli"},
+            event("task-received", "a", name="t", root_id="a"),
+            {**event("task-received", "b", name="t", root_id="a"), "hostname": "w2@h"},
+            {**event("task-received", "c", name="t", root_id="c"), "hostname": ""},
+        ],
+        0.0,
+    )
+    assert tracker.activity("a").labels == {"env": "prod", "queue": "fast", "worker": "w1@h"}
+    assert tracker.activity("c").labels == {"env": "prod"}
+
+
+@pytest.mark.parametrize(
+    ("options", "error"),
+    [
+        ({"labels": {"1bad": "x"}}, ContractError),
+        ({"labels_from": ("queue", "pool")}, ValueError),
+        ({"labels_from": "queue"}, TypeError),
+        ({"labels": {"queue": "q"}, "labels_from": ("queue",)}, ValueError),
+    ],
+)
+def test_bad_label_options_are_refused_when_the_bridge_is_made(
+    options: dict[str, Any], error: type[Exception]
+) -> None:
+    with pytest.raises(error):
+        CeleryBridge(
+            RunTracker(WorkflowActivityHub().register_publisher(), owner_session_id="c"), **options
+        )
+
+
+def test_an_event_whose_handling_raises_loses_only_itself(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Issue 37: whatever one event's handling raises (here the tracker fails on one stage's
+    name, as a bug would), the other events of its batch are applied; the failure is counted
+    in ``refused`` and its traceback logged once per exception type, not per event."""
+    hub = WorkflowActivityHub()
+    tracker = RunTracker(hub.register_publisher(), owner_session_id="celery", include_graph=True)
+
+    class Failing:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(tracker, name)
+
+        def add_stage(self, run_id: str, stage_id: str, name: str, **options: Any) -> None:
+            if name == "broken":
+                raise RuntimeError("a bug")
+            tracker.add_stage(run_id, stage_id, name, **options)
+
+    bridge = CeleryBridge(Failing())  # type: ignore[arg-type]  # the protocol, by delegation
+    bridge.begin()
+    bridge.recovered({}, 0.0)
+    batch = [
+        event("task-received", "a", name="ok", root_id="a"),
+        event("task-received", "b", name="broken", root_id="a"),
+        event("task-received", "c", name="broken", root_id="a"),
+        event("task-received", "d", name="ok", root_id="a"),
+    ]
+    with caplog.at_level(logging.WARNING, logger="workflow_hub.celery"):
+        bridge.apply(batch, 0.0)
+    assert statuses(tracker.activity("a")) == {"a": "pending", "d": "pending"}
+    assert bridge.statistics().refused == 2
+    assert [r.exc_info is not None for r in caplog.records] == [True, False]
+
+
+def test_a_lone_task_seen_first_from_its_end_takes_its_name_when_received_arrives() -> None:
+    """A task outside any canvas whose ``task-succeeded`` overtook ``task-received``: shown
+    under its own id as ``?`` until then, then with its name, still completed (issue 37)."""
+    bridge, tracker = setup(settle=0.0)
+    bridge.apply([event("task-succeeded", "x")], 0.0)
+    root = tracker.activity("x")
+    assert root.graph is not None
+    assert [(n.name, n.status) for n in root.graph.nodes] == [("?", "completed")]
+    bridge.apply([event("task-received", "x", name="job", root_id="x")], 0.5)
+    bridge.tick(1.0)
+    root = tracker.activity("x")
+    assert root.graph is not None
+    assert [(n.name, n.status) for n in root.graph.nodes] == [("job", "completed")]
+    assert tracker.run_status("x") == "completed"
+    assert (root.state, root.reason) == ("idle", "quiescent")

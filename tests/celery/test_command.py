@@ -16,6 +16,7 @@ import time
 import httpx
 
 import redis
+from tests.support.processes import owned_process
 from tests.support.redis_server import RedisServer
 from workflow_hub import LifecycleEvent, SnapshotFrame, StageTarget, WorkflowEvent
 from workflow_hub.wire import loads
@@ -49,7 +50,7 @@ def test_the_command_serves_the_roots_mirrors_them_and_stops_on_sigint(
     broker: RedisServer, worker: CeleryWorker
 ) -> None:
     env = dict(os.environ, WORKFLOW_HUB_TEST_BROKER=broker.url, PYTHONUNBUFFERED="1")
-    with subprocess.Popen(
+    with owned_process(
         [
             sys.executable,
             "-m",
@@ -67,6 +68,10 @@ def test_the_command_serves_the_roots_mirrors_them_and_stops_on_sigint(
             "cmdtest",
             "--settle",
             "0.3",
+            "--label",
+            "env=ci",
+            "--label-from",
+            "queue,worker",
         ],
         cwd=REPO,
         env=env,
@@ -91,6 +96,8 @@ def test_the_command_serves_the_roots_mirrors_them_and_stops_on_sigint(
                 "the task's root ended",
             )
             assert frame.roots is not None
+            [root] = [r for r in frame.roots if r.root_run_id == result.id]
+            assert root.labels == {"env": "ci", "queue": "celery", "worker": worker.name}
             client = redis.Redis.from_url(broker.url)
             assert client.xlen("cmdtest:celery:frames") > 0
             assert httpx.get(f"{url}/", timeout=5).status_code == 200  # the dashboard page
@@ -119,3 +126,32 @@ def test_the_command_serves_the_roots_mirrors_them_and_stops_on_sigint(
     [(_id, fields)] = client.xrevrange("cmdtest:celery:frames", count=1)
     last = loads(SnapshotFrame, fields[b"frame"].decode())
     assert last.availability == "unavailable"
+
+
+def test_a_bad_label_is_one_line_and_exit_status_2() -> None:
+    """``--label`` without ``=``, a label the contract refuses (naming the key) and an unknown
+    ``--label-from`` are usage errors, before anything starts (no broker is needed)."""
+    for args, says in [
+        (["--label", "env"], "expected KEY=VALUE"),
+        (["--label", "9env=x"], "9env"),
+        (["--label-from", "queue,pool"], "'pool'"),
+    ]:
+        result = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "workflow_hub._cli",
+                "celery",
+                "--broker",
+                "redis://127.0.0.1:1/0",
+                *args,
+            ],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        [line] = result.stderr.splitlines()
+        assert (result.returncode, result.stdout) == (2, ""), line
+        assert says in line

@@ -15,7 +15,7 @@ from tests.support.redis_server import RedisServer
 from workflow_hub.celery import CeleryWatch
 
 from .app import nap
-from .support import CeleryWorker, blocking, bridged, ended, stages
+from .support import CeleryWorker, blocking, bridged, ended, stages, stopped
 
 HEARTBEAT = 1  # seconds: the workers here beat every second
 TICK = 0.25
@@ -74,7 +74,7 @@ async def test_a_killed_worker_makes_its_task_need_attention_then_resyncs(
             assert tracker.run_status(result.id) == "failed"
             assert watch.statistics().workers_lost == 0
     finally:
-        await blocking(worker.stop)
+        await stopped(worker)
 
 
 async def test_a_bridge_starts_recovering_and_is_ready_with_the_tasks_in_flight(
@@ -126,5 +126,5 @@ async def test_a_lost_broker_makes_the_source_recovering_until_it_is_back() -> N
             root = await roots.wait_root(result.id, ended, "the task ended", within=20)
             assert stages(root)[result.id].status == "completed"
     finally:
-        await blocking(worker.stop)
+        await stopped(worker)
         server.close()

@@ -9,13 +9,15 @@ import subprocess
 import sys
 import urllib.request
 
+from tests.support.processes import owned_process
+
 CLI = [sys.executable, "-m", "workflow_hub._cli"]
 ENV = {**os.environ, "PYTHONUNBUFFERED": "1"}
 DASHBOARD = re.compile(r"dashboard: (http://127\.0\.0\.1:\d+/)\)")
 
 
 def test_serve_prints_the_dashboard_url_and_it_serves_the_page() -> None:
-    with subprocess.Popen(
+    with owned_process(
         [*CLI, "serve", "--port", "0", "--duration", "20"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

@@ -18,6 +18,7 @@ import urllib.request
 import trio
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.support.processes import owned_process
 from workflow_hub import Frame, WorkflowEvent
 from workflow_hub._cli._demo import add_arguments, play_demo
 from workflow_hub._cli._output import PlainOutput
@@ -125,7 +126,7 @@ def test_metrics_are_served_while_the_demo_runs() -> None:
     """`--metrics-port`: /metrics on loopback has live values of the demo's hub."""
     port = free_port()
     changed = "workflow_hub_frames_published_total[('kind', 'changed')]"
-    with subprocess.Popen(
+    with owned_process(
         [*COMMAND, "--json", "--duration", "4", "--seed", "2", "--metrics-port", str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -150,7 +151,7 @@ def test_metrics_are_served_while_the_demo_runs() -> None:
 
 def test_ctrl_c_ends_the_demo_cleanly() -> None:
     """Ctrl-C (SIGINT) ends the demo early and cleanly, with exit code 0."""
-    with subprocess.Popen(
+    with owned_process(
         [*COMMAND, "--duration", "60", "--seed", "1"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -22,6 +22,7 @@ from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
 
+import attrs
 import pytest
 import trio
 import trio.testing
@@ -100,13 +101,21 @@ def test_the_quickstart_prints_what_the_page_says() -> None:
 
 
 async def test_the_status_examples_print_what_the_page_says(hub: WorkflowActivityHub) -> None:
-    """The page's state (two builds working, a deploy waiting for input), its commands run."""
+    """The page's state (two builds working, a deploy waiting for input, a settled failure),
+    its commands run."""
     hub.register_publisher().publish_snapshot(
         "ready",
         [
             root("build"),
             root("lint"),
-            root("deploy", state="blocked", reason="awaiting_input", active=0, blocks=1),
+            attrs.evolve(
+                root("deploy", state="blocked", reason="awaiting_input", active=0, blocks=1),
+                labels={"team": "web", "env": "prod"},
+            ),
+            attrs.evolve(
+                root("smoke", state="idle", reason="quiescent", active=0, attention=True),
+                labels={"team": "qa", "env": "prod"},
+            ),
         ],
     )
     page = (ROOT / "docs/quickstart.md").read_text(encoding="utf-8")

@@ -23,6 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 import attrs
 import pytest
 
+from tests.support.processes import stop_group
 from tests.support.redis_server import RedisServer
 
 CLI = [sys.executable, "-m", "workflow_hub._cli"]
@@ -41,17 +42,25 @@ def free_port() -> int:
 def started(*args: str) -> tuple[subprocess.Popen[str], str]:
     """A long-running command that prints its URL first."""
     process = subprocess.Popen(
-        [*CLI, *args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=ENV
+        [*CLI, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=ENV,
+        start_new_session=True,
     )
-    assert process.stdout is not None
-    url = process.stdout.readline().strip()
-    assert url.startswith("http://127.0.0.1:"), url
+    try:
+        assert process.stdout is not None
+        url = process.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:"), url
+    except BaseException:
+        stop(process)
+        raise
     return process, url
 
 
 def stop(process: subprocess.Popen[str]) -> None:
-    process.terminate()
-    process.wait(timeout=TIMEOUT)
+    stop_group(process)
     if process.stdout is not None:
         process.stdout.close()
 
@@ -183,12 +192,31 @@ def mistakes(hub: str, fleet: str, html: dict[int, str], busy: int, redis: str) 
         Mistake(("demo", "--serve", str(busy), "--duration", "1"), 1, r"cannot serve at .*in use"),
         Mistake(("serve", "--port", str(busy), "--duration", "1"), 1, r"cannot serve at .*in use"),
         Mistake(("demo", "--metrics-port", str(busy), "--duration", "1"), 1, r"in use"),
+        *[Mistake(args, 1, IN_USE) for args in busy_port_commands(busy, redis)],
         Mistake(("status", nothing), 3, r"cannot connect to .*connection refused"),
         Mistake(("status", hub, "--token", "wrong"), 3, r"refused this token"),
         Mistake(("status", "redis://127.0.0.1:1/0"), 3, r"cannot connect to redis://127.0.0.1:1/0"),
         Mistake(
             ("conformance", "--adapter", "/no/such/adapter"), 2, r"cannot use the adapter .*No such"
         ),
+    ]
+
+
+IN_USE = (
+    r"cannot serve (the fleet )?at 127\.0\.0\.1:\d+: Address already in use: .*pick another port"
+)
+"""The one line of every command that cannot listen where it was told to (issue 36)."""
+
+
+def busy_port_commands(busy: int, redis: str) -> list[tuple[str, ...]]:
+    """Every command that listens, told to listen on a port another program holds."""
+    port = ("--port", str(busy))
+    return [
+        ("serve", *port, "--duration", "5"),
+        ("serve", "--redis", redis, "--source", "busy", *port, "--duration", "5"),
+        ("serve", "--fleet", redis, *port, "--duration", "5"),
+        ("demo", "--serve", f"127.0.0.1:{busy}", "--duration", "5"),
+        ("celery", "--broker", redis, *port, "--inspect-timeout", "0.1"),
     ]
 
 
@@ -273,6 +301,36 @@ def test_debug_shows_the_traceback_and_the_line() -> None:
         assert result.returncode == 1
         assert "Traceback (most recent call last)" in result.stderr
         assert result.stderr.strip().splitlines()[-1] == plain.stderr.strip()
+
+
+def test_debug_shows_the_traceback_of_every_command_that_cannot_listen(
+    busy_port: int, redis_server: RedisServer
+) -> None:
+    """Issue 36: a port in use is one line whatever the command (never "Exceptions from Trio
+    nursery"), and ``--debug`` prints the traceback before that same line, every time."""
+    commands = busy_port_commands(busy_port, redis_server.url)
+
+    def both(args: tuple[str, ...]) -> tuple[str, str]:
+        plain, debug = (
+            subprocess.run(
+                [*CLI, *extra, *args],
+                capture_output=True,
+                text=True,
+                timeout=TIMEOUT,
+                env=ENV,
+                check=False,
+            ).stderr
+            for extra in ((), ("--debug",))
+        )
+        return plain, debug
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        results = list(pool.map(both, commands))
+    for args, (plain, debug) in zip(commands, results, strict=True):
+        assert re.search(IN_USE, plain), (args, plain)
+        assert "Exceptions from Trio nursery" not in plain, (args, plain)
+        assert "Traceback (most recent call last)" in debug, (args, debug)
+        assert debug.strip().splitlines()[-1] == plain.strip(), (args, debug)
 
 
 def test_version_is_the_packages() -> None:

@@ -7,8 +7,10 @@ by a timeout.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+from collections.abc import Callable
 
 from workflow_hub import SnapshotFrame
 from workflow_hub.wire import loads
@@ -24,24 +26,44 @@ def command(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]
 
 
 def test_serve_prints_its_url_and_snapshot_and_watch_read_it() -> None:
+    """Driven by events: watch runs until it showed a snapshot and a hook event, then Ctrl-C; the
+    server then ends on SIGTERM with status 0 (no guess at how long either takes to start)."""
     with subprocess.Popen(
-        [*CLI, "serve", "--port", "0", "--duration", "4", "--seed", "3"],
+        [*CLI, "serve", "--port", "0", "--seed", "3"],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
         env=ENV,
     ) as server:
-        assert server.stdout is not None
-        url = server.stdout.readline().strip()
-        assert url.startswith("http://127.0.0.1:")
-        snapshot = command("snapshot", url)
-        watched = command("watch", url, "--duration", "1.5")
-        server.wait(timeout=30)
+        try:
+            url = _url_of(server)
+            assert url.startswith("http://127.0.0.1:")
+            snapshot = command("snapshot", url)
+            with subprocess.Popen(
+                [*CLI, "watch", url, "--duration", "60"],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env=ENV,
+            ) as watch:
+                try:
+                    lines = _lines_until(watch, lambda line: line.startswith("hook "))
+                    if "connection live" not in lines:
+                        lines += _lines_until(watch, "connection live")
+                    watch.send_signal(signal.SIGINT)
+                    _, err = watch.communicate(timeout=30)
+                finally:
+                    if watch.poll() is None:
+                        watch.kill()
+            server.send_signal(signal.SIGTERM)
+            server.wait(timeout=30)
+        finally:
+            if server.poll() is None:
+                server.kill()
     assert server.returncode == 0
     assert snapshot.returncode == 0, snapshot.stderr
     assert isinstance(loads(SnapshotFrame, snapshot.stdout), SnapshotFrame)
-    assert watched.returncode == 0, watched.stderr
-    lines = watched.stdout.splitlines()
+    assert watch.returncode == 0, err
     assert "connection live" in lines
     assert any(line.startswith("frame snapshot") for line in lines)
     assert any(line.startswith("hook ") for line in lines)  # serve passes its HookRunner
@@ -82,25 +104,57 @@ def test_demo_serve_prints_the_url_beside_the_view() -> None:
 
 
 def test_watch_says_why_it_reconnects_when_the_hub_goes_away() -> None:
-    """Issue 24: the picture is marked stale, with the reason (plain output: a line)."""
-    with subprocess.Popen(
-        [*CLI, "serve", "--port", "0", "--duration", "3", "--seed", "2"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        env=ENV,
-    ) as server:
-        assert server.stdout is not None
-        url = server.stdout.readline().strip()
-        watched = command("watch", url, "--duration", "8")
-        server.wait(timeout=30)
-    assert watched.returncode == 0, watched.stderr
-    lines = watched.stdout.splitlines()
-    assert "connection live" in lines
-    assert "connection reconnecting (connection refused)" in lines, lines[-5:]
+    """Issue 24: the picture is marked stale, with the reason (plain output: a line). Driven by
+    events (the server is stopped once watch is live), not by the two commands' start-up times."""
+    with (
+        subprocess.Popen(
+            [*CLI, "serve", "--port", "0", "--seed", "2"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            env=ENV,
+        ) as server,
+        subprocess.Popen(
+            [*CLI, "watch", _url_of(server), "--duration", "60"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=ENV,
+        ) as watch,
+    ):
+        try:
+            lines = _lines_until(watch, "connection live")
+            server.send_signal(signal.SIGTERM)  # the hub goes away
+            server.wait(timeout=30)
+            lines += _lines_until(watch, "connection reconnecting (connection refused)")
+            watch.send_signal(signal.SIGINT)
+            _, err = watch.communicate(timeout=30)
+        finally:
+            for process in (server, watch):
+                if process.poll() is None:
+                    process.kill()
+    assert watch.returncode == 0, err
     assert lines.index("connection live") < lines.index(
         "connection reconnecting (connection refused)"
     )
+
+
+def _url_of(server: subprocess.Popen[str]) -> str:
+    assert server.stdout is not None
+    return server.stdout.readline().strip()
+
+
+def _lines_until(process: subprocess.Popen[str], wanted: str | Callable[[str], bool]) -> list[str]:
+    """Lines ``process`` prints up to ``wanted`` (that line, or the first that satisfies it);
+    its ``--duration`` bounds the wait."""
+    assert process.stdout is not None
+    found = wanted if callable(wanted) else wanted.__eq__
+    lines = []
+    for line in process.stdout:
+        lines.append(line.rstrip("\n"))
+        if found(lines[-1]):
+            return lines
+    raise AssertionError(f"never printed {wanted!r}: {lines[-5:]}")
 
 
 def test_the_served_demo_prints_the_watch_and_status_commands() -> None:

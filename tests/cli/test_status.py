@@ -24,7 +24,7 @@ from tests.support.fleet import mirrored
 from tests.support.netutil import served
 from tests.support.redis_server import RedisServer
 from workflow_hub import RootActivity, WorkflowActivityHub
-from workflow_hub._cli._status import EXIT_STATUSES, FIELDS, fields
+from workflow_hub._cli._status import EXIT_STATUSES, FIELDS, fields, with_roots
 from workflow_hub.reporting import aggregate
 
 CLI = [sys.executable, "-m", "workflow_hub._cli"]
@@ -102,13 +102,16 @@ async def test_format_and_json(hub: WorkflowActivityHub, url: str) -> None:
     assert returned == 2
     assert out == (
         f"message={expected(hub)} state=working reason=executing symbol=● attention=! "
-        "roots=3 working=1 blocked=1 awaiting_input=0\n"
+        "roots=3 working=1 blocked=1 awaiting_input=0 failed=1 labels= attention_labels=\n"
     )
     returned, out, _ = await status(url, "--json")
     assert returned == 2
     values = json.loads(out)
+    frame = hub.snapshot_frame()
     assert values == {
-        **fields(aggregate(hub.snapshot_frame())),
+        **fields(with_roots(aggregate(frame), frame.roots or ())),
+        "labels": [],
+        "attention_labels": [],
         "attention": True,
         "exit_status": 2,
     }

@@ -35,7 +35,7 @@ from workflow_hub import (
     WorkflowActivityHub,
 )
 from workflow_hub._cli import _summary
-from workflow_hub._cli._status import exit_status, fields
+from workflow_hub._cli._status import exit_status, fields, with_roots
 from workflow_hub.reporting import aggregate
 from workflow_hub.testing import strategies
 from workflow_hub.wire import dumps, loads, to_wire
@@ -47,7 +47,7 @@ def _ordinary(body: bytes) -> dict[str, Any] | None:
         frame = loads(SnapshotFrame, body)
     except (ContractError, ValueError):
         return None
-    status = aggregate(frame)
+    status = with_roots(aggregate(frame), frame.roots or ())
     return {**fields(status), "exit": exit_status(status)}
 
 
@@ -70,6 +70,22 @@ def test_the_tables_are_the_contracts() -> None:
     assert {m.value for m in PromptKind} == _summary.PROMPT_KINDS
     assert tuple(m.value for m in WORKING_PRIORITY) == _summary.WORKING_PRIORITY
     assert tuple(m.value for m in BLOCKED_PRIORITY) == _summary.BLOCKED_PRIORITY
+
+
+def test_the_c3_bounds_are_the_contracts() -> None:
+    """C3: the fast path checks a failure's and a label's bounds as the decoder does."""
+    from workflow_hub import _contract
+    from workflow_hub._contract import _validate
+
+    for name in (
+        "FAILURE_MESSAGE_MAX",
+        "FAILURE_TYPE_MAX",
+        "LABELS_MAX",
+        "LABEL_KEY_MAX",
+        "LABEL_VALUE_MAX",
+    ):
+        assert getattr(_summary, name) == getattr(_contract, name), name
+    assert _validate._LABEL_KEY.pattern == _summary._LABEL_KEY
 
 
 @settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
@@ -175,6 +191,81 @@ def test_a_root_with_a_bad_graph_is_declined() -> None:
     assert _summary.summarize(body) is None
 
 
+def _snapshot_with(roots: list[dict[str, Any]]) -> bytes:
+    document = to_wire(
+        SnapshotFrame(cursor=Cursor(epoch="e", revision=1), availability="ready", roots=())
+    )
+    document["roots"] = roots
+    return json.dumps(document).encode()
+
+
+def _failed_root(**extra: Any) -> dict[str, Any]:
+    stage = {
+        "kind": "stage",
+        "id": "smoke:probe",
+        "runId": "smoke",
+        "nodeId": "probe",
+        "name": "probe",
+        "parentIds": [],
+        "depth": 0,
+        "status": "failed",
+        "error": {"message": "expected 200, got 503", "type": "AssertionError"},
+    }
+    document = to_wire(root("smoke", state="working", reason="executing", attention=True))
+    return {**document, "graph": {"nodes": [stage]}, "labels": {"team": "qa"}, **extra}
+
+
+def test_failures_and_labels_are_read_from_json_as_from_the_contract() -> None:
+    """C3 (issue 39): a failed stage's error and a root's labels are checked and counted by the
+    fast path exactly as by the ordinary path."""
+    body = _snapshot_with(
+        [
+            _failed_root(),
+            {**to_wire(root("build")), "labels": {"team": "infra", "env": "prod"}},
+        ]
+    )
+    fast = _fast(body)
+    assert fast == _ordinary(body)
+    assert fast is not None
+    assert fast["failed"] == 1
+    assert fast["labels"] == "env:prod,team:infra,team:qa"
+    assert fast["attention_labels"] == "team:qa"
+
+
+@pytest.mark.parametrize(
+    "broken",
+    [
+        {"labels": {"9team": "qa"}},
+        {"labels": {"team": ""}},
+        {"labels": {"team": "a\nb"}},
+        {"labels": {f"k{index}": "v" for index in range(17)}},
+        {"labels": ["team", "qa"]},
+    ],
+)
+def test_bad_labels_are_declined(broken: dict[str, Any]) -> None:
+    body = _snapshot_with([_failed_root(**broken)])
+    assert _ordinary(body) is None
+    assert _summary.summarize(body) is None
+
+
+@pytest.mark.parametrize(
+    ("status", "error"),
+    [
+        ("running", {"message": "x"}),
+        ("failed", {"message": ""}),
+        ("failed", {"message": "x" * 501}),
+        ("failed", {"message": "x", "type": ""}),
+        ("failed", {"type": "TimeoutError"}),
+    ],
+)
+def test_a_bad_error_is_declined(status: str, error: dict[str, Any]) -> None:
+    document = _failed_root()
+    document["graph"]["nodes"][0].update(status=status, error=error)
+    body = _snapshot_with([document])
+    assert _ordinary(body) is None
+    assert _summary.summarize(body) is None
+
+
 # --- one refresh imports neither attrs nor the contract -------------------------------------
 
 
@@ -234,3 +325,60 @@ def test_the_probe_sees_a_module_that_is_loaded() -> None:
     ).stdout
     assert "attrs" in out
     assert "workflow_hub._contract" in out
+
+
+@pytest.mark.parametrize(
+    ("where", "value"),
+    [
+        ("labels", {"team": None}),
+        ("labels", {"Team Name": "x"}),
+        ("labels", {"team": ""}),
+        ("labels", {"team": "a\nb"}),
+        ("labels", {f"k{i}": "v" for i in range(17)}),
+        ("error", {"message": ""}),
+        ("error", {"message": "x" * 501}),
+        ("error", {"message": "boom", "type": None}),
+        ("error-on-running", {"message": "boom"}),
+    ],
+)
+def test_bad_c3_fields_are_declined_as_the_decoder_refuses_them(where: str, value: Any) -> None:
+    """C3: labels and a failure detail the decoder refuses are never read by the fast path."""
+    root: dict[str, Any] = {
+        "rootRunId": "r",
+        "ownerSessionId": "s",
+        "state": "idle",
+        "reason": "quiescent",
+        "activeExecutionCount": 0,
+        "actionableBlockCount": 0,
+        "needsAttention": True,
+    }
+    node = {
+        "kind": "stage",
+        "id": "r:a",
+        "runId": "r",
+        "nodeId": "a",
+        "name": "a",
+        "parentIds": [],
+        "depth": 0,
+        "status": "running" if where == "error-on-running" else "failed",
+    }
+    if where == "labels":
+        root["labels"] = value
+    else:
+        node["error"] = value
+        root["graph"] = {"nodes": [node]}
+    document = {
+        "kind": "snapshot",
+        "cursor": {"epoch": "e", "revision": 1},
+        "availability": "ready",
+        "roots": [root],
+    }
+    body = json.dumps(document).encode()
+    assert _ordinary(body) is None
+    assert _fast(body) is None
+    good = json.loads(body)
+    if where == "labels":
+        good["roots"][0]["labels"] = {"team": "infra"}
+    else:
+        good["roots"][0]["graph"]["nodes"][0].update(status="failed", error={"message": "boom"})
+    assert _fast(json.dumps(good).encode()) == _ordinary(json.dumps(good).encode()) is not None

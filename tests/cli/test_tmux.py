@@ -118,7 +118,9 @@ async def tmux_with_the_snippet(url: str, tmp_path: Path) -> AsyncIterator[list[
             )
         yield base
     finally:
-        await trio.run_process([*base, "kill-server"], check=False, env=env)
+        # The tmux server is a daemon (PID 1's child): killed also when the test is cancelled.
+        with trio.CancelScope(shield=True), trio.fail_after(30):
+            await trio.run_process([*base, "kill-server"], check=False, env=env)
 
 
 async def test_the_status_line_follows_the_hub(hub: WorkflowActivityHub, tmp_path: Path) -> None:
@@ -195,7 +197,9 @@ async def test_the_status_line_is_whole_on_the_screen_at_80_and_200_columns(
                         shown = lines[-1] if lines else ""
                 assert expected in shown, (width, height, shown)
         finally:
-            await trio.run_process([*screen, "kill-server"], check=False, env=env)
+            # The tmux server is a daemon (PID 1's child): killed also when the test is cancelled.
+            with trio.CancelScope(shield=True), trio.fail_after(30):
+                await trio.run_process([*screen, "kill-server"], check=False, env=env)
 
 
 def test_make_screenshot_draws_the_terminal_in_full_swing(tmp_path: Path) -> None:
@@ -212,3 +216,8 @@ def test_make_screenshot_draws_the_terminal_in_full_swing(tmp_path: Path) -> Non
         text = re.sub(r"&#160;|\s+", " ", drawn)
         for shown in ("workflow-hub", "connection:", "live", "hook", "nightly-build", "working"):
             assert shown in text, (size, shown)
+        # Issue 39: what needs a person leads, in words; at 80 columns a legend.
+        assert re.search(r"\d+ needs? attention:", text), size
+        assert "manual_intervention" not in text.split("hook events")[0], size
+        if size == "80x24":
+            assert "! needs attention" in text

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import random
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -262,6 +263,8 @@ async def test_the_page_shows_a_live_hub(browser: Browser) -> None:
                 # Newest first: the completion hook follows the lifecycle event it came from.
                 assert "stage completed run-1:plan (live)" in feed[0]
                 assert "stage run-1:plan: completed" in feed[1]
+                # Each hook event reads with its clock time first (issue 39).
+                assert all(re.match(r"\d\d:\d\d:\d\d ", line) for line in feed[:2]), feed
                 # The expanded stages stay expanded across the redraws of other roots.
                 assert await browser.run(shard.is_visible)
 

@@ -13,6 +13,7 @@ import json
 import subprocess
 import sys
 from collections.abc import Iterator, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.support.dashboard import DASHBOARD, require_program
+from tests.support.processes import stop_group
 from workflow_hub import (
     Availability,
     ChangedFrame,
@@ -54,6 +56,7 @@ class NodeFold:
             stdout=subprocess.PIPE,
             text=True,
             encoding="utf-8",
+            start_new_session=True,
         )
 
     def run(
@@ -84,8 +87,11 @@ class NodeFold:
     def close(self) -> None:
         assert self._process.stdin is not None
         assert self._process.stdout is not None
-        self._process.stdin.close()
-        self._process.wait(timeout=10)
+        self._process.stdin.close()  # the driver ends at the end of its input
+        try:
+            self._process.wait(timeout=10)
+        finally:
+            stop_group(self._process)
         self._process.stdout.close()
 
 
@@ -296,3 +302,22 @@ def test_the_feed_keeps_the_latest_events_newest_first(
     assert entries[0]["text"] == " ".join(describe_event(newest).split())
     assert entries[4]["type"] == "dropped"
     assert entries[4]["text"].startswith("3 events dropped")
+
+
+def test_every_hook_event_carries_a_clock_time(node_fold: NodeFold, demo_stream: list[str]) -> None:
+    """Each feed line has the HH:MM:SS (local time, as node and Python both read it) of its
+    event's ``occurredAt``, a heartbeat's of its ``scheduledAt``; an activity change, which
+    carries no time, reads the time of the fact just before it (issue 39)."""
+    events = [json.loads(line) for line in demo_stream if line.startswith('{"type"')][:40]
+    feed = [{"type": event["type"], "data": event} for event in events]
+    entries = node_fold.run([], feed=feed, feed_limit=40)["feed"]
+    assert len(entries) == len(events)
+    last = ""
+    expected = []
+    for event in events:
+        at = event.get("occurredAt", event.get("scheduledAt"))
+        if at is not None:
+            last = datetime.fromtimestamp(at / 1000).strftime("%H:%M:%S")
+        expected.append((last, at is not None))
+    assert any(not own for _, own in expected), "the demo's stream has activity changes"
+    assert [(entry["time"], entry["timeOwn"]) for entry in reversed(entries)] == expected

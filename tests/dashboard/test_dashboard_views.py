@@ -25,8 +25,11 @@ from hypothesis import strategies as st
 
 from tests.support.browser import BROWSER_TIMEOUT_MS, Browser, Server
 from tests.support.dashboard import DASHBOARD, missing, require_program
+from tests.support.processes import stop_group
 from workflow_hub import (
     Cursor,
+    FailureDetail,
+    Labels,
     NodePrompt,
     Reason,
     RootActivity,
@@ -57,6 +60,7 @@ class NodeViews:
             stdout=subprocess.PIPE,
             text=True,
             encoding="utf-8",
+            start_new_session=True,
         )
 
     def ask(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -72,8 +76,11 @@ class NodeViews:
     def close(self) -> None:
         assert self._process.stdin is not None
         assert self._process.stdout is not None
-        self._process.stdin.close()
-        self._process.wait(timeout=10)
+        self._process.stdin.close()  # the driver ends at the end of its input
+        try:
+            self._process.wait(timeout=10)
+        finally:
+            stop_group(self._process)
         self._process.stdout.close()
 
 
@@ -104,6 +111,10 @@ def expected_order(roots: Sequence[RootActivity], view: dict[str, Any]) -> list[
             and (not view.get("state") or root.state == view["state"])
             and (not view.get("reason") or root.reason == view["reason"])
             and (not view.get("attention") or group_of(root) == "attention")
+            and all(
+                root.labels is not None and root.labels.get(key) == value
+                for key, _, value in (label.partition(":") for label in view.get("labels", []))
+            )
             and (not needle or any(needle in name.lower() for name in names))
         )
 
@@ -133,8 +144,11 @@ def _graph(names: list[str]) -> RootGraph:
     )
 
 
+_labels = st.dictionaries(
+    st.sampled_from(["team", "env"]), st.sampled_from(["infra", "data", "prod"]), max_size=2
+)
 _roots = st.builds(
-    lambda root_id, state, reason, attention, names: RootActivity(
+    lambda root_id, state, reason, attention, names, labels: RootActivity(
         root_run_id=root_id,
         owner_session_id="session",
         state=state,
@@ -143,12 +157,14 @@ _roots = st.builds(
         actionable_block_count=0,
         needs_attention=attention,
         graph=_graph(names) if names else None,
+        labels=Labels(labels) if labels else None,
     ),
     _names,
     st.sampled_from(State),
     st.sampled_from(Reason),
     st.booleans(),
     st.lists(_names, max_size=2),
+    _labels,
 )
 _views = st.fixed_dictionaries(
     {},
@@ -157,6 +173,11 @@ _views = st.fixed_dictionaries(
         "state": st.sampled_from([str(s) for s in State]),
         "reason": st.sampled_from([str(r) for r in Reason]),
         "attention": st.booleans(),
+        "labels": st.lists(
+            st.sampled_from(["team:infra", "team:data", "env:prod", "env:a b/c:d"]),
+            unique=True,
+            max_size=2,
+        ),
         "q": _names,
     },
 )
@@ -169,8 +190,16 @@ def test_views_order_attention_first_and_filter(
 ) -> None:
     """Blocked or flagged roots first, then working, then idle, each group in hub order; every
     filter and the search (ids and stage names, any case) keep exactly the matching roots; the
-    group counts are of all roots, whatever the view (O2: the page shows what the hub holds)."""
-    full = {"group": "", "state": "", "reason": "", "attention": False, "q": ""} | view
+    group counts are of all roots, whatever the view (O2: the page shows what the hub holds);
+    labels filter too, all of a view's labels must be a root's (C3)."""
+    full = {
+        "group": "",
+        "state": "",
+        "reason": "",
+        "attention": False,
+        "labels": [],
+        "q": "",
+    } | view
     answer = node_views.ask({"roots": [to_wire(root) for root in roots], "view": full})
     assert answer["shown"] == expected_order(roots, view)
     groups = [group_of(root) for root in roots]
@@ -190,7 +219,8 @@ def test_views_order_attention_first_and_filter(
 def test_a_view_survives_the_address(node_views: NodeViews, view: dict[str, Any], q: str) -> None:
     """Any view, with any search text (&, #, =, spaces, unicode), comes back from its fragment;
     the empty view is no fragment at all."""
-    full = {"group": "", "state": "", "reason": "", "attention": False} | view | {"q": q}
+    full = {"group": "", "state": "", "reason": "", "attention": False, "labels": []} | view
+    full |= {"q": q}
     answer = node_views.ask({"format": full})
     assert answer["reparsed"] == full
     empty = not any(full.values())
@@ -199,15 +229,150 @@ def test_a_view_survives_the_address(node_views: NodeViews, view: dict[str, Any]
 
 def test_a_hand_edited_fragment_shows_more_not_nothing(node_views: NodeViews) -> None:
     """Unknown keys and values naming no group, state or reason are ignored."""
-    answer = node_views.ask({"fragment": "#group=urgent&state=blocked&reason=lunch&x=1&q=db"})
+    answer = node_views.ask(
+        {
+            "fragment": "#group=urgent&state=blocked&reason=lunch&x=1&q=db"
+            "&label=team:infra&label=nocolon&label=9bad:key&label=empty:&label=team:infra"
+        }
+    )
     assert answer["parsed"] == {
         "group": "",
         "state": "blocked",
         "reason": "",
         "attention": False,
+        "labels": ["team:infra"],
         "q": "db",
     }
     assert node_views.ask({"fragment": "#roots-heading"})["parsed"]["q"] == ""
+
+
+# --- what needs a person (issue 39) --------------------------------------------------------------
+
+
+def _stage(run: str, name: str, status: str, **extra: Any) -> StageNode:
+    return StageNode(
+        id=f"{run}:{name}",
+        run_id=run,
+        node_id=name,
+        name=name,
+        parent_ids=(),
+        depth=0,
+        status=status,
+        **extra,
+    )
+
+
+def oncall_root(
+    root_run_id: str,
+    state: str,
+    reason: str,
+    *,
+    attention: bool,
+    nodes: Sequence[StageNode] = (),
+    labels: dict[str, str] | None = None,
+) -> RootActivity:
+    return RootActivity(
+        root_run_id=root_run_id,
+        owner_session_id="session",
+        state=state,
+        reason=reason,
+        active_execution_count=1 if state == "working" else 0,
+        actionable_block_count=1 if state == "blocked" else 0,
+        needs_attention=attention,
+        graph=RootGraph(nodes=tuple(nodes)) if nodes else None,
+        labels=Labels(labels) if labels else None,
+    )
+
+
+_PROMPT = NodePrompt(id="p", kind="confirm", message="Ship it?", created_at=1_700_000_000_000)
+# What an on-call engineer meets at 3 a.m., in hub order: the page reads each in words.
+ONCALL = [
+    oncall_root("tidy", "working", "retrying", attention=False, labels={"team": "infra"}),
+    oncall_root(
+        "ask",
+        "blocked",
+        "awaiting_input",
+        attention=True,
+        nodes=[_stage("ask", "approve", "awaiting_input", pending_prompt=_PROMPT)],
+    ),
+    oncall_root(
+        "deploy",
+        "blocked",
+        "manual_intervention",
+        attention=True,
+        nodes=[
+            _stage(
+                "deploy",
+                "deploy",
+                "failed",
+                error=FailureDetail(message="health check timed out", type="TimeoutError"),
+            )
+        ],
+        labels={"team": "platform", "env": "prod"},
+    ),
+    oncall_root(
+        "smoke",
+        "idle",
+        "quiescent",
+        attention=True,
+        nodes=[
+            _stage("smoke", "probe", "failed", error=FailureDetail(message="503 from /healthz"))
+        ],
+        labels={"team": "platform", "env": "staging"},
+    ),
+    oncall_root("bare", "idle", "quiescent", attention=True),
+    oncall_root(
+        "asks-while-working",
+        "working",
+        "executing",
+        attention=True,
+        nodes=[
+            _stage("asks-while-working", "build", "running"),
+            _stage("asks-while-working", "sign", "awaiting_input", pending_prompt=_PROMPT),
+        ],
+    ),
+]
+
+
+def test_why_each_root_needs_a_person(node_views: NodeViews) -> None:
+    """A question is "waiting for input" (even while other work runs), a failed stage is
+    "failed at <stage>" (before "needs intervention"), a settled failure without a graph is
+    "failed"; a root that needs nobody has no reason. A settled failure (idle, needs attention)
+    reads "failed", never idle (C3)."""
+    answer = node_views.ask({"roots": [to_wire(root) for root in ONCALL]})
+    assert answer["why"] == [
+        "",
+        "waiting for input",
+        "failed at deploy",
+        "failed at probe",
+        "failed",
+        "waiting for input",
+    ]
+    assert answer["shownStates"] == ["working", "blocked", "blocked", "failed", "failed", "working"]
+    assert answer["failures"][2] == [
+        {
+            "id": "deploy:deploy",
+            "name": "deploy",
+            "kind": "stage",
+            "message": "health check timed out",
+            "type": "TimeoutError",
+        }
+    ]
+    assert answer["failures"][3][0]["type"] == ""
+
+
+def test_the_headline_says_what_needs_a_person_first(node_views: NodeViews) -> None:
+    """The headline counts the roots that need a person and groups them by why: questions,
+    then interventions, then failures, at most three groups and the rest counted."""
+    answer = node_views.ask({"roots": [to_wire(root) for root in ONCALL]})
+    assert answer["headline"]["count"] == 5
+    assert answer["headline"]["text"] == (
+        "5 need attention: 2 waiting for input, 1 failed at deploy, 1 failed at probe, and 1 more"
+    )
+    two = node_views.ask({"roots": [to_wire(root) for root in ONCALL[:3]]})
+    assert two["headline"]["text"] == "2 need attention: 1 waiting for input, 1 failed at deploy"
+    none = node_views.ask({"roots": [to_wire(ONCALL[0])]})
+    assert none["headline"] == {"count": 0, "parts": [], "text": ""}
 
 
 # --- the page, in chromium --------------------------------------------------------------------
@@ -541,7 +706,7 @@ async def test_the_list_of_roots_is_one_stop_of_the_tab_key(browser: Browser) ->
             # Stages open on the current card and on another one: still one stop.
             await tab.call(tab.page.click, '[data-root-id="deploy-eu"] summary')
             await tab.call(tab.page.click, '[data-root-id="migrate-db"] summary')
-            opened = tab.page.locator("details[open]")
+            opened = tab.page.locator("li.root details[open]")
             assert await tab.call(opened.count) == 2
             stops = await tab_stops(tab)
             in_list = [stop for stop in stops if stop["root"] is not None]
@@ -698,13 +863,19 @@ async def test_every_reason_reads_in_words(browser: Browser) -> None:
                   .filter((o) => o.value).map((o) => [o.value, o.textContent]))""",
             )
             assert options == REASON_WORDS
-            # With nothing working, the aggregate is blocked on input, in the same words.
+            # With nothing working, the aggregate is blocked on input, in the same words; the
+            # badge says it only once no other root waits for a human (issue 39): until then
+            # the headline says why each waits.
             for item in roots:
                 if item.state == "working":
                     publisher.publish_changed(root(item.root_run_id, "idle", "quiescent"))
             await tab.at(hub)
             badge = tab.page.locator('[data-role="aggregate-label"]')
-            assert (await tab.call(badge.inner_text)).endswith("blocked · waiting for input")
+            assert (await tab.call(badge.inner_text)).endswith("blocked")
+            headline = tab.page.locator('[data-testid="attention-headline"]')
+            assert (await tab.call(headline.inner_text)).endswith(
+                "2 need attention: 1 waiting for input, 1 needs intervention"
+            )
 
 
 async def test_the_live_region_announces_the_overall_state_only(browser: Browser) -> None:
@@ -738,6 +909,129 @@ async def test_the_live_region_announces_the_overall_state_only(browser: Browser
             assert await tab.call(region.get_attribute, "aria-live") == "polite"
 
 
+ONCALL_PAGE = """() => {
+  const card = (id) => document.querySelector(`[data-root-id="${id}"]`);
+  const say = (node) => (node ? node.textContent.replace(/\\s+/g, " ").trim() : null);
+  const headline = document.querySelector('[data-testid="attention-headline"]');
+  const badge = document.querySelector('[data-role="aggregate-label"]');
+  return {
+    headline: headline.hidden ? null : say(headline),
+    headlineFirst: Boolean(headline.compareDocumentPosition(badge) & Node.DOCUMENT_POSITION_FOLLOWING),
+    badge: say(badge),
+    title: document.title,
+    cards: Object.fromEntries([...document.querySelectorAll("li.root")].map((item) => [
+      item.dataset.rootId, {
+        state: say(item.querySelector(".root-head .badge")),
+        reason: say(item.querySelector(".root-head .reason")),
+        head: say(item.querySelector(".root-head")),
+        failure: say(item.querySelector('[data-testid="failure"]')),
+        labels: [...item.querySelectorAll(".labels a")].map((a) => a.dataset.label),
+      }])),
+    noGraph: !document.querySelector('[data-testid="no-graph"]').hidden,
+  };
+}"""
+
+
+async def test_the_page_leads_with_what_needs_a_person(browser: Browser) -> None:
+    """The headline says how many roots need a person and why, before the overall state; the
+    badge then says no single root's reason; a settled failure reads "failed at <stage>" with
+    its error on the card, never "idle · nothing to do"; labels on the cards (issue 39, C3)."""
+    with trio.fail_after(40):
+        async with page_on(browser, ONCALL) as (tab, _hub, _):
+            page = await tab.call(tab.page.evaluate, ONCALL_PAGE)
+            assert page["headline"] == (
+                "⚠ 5 need attention: 2 waiting for input, 1 failed at deploy, "
+                "1 failed at probe, and 1 more"
+            )
+            assert page["headlineFirst"]
+            assert page["badge"] == "▶ working"
+            assert page["title"].startswith("⚠ 5 · working")
+            smoke = page["cards"]["smoke"]
+            assert smoke["state"] == "✗ failed"
+            assert smoke["reason"] == "at probe"
+            assert smoke["failure"] == "✗ Failed at probe: 503 from /healthz"
+            assert page["cards"]["deploy"]["failure"] == (
+                "✗ Failed at deploy: health check timed out (TimeoutError)"
+            )
+            assert page["cards"]["bare"]["state"] == "✗ failed"
+            for card in page["cards"].values():
+                if "needs attention" in card["head"]:
+                    assert "nothing to do" not in card["head"], card
+                    assert "idle" not in card["head"], card
+            assert page["cards"]["deploy"]["labels"] == ["team:platform", "env:prod"]
+            assert page["cards"]["tidy"]["labels"] == ["team:infra"]
+            assert not page["noGraph"]
+
+
+async def test_a_label_filter_is_in_the_address(browser: Browser) -> None:
+    """``?label=k:v`` (several: all must hold) opens the page on those roots and moves into the
+    fragment, which a colleague's link reproduces; a label on a card narrows the view, the
+    Labels box does too, and Clear shows all again (C3)."""
+    with trio.fail_after(40):
+        async with page_on(browser, ONCALL, "?label=team:platform&label=env:prod") as (tab, _, _p):
+            rows = await tab.rows()
+            assert rows["ids"] == ["deploy"]
+            assert rows["hash"] == "#label=team:platform&label=env:prod"
+            assert "?" not in tab.page.url
+            value = await tab.call(tab.page.input_value, "#filter-labels")
+            assert value == "team:platform, env:prod"
+
+            await tab.call(tab.page.click, 'button[type="reset"]')
+            rows = await tab.until("(_, r) => r.ids.length === 6")
+            await tab.call(tab.page.click, '[data-root-id="smoke"] a[data-label="env:staging"]')
+            rows = await tab.until("(_, r) => r.ids.length === 1")
+            assert rows["ids"] == ["smoke"]
+            assert rows["hash"] == "#label=env:staging"
+
+            await tab.call(tab.page.fill, "#filter-labels", "team : platform")
+            rows = await tab.until("(_, r) => r.ids.length === 2")
+            assert rows["ids"] == ["deploy", "smoke"]
+            assert rows["hash"] == "#label=team:platform"
+
+            await tab.call(tab.page.goto, tab.url + "#label=team:infra")
+            rows = await tab.until("(_, r) => r.ids.length === 1")
+            assert rows["ids"] == ["tidy"]
+
+
+async def test_on_a_phone_the_first_root_shows_without_scrolling(browser: Browser) -> None:
+    """At 375 x 667 px the headline, the summary and the first root's card head are on the
+    first screen: the filters fold into one line (issue 39)."""
+    with trio.fail_after(40):
+        async with page_on(browser, ONCALL, width=375) as (tab, _hub, _):
+            await tab.call(tab.page.set_viewport_size, {"width": 375, "height": 667})
+            await tab.call(tab.page.reload)
+            await tab.until("(_, r) => r.ids.length === 6")
+            box = await tab.call(
+                tab.page.evaluate,
+                """() => {
+                  const head = document.querySelector("li.root .root-head").getBoundingClientRect();
+                  return {bottom: head.bottom, height: window.innerHeight, scrolled: window.scrollY};
+                }""",
+            )
+            assert box["scrolled"] == 0
+            assert box["bottom"] <= box["height"], box
+            # The filters are one click away, and say what they hold.
+            await tab.call(tab.page.click, '[data-testid="filters-box"] > summary')
+            await tab.call(tab.page.fill, "#filter-q", "smoke")
+            rows = await tab.until("(_, r) => r.ids.length === 1")
+            assert rows["ids"] == ["smoke"]
+
+
+async def test_a_source_without_graphs_says_so(browser: Browser) -> None:
+    """When no root carries a graph, the page says that the source publishes none (no stages,
+    failures or questions to show), as ``workflow-hub watch`` does."""
+    with trio.fail_after(40):
+        async with page_on(browser, BUSY[:2]) as (tab, hub, publisher):
+            assert not (await tab.call(tab.page.evaluate, ONCALL_PAGE))["noGraph"]
+            publisher.publish_removed("build-1")
+            await tab.at(hub)
+            page = await tab.call(tab.page.evaluate, ONCALL_PAGE)
+            assert page["noGraph"]
+            text = await tab.call(tab.page.inner_text, '[data-testid="no-graph"]')
+            assert "publishes no graph" in text
+            assert "include_graph=True" in text
+
+
 def axe_source() -> str:
     """axe-core, installed from npm into tests/js by `make browsers` (or here, when missing)."""
     if not AXE.exists():
@@ -766,11 +1060,12 @@ AXE_RUN = """async () => {
 
 @pytest.mark.parametrize("width", [1280, 375])
 async def test_axe_finds_no_serious_violation(browser: Browser, width: int) -> None:
-    """axe-core in the real page, light and dark, a filter applied and a root's stages open:
-    no serious or critical violation."""
+    """axe-core in the real page, light and dark, a filter applied and a root's stages open,
+    the headline, a failed card with its error and labels, the hook feed's times: no serious or
+    critical violation."""
     source = axe_source()
     with trio.fail_after(60):
-        async with page_on(browser, BUSY, "#q=d", width=width) as (tab, _hub, _):
+        async with page_on(browser, BUSY + ONCALL, "#q=d", width=width) as (tab, _hub, _):
             await tab.call(tab.page.click, '[data-root-id="deploy-eu"] summary')
             await tab.call(tab.page.add_script_tag, content=source)
             for scheme in ("light", "dark"):

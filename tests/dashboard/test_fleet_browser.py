@@ -11,6 +11,7 @@ away every source shows unknown (SPEC N4), then the page says the server is gone
 from __future__ import annotations
 
 import functools
+import re
 from typing import Any
 
 import coredis
@@ -19,7 +20,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from tests.support.browser import BROWSER_TIMEOUT_MS, Browser
 from tests.support.builders import root
-from tests.support.fleet import mirrored
+from tests.support.fleet import mirrored, stopped_source
 from tests.support.redis_server import RedisServer
 from workflow_hub.server import serve_fleet
 
@@ -257,7 +258,7 @@ async def test_two_hundred_sources_over_one_stream_at_1280_and_375_px(
     EventSource before and after a source is opened, a status change reaching the table and
     the opened source's roots shown."""
     prefix = "fleet-page-200"
-    with trio.fail_after(120):
+    with trio.fail_after(300):
         async with (
             coredis.Redis.from_url(redis_server.url) as redis,
             trio.open_nursery() as nursery,
@@ -331,3 +332,42 @@ async def test_two_hundred_sources_over_one_stream_at_1280_and_375_px(
                     await browser.run(page.context.close)
                 assert errors == [], "the page raised"
             nursery.cancel_scope.cancel()
+
+
+NOTES = """() => Object.fromEntries([...document.querySelectorAll("tr[data-source]")].map(
+  (row) => [row.dataset.source, row.querySelector(".c-note").textContent]))"""
+
+
+async def test_a_clean_shutdown_reads_declared_and_a_silent_stop_crashed(
+    browser: Browser, redis_server: RedisServer
+) -> None:
+    """N5, issue 36: the page's note for a source that declared itself unavailable and stopped is
+    "declared unavailable (stopped at HH:MM:SS)" (never "crashed?"); for one that stopped without
+    a word, "crashed? (no refresh since HH:MM:SS)": the words of ``watch`` (fleet_liveness.js)."""
+    prefix = "fleet-page-liveness"
+    with trio.fail_after(60):
+        async with coredis.Redis.from_url(redis_server.url) as redis:
+            await stopped_source(redis, prefix, "clean", declare=True)
+            await stopped_source(redis, prefix, "killed", declare=False)
+            async with trio.open_nursery() as nursery:
+                url: str = await nursery.start(
+                    functools.partial(serve_fleet, redis, prefix=prefix, port=0, stale_after=0.5)
+                )
+                page, errors, _ = await browser.new_page(viewport={"width": 1280, "height": 900})
+                try:
+                    await browser.run(page.goto, url + "/")
+                    await browser.run(
+                        functools.partial(
+                            page.wait_for_function,
+                            f"() => {{ const n = ({NOTES})(); return n.clean && n.killed"
+                            " && n.clean.includes('stopped at') && n.killed.includes('crashed'); }",
+                            timeout=3 * BROWSER_TIMEOUT_MS,
+                        )
+                    )
+                    notes = await browser.run(page.evaluate, NOTES)
+                finally:
+                    await browser.run(page.context.close)
+                nursery.cancel_scope.cancel()
+    assert re.fullmatch(r"declared unavailable \(stopped at \d\d:\d\d:\d\d\)", notes["clean"])
+    assert re.fullmatch(r"crashed\? \(no refresh since \d\d:\d\d:\d\d\)", notes["killed"])
+    assert errors == [], "the page raised"

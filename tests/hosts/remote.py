@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+
+from tests.support.processes import signal_group
 
 CLI = [sys.executable, "-m", "workflow_hub._cli"]
 ENV = {**os.environ, "PYTHONUNBUFFERED": "1"}
@@ -53,11 +56,14 @@ async def watching(url: str) -> AsyncIterator[Watcher]:
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.DEVNULL,
         env=ENV,
+        start_new_session=True,
     )
     try:
         yield Watcher(process)
     finally:
-        if process.returncode is None:
-            process.terminate()
-        async with asyncio.timeout(15):
-            await process.wait()
+        try:
+            signal_group(process.pid, signal.SIGTERM)
+            async with asyncio.timeout(15):
+                await process.wait()
+        finally:  # also on a timeout or a cancelled test: nothing of the group stays
+            signal_group(process.pid, signal.SIGKILL)

@@ -16,6 +16,7 @@ from typing import IO
 
 import httpx
 
+from tests.support.processes import stop_group
 from workflow_hub import RootActivity, SnapshotFrame
 from workflow_hub.wire import loads
 
@@ -68,6 +69,7 @@ def test_the_example_waits_for_approval_and_finishes() -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        start_new_session=True,
     )
     assert process.stdin is not None
     assert process.stdout is not None
@@ -99,9 +101,7 @@ def test_the_example_waits_for_approval_and_finishes() -> None:
         process.stdin.flush()
         assert process.wait(timeout=TIMEOUT) == 0
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(timeout=TIMEOUT)
+        stop_group(process)
         assert process.stderr is not None
         process.stderr.close()
         process.stdout.close()

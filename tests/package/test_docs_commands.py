@@ -7,7 +7,10 @@ reader runs it after ``make demo``: with bash (``set -e``) from the repository's
 commands and the others are example output (not compared). The block runs in a process group of
 its own, and the whole group (its background jobs too) is ended when the block ends, on every
 path. A block fails when a command fails (non-zero status, or a command the shell cannot find
-even where the page lets its status pass), and the failure shows the block's output.
+even where the page lets its status pass), and the failure shows the block's output. The ports a
+block names (``127.0.0.1:PORT``, ``--port PORT``, ``--metrics-port PORT``) are replaced by free
+ones for the run, the same port for the same number: two test runs on one machine, or a hub of
+the reader's own on 8765, never collide with a block, which is otherwise run as printed.
 
 Every command line a page shows, runnable or not, names ``workflow-hub`` and ``python`` as a
 fresh clone has them (``.venv/bin/workflow-hub``, ``.venv/bin/python``), unless the block says
@@ -20,6 +23,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -46,6 +50,9 @@ _BARE_COMMAND = re.compile(
     r"""(?:^\s*|[;&|(`]\s*|\s["'])(?:(?:timeout\s+\S+|env|nohup|exec|time)\s+)*"""
     r"""(?P<word>workflow-hub|python3?|pytest)(?=\s|$)"""
 )
+# A port a block names: in a loopback URL, or the value of a port option.
+_PORT = re.compile(r"(?:127\.0\.0\.1:|--port |--metrics-port )(?P<port>\d{4,5})\b")
+
 # Bash's words when a command does not exist, even where the page lets its status pass.
 _NOT_FOUND = re.compile(
     r"^bash: line \d+: .*: (?:command not found|No such file or directory)$", re.M
@@ -173,6 +180,20 @@ def _end_group(process: subprocess.Popen[bytes]) -> None:
             return
 
 
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def with_free_ports(script: str) -> str:
+    """``script`` with every port it names (see ``_PORT``) replaced by a free one, consistently."""
+    ports = {match["port"]: str(_free_port()) for match in _PORT.finditer(script)}
+    if not ports:
+        return script
+    return re.sub(r"\b(" + "|".join(map(re.escape, ports)) + r")\b", lambda m: ports[m[1]], script)
+
+
 def run_block(script: str, where: Path, timeout: float, log: Path) -> int | None:
     """Run ``script`` with bash (``set -e``) in ``where`` as a fresh clone's reader would, its
     output into ``log``; its exit status, or None when it ran over ``timeout`` seconds. Every
@@ -200,7 +221,7 @@ def run_block(script: str, where: Path, timeout: float, log: Path) -> int | None
 def test_runnable_block_runs(block: Block, tmp_path: Path) -> None:
     scratch = tmp_path / "clone"
     scratch.mkdir()
-    script = "\n".join(block.commands()) + "\n"
+    script = with_free_ports("\n".join(block.commands()) + "\n")
     log = tmp_path / "output.txt"
     status = run_block(script, clone(scratch), block.timeout, log)
     shown = log.read_text(encoding="utf-8", errors="replace")
@@ -232,6 +253,21 @@ def test_a_block_over_its_time_is_ended_whole(tmp_path: Path) -> None:
     assert run_block(script, tmp_path, 1, log) is None
     background = int(started.read_text())
     assert not Path(f"/proc/{background}").exists() or "Z" in _state(background)
+
+
+def test_the_ports_a_block_names_are_replaced_by_free_ones_consistently() -> None:
+    script = (
+        "redis-server --port 6393 &\n"
+        "serve --redis redis://127.0.0.1:6393/0 --port 8765 &\n"
+        "status http://127.0.0.1:8765 --seed 4\n"
+    )
+    ran = with_free_ports(script)
+    ports = _PORT.findall(ran)
+    assert len(ports) == 4
+    assert ports[0] == ports[1] != ports[2] == ports[3]
+    assert "6393" not in ran
+    assert "8765" not in ran
+    assert "--seed 4" in ran
 
 
 def _state(pid: int) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import random
+import signal
 import subprocess
 import sys
 import uuid
@@ -24,6 +25,7 @@ from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 
 from tests.support.builders import root
+from tests.support.processes import OwnedProcesses, lines_until
 from tests.support.redis_server import CuttableProxy, RedisServer
 from workflow_hub import (
     Availability,
@@ -676,36 +678,42 @@ async def test_bad_arguments_are_contract_errors_naming_the_field(
 
 
 def test_serve_mirrors_the_demo_and_watch_shows_the_fleet(
-    redis_server: RedisServer, prefix: str
+    redis_server: RedisServer, prefix: str, owned: OwnedProcesses
 ) -> None:
     """``workflow-hub serve --redis --no-http`` mirrors the demo scheduler; ``workflow-hub watch
     redis://`` shows it (plain lines when stdout is not a terminal)."""
     command = [sys.executable, "-m", "workflow_hub._cli"]
-    serve = subprocess.Popen(
+    serve = owned.start(
         [
             *command,
             *("serve", "--redis", redis_server.url, "--source", "cli-demo", "--no-http"),
-            *("--prefix", prefix, "--duration", "4", "--seed", "1"),
+            *("--prefix", prefix, "--seed", "1"),
         ],
         stderr=subprocess.PIPE,
         text=True,
     )
+    # Both run until the watch has shown the source working (events, not two --duration
+    # guesses that a loaded machine outruns), then Ctrl-C ends each.
+    watch = owned.start(
+        [*command, "watch", redis_server.url, "--prefix", prefix],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
-        watch = subprocess.run(
-            [*command, "watch", redis_server.url, "--prefix", prefix, "--duration", "3"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=False,
+        shown = lines_until(
+            watch, lambda lines: any(line.startswith("fleet working: 1 source") for line in lines)
         )
+        watch.send_signal(signal.SIGINT)
+        _, watch_err = watch.communicate(timeout=30)
     finally:
+        serve.send_signal(signal.SIGINT)
         _, serve_err = serve.communicate(timeout=30)
     assert serve.returncode == 0, serve_err
     assert "cli-demo" in serve_err
-    assert watch.returncode == 0, watch.stderr
-    assert "cli-demo: " in watch.stdout
-    assert "fleet working: 1 source" in watch.stdout
-    assert "working" in watch.stdout
+    assert watch.returncode == 0, watch_err
+    assert any(line.startswith("cli-demo: ") for line in shown)
+    assert any("working" in line for line in shown)
 
 
 async def test_a_follower_shows_unknown_when_redis_lost_a_quiet_source_until_it_returns(

@@ -159,6 +159,7 @@ async def test_one_stream_names_each_source_in_order(redis_server: RedisServer) 
                 "attention": 0,
                 "last_seen": client.table["a"]["last_seen"],
                 "stale": False,
+                "declared": False,
                 "path": "sources/a/",
             }
             # The table only: no frames at all.

@@ -102,7 +102,7 @@ async def test_eventsource_reads_retry_and_resumes_after_the_server_restarts(nod
                 after = await lines.until("event")
         finally:
             await client.stdin.aclose()
-            with trio.fail_after(WAIT):
+            with trio.CancelScope(shield=True), trio.fail_after(WAIT):  # a cancelled test too
                 await client.wait()
             await client.stdout.aclose()
         nursery.cancel_scope.cancel()

@@ -12,6 +12,8 @@ from contextlib import contextmanager
 
 import httpx
 
+from tests.support.processes import owned_process
+
 CLI = [sys.executable, "-m", "workflow_hub._cli"]
 ENV = {**os.environ, "PYTHONUNBUFFERED": "1"}
 
@@ -19,7 +21,7 @@ ENV = {**os.environ, "PYTHONUNBUFFERED": "1"}
 @contextmanager
 def running(*args: str) -> Iterator[str]:
     """The command, started; yields the URL it reports on stderr ("serving at URL")."""
-    with subprocess.Popen(
+    with owned_process(
         [*CLI, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=ENV
     ) as process:
         assert process.stderr is not None

@@ -29,6 +29,7 @@ from hypothesis import strategies as st
 from tests.support.builders import root
 from tests.support.fleet import mirrored
 from tests.support.netutil import SseEvent, SseReader, sse
+from tests.support.processes import owned_process
 from tests.support.redis_server import RedisServer
 from workflow_hub import (
     Availability,
@@ -358,7 +359,7 @@ def test_serve_fleet_command_serves_a_mirrored_source(redis_server: RedisServer)
     prefix = "fleet-cli"
     common = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True, "env": env}
     with (
-        subprocess.Popen(
+        owned_process(
             [
                 *cli,
                 "serve",
@@ -368,14 +369,12 @@ def test_serve_fleet_command_serves_a_mirrored_source(redis_server: RedisServer)
                 "demo",
                 "--prefix",
                 prefix,
-                "--duration",
-                "10",
                 "--seed",
                 "1",
             ],
             **common,
         ) as mirror,
-        subprocess.Popen(
+        owned_process(
             [
                 *cli,
                 "serve",
@@ -385,8 +384,6 @@ def test_serve_fleet_command_serves_a_mirrored_source(redis_server: RedisServer)
                 prefix,
                 "--port",
                 "0",
-                "--duration",
-                "8",
             ],
             **common,
         ) as server,
@@ -397,7 +394,8 @@ def test_serve_fleet_command_serves_a_mirrored_source(redis_server: RedisServer)
             assert url.startswith("http://127.0.0.1:"), (
                 server.stderr.read() if server.stderr else ""
             )
-            deadline = time.monotonic() + 8
+            # Until the source is served (both run until terminated; 60 s: a safety net).
+            deadline = time.monotonic() + 60
             while True:
                 result = subprocess.run(
                     [*cli, "snapshot", f"{url}/sources/demo"],

@@ -51,7 +51,9 @@ async def read_to_the_end(reader: SseReader) -> None:
                 return
 
 
-async def test_cancelling_the_server_with_stalled_clients_ends_within_a_second() -> None:
+async def test_cancelling_the_server_with_stalled_clients_ends_within_a_second(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
     """100 stalled SSE, 20 WebSocket and 20 ``/v1/events`` clients, each with its writes blocked,
     and one well-behaved client that still sees its stream end properly."""
     server = trio.CancelScope()
@@ -101,6 +103,6 @@ async def test_cancelling_the_server_with_stalled_clients_ends_within_a_second()
     assert good.ended
     # The server's own bound is its grace, then a cut half a second later (1.3 s). A stalled
     # client used to hold it open for as long as the client stayed (here WAIT would fail the
-    # test). The rest is room for a loaded machine: ending 141 connections' tasks took 1.96 s
-    # with three test workers on the two cores.
-    assert elapsed < SHUTDOWN_GRACE + 0.5 + 1.2, elapsed
+    # test). On the autojump clock only the server's timers move time (everything here is in
+    # this trio run, the clients too): the bound holds exactly, however loaded the machine.
+    assert elapsed <= SHUTDOWN_GRACE + 0.5, elapsed

@@ -38,14 +38,21 @@ class Browser:
 
     def __init__(self, executable: str) -> None:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="playwright")
-        self._executor.submit(self._start, executable).result(timeout=60)
+        self._playwright: Any = None
+        self.chromium: Any = None
+        try:
+            # Minutes only as a safety net: chromium starting on a loaded machine.
+            self._executor.submit(self._start, executable).result(timeout=300)
+        except BaseException:
+            self.close()  # a browser or a driver that did start is stopped
+            raise
 
     def _start(self, executable: str) -> None:
         from playwright.sync_api import sync_playwright
 
         self._playwright = sync_playwright().start()
         self.chromium = self._playwright.chromium.launch(
-            executable_path=executable, args=CHROMIUM_FLAGS
+            executable_path=executable, args=CHROMIUM_FLAGS, timeout=240_000
         )
 
     async def run(self, function: Callable[..., _T], *args: Any) -> _T:
@@ -70,12 +77,21 @@ class Browser:
         return await self.run(open_page), errors, requests
 
     def close(self) -> None:
-        def stop() -> None:
-            self.chromium.close()
-            self._playwright.stop()
+        """Chromium, then Playwright's driver (in the browser's thread, after whatever it is
+        doing); both processes are gone when this returns."""
 
-        self._executor.submit(stop).result(timeout=30)
-        self._executor.shutdown()
+        def stop() -> None:
+            try:
+                if self.chromium is not None:
+                    self.chromium.close()
+            finally:
+                if self._playwright is not None:
+                    self._playwright.stop()
+
+        try:
+            self._executor.submit(stop).result(timeout=300)  # a safety net, not a guess
+        finally:
+            self._executor.shutdown()
 
 
 def open_browser() -> Browser:

@@ -7,6 +7,7 @@ import functools
 import coredis
 import trio
 
+from tests.support.builders import root
 from workflow_hub import WorkflowActivityHub, open_hub
 from workflow_hub.redis import mirror_hub
 
@@ -102,3 +103,21 @@ class HangingProxy:
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass
         scope.cancel()
+
+
+async def stopped_source(
+    redis: coredis.Redis[bytes], prefix: str, name: str, *, declare: bool
+) -> None:
+    """A source that mirrored one root, then stopped: declaring itself unavailable first (a
+    clean shutdown, its goodbye in Redis) or not (killed)."""
+    async with open_hub() as hub, trio.open_nursery() as nursery:
+        mirror = await nursery.start(
+            functools.partial(mirror_hub, hub, redis, source=name, prefix=prefix)
+        )
+        publisher = hub.register_publisher()
+        publisher.publish_snapshot("ready", [root("r")])
+        if declare:
+            publisher.dispose()
+        while mirror.appended_cursor != hub.cursor:  # noqa: ASYNC110
+            await trio.sleep(0.01)
+        nursery.cancel_scope.cancel()

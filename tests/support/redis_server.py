@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 import trio
 
+from tests.support.processes import stop_group
+
 
 def require_redis_server() -> str:
     path = shutil.which("redis-server")
@@ -74,8 +76,18 @@ class RedisServer:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
+            start_new_session=True,  # its own group, stopped as one (tests/support/processes.py)
         )
-        deadline = time.monotonic() + 10
+        try:
+            self._wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _wait_ready(self) -> None:
+        """Until the server answers PING (or exits); 60 s is only a safety net for a loaded machine."""
+        assert self._process is not None
+        deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if self._process.poll() is not None:
                 raise RuntimeError(f"redis-server exited:\n{self.log}")
@@ -92,12 +104,7 @@ class RedisServer:
     def stop(self) -> None:
         process, self._process = self._process, None
         if process is not None:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            stop_group(process)
 
     def restart(self) -> None:
         self.stop()

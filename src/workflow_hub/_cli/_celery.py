@@ -14,7 +14,9 @@ import sys
 import threading
 from typing import Any
 
+from .. import ContractError, Labels
 from ..celery import DEFAULT_INSPECT_TIMEOUT, serve_celery
+from ._errors import UsageError, os_errors_as
 from ._options import add_bind_arguments
 
 __all__ = ["add_arguments", "run"]
@@ -68,6 +70,40 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="how long start-up waits for the workers' inspect replies "
         f"(default {DEFAULT_INSPECT_TIMEOUT:g})",
     )
+    parser.add_argument(
+        "--label",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a label on every root (repeatable), e.g. --label env=prod",
+    )
+    parser.add_argument(
+        "--label-from",
+        default="",
+        metavar="queue,worker",
+        help="also label each root with its tasks' queue and/or worker hostname",
+    )
+
+
+def _labels(args: argparse.Namespace) -> tuple[dict[str, str], tuple[str, ...]]:
+    """``--label`` and ``--label-from``, checked before anything starts."""
+    labels: dict[str, str] = {}
+    for item in args.label:
+        key, equals, value = item.partition("=")
+        if not equals:
+            raise UsageError(f"--label {item!r}: expected KEY=VALUE")
+        labels[key] = value
+    try:
+        Labels(labels)
+    except ContractError as error:  # it names the key
+        raise UsageError(f"--label: {error}") from None
+    chosen = tuple(dict.fromkeys(n.strip() for n in args.label_from.split(",") if n.strip()))
+    for name in chosen:
+        if name not in ("queue", "worker"):
+            raise UsageError(f"--label-from: unknown {name!r} (expected queue, worker or both)")
+        if name in labels:
+            raise UsageError(f"--label-from: {name!r} is also given by --label")
+    return labels, chosen
 
 
 def _load_app(args: argparse.Namespace) -> Any:
@@ -83,39 +119,36 @@ def _load_app(args: argparse.Namespace) -> Any:
 def run(args: argparse.Namespace) -> int:
     try:
         import celery  # noqa: F401
-    except ImportError:
-        print(
-            "workflow-hub celery: needs the 'celery' extra: pip install 'workflow-hub[celery]'",
-            file=sys.stderr,
-        )
-        return 2
+    except ImportError as error:
+        raise UsageError("needs the 'celery' extra: pip install 'workflow-hub[celery]'") from error
     if args.redis is not None:
         try:
             import coredis  # noqa: F401
-        except ImportError:
-            print(
-                "workflow-hub celery: --redis needs the 'redis' extra: "
-                "pip install 'workflow-hub[redis]'",
-                file=sys.stderr,
-            )
-            return 2
+        except ImportError as error:
+            raise UsageError(
+                "--redis needs the 'redis' extra: pip install 'workflow-hub[redis]'"
+            ) from error
     try:
         app = _load_app(args)
     except Exception as error:  # an import error in the user's module, a bad name ...
-        print(f"workflow-hub celery: cannot load {args.app}: {error}", file=sys.stderr)
-        return 2
+        raise UsageError(f"cannot load {args.app}: {error}") from error
+    labels, labels_from = _labels(args)
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
-    try:
-        _serve(args, app, stop)
-    except OSError as error:
-        print(f"workflow-hub celery: {error}", file=sys.stderr)
-        return 1
+    host = args.host
+    with os_errors_as(f"cannot serve at {f'[{host}]' if ':' in host else host}:{args.port}"):
+        _serve(args, app, stop, labels, labels_from)
     return 0
 
 
-def _serve(args: argparse.Namespace, app: Any, stop: threading.Event) -> None:
+def _serve(
+    args: argparse.Namespace,
+    app: Any,
+    stop: threading.Event,
+    labels: dict[str, str],
+    labels_from: tuple[str, ...],
+) -> None:
     with serve_celery(
         app,
         host=args.host,
@@ -127,6 +160,8 @@ def _serve(args: argparse.Namespace, app: Any, stop: threading.Event) -> None:
         settle=args.settle,
         keep_ended=args.keep_ended,
         inspect_timeout=args.inspect_timeout,
+        labels=labels,
+        labels_from=labels_from,
     ) as served:
         url = served.url
         print(url, flush=True)

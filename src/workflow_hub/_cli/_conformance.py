@@ -14,11 +14,11 @@ from __future__ import annotations
 import argparse
 import random
 import shlex
-import sys
 from collections.abc import Callable, Sequence
 
 from ..testing import defaults
 from ._command_line import command_name
+from ._errors import UsageError
 from ._options import seconds
 
 __all__ = ["add_arguments", "run"]
@@ -141,11 +141,10 @@ def _reproduce(args: argparse.Namespace, seed: int, profiles: tuple[str, ...]) -
     return " ".join(parts)
 
 
-def _usage_error(args: argparse.Namespace, problem: str, detail: object) -> int:
-    # One line, as every command's mistakes are (issue 24).
+def _usage_error(args: argparse.Namespace, problem: str, detail: BaseException) -> UsageError:
+    # One line, as every command's mistakes are (issue 24); --debug shows the traceback.
     text = " ".join(str(detail).split())
-    print(f"workflow-hub conformance: {problem} {args.adapter!r}: {text}", file=sys.stderr)
-    return 2
+    return UsageError(f"{problem} {args.adapter!r}: {text}")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -177,13 +176,13 @@ def run(args: argparse.Namespace) -> int:
         process.request("close")
     except (OSError, JsonLinesError) as error:
         process.close()
-        return _usage_error(args, "cannot use the adapter", error)
+        raise _usage_error(args, "cannot use the adapter", error) from error
     styles = args.styles if args.styles is not None else _STYLES
     try:
         plan = conformance_plan(process, profiles=_chosen(args, declared), styles=styles)
     except ValueError as error:
         process.close()
-        return _usage_error(args, "cannot check these profiles of the adapter", error)
+        raise _usage_error(args, "cannot check these profiles of the adapter", error) from error
     print(f"workflow-hub conformance: {plan.describe()}")
     print()
     # The profiles asked for, not only those checked: the same plan, the same description.

@@ -7,17 +7,18 @@ a :class:`~workflow_hub.RunTracker`; the tracker derives the roots and publishes
 What happens, in script seconds:
 
 - ``nightly-build``: checkout, then compile and lint in parallel, then tests in two shards (tool
-  nodes); one shard fails and is retried, the build completes and is removed at the end.
+  nodes); one shard fails (an ``AssertionError``) and is retried, the build completes and is removed at the end.
 - ``data-migration``: a plan stage, then a confirmation prompt (a human input) while a backup
   branch keeps executing (working, needs attention); once the backup ends it is blocked on the
   prompt alone; after the answer a nested child workflow ``verify-migration`` runs.
-- ``release-train``: the deploy stage fails and needs intervention (blocked), is cleared and
+- ``release-train``: the deploy stage fails (a ``TimeoutError``) and needs intervention (blocked), is cleared and
   re-run by an explicit continuation (``delivery: replay``).
 - ``docs-site``: paused (idle) and later resumed.
 - ``load-test``: a quit is requested while its work drains (stopping), then it ends cancelled.
-- ``smoke-check``: its probe fails and its executor ends (idle, quiescent, needs attention: a
+- ``smoke-check``: its probe fails (a ``ConnectionError``) and its executor ends (idle, quiescent, needs attention: a
   settled failure); later someone acknowledges the failure.
 
+Failures carry their error (C3), and the roots of production carry labels (``team``, ``env``).
 Top-level runs beat every 5 script seconds (``heartbeat_interval_minutes`` scaled to match).
 """
 
@@ -54,10 +55,18 @@ PAUSE_BETWEEN_ROUNDS = 3.0
 Step = Callable[[RunTracker], None]
 
 
+# The labels of the roots that carry some (C3): whose they are and where they run.
+_LABELS = {
+    "data-migration": {"team": "data", "env": "prod"},
+    "release-train": {"team": "platform", "env": "prod"},
+    "smoke-check": {"team": "platform", "env": "staging"},
+}
+
+
 def _begin(t: RunTracker, run_id: str, beat: float, stages: dict[str, tuple[str, ...]]) -> None:
     """A top-level run starts, beating, with its stages (each: the stages it follows, all named
     by their id with ``-`` read as a space); the first one runs."""
-    t.add_run(run_id, status="running", heartbeat_interval_minutes=beat)
+    t.add_run(run_id, status="running", heartbeat_interval_minutes=beat, labels=_LABELS.get(run_id))
     for stage_id, parent_ids in stages.items():
         t.add_stage(run_id, stage_id, stage_id.replace("-", " "), parent_ids=parent_ids)
     t.set_stage_status(run_id, next(iter(stages)), "running")
@@ -119,7 +128,9 @@ def _script(rng: random.Random, beat: float) -> list[tuple[float, Step]]:
 
     @step(5.5)
     def shard_fails(t: RunTracker) -> None:
-        t.set_tool_status(build, failing_shard, "failed")
+        t.set_tool_status(
+            build, failing_shard, "failed", error=AssertionError("test_login_redirect: 302 != 200")
+        )
         t.set_stage_status(build, "test", "pending", retrying=True)
 
     @step(6.5)
@@ -184,7 +195,12 @@ def _script(rng: random.Random, beat: float) -> list[tuple[float, Step]]:
 
     @step(4.0)
     def deploy_fails(t: RunTracker) -> None:
-        t.set_stage_status(release, "deploy", "failed")
+        t.set_stage_status(
+            release,
+            "deploy",
+            "failed",
+            error=TimeoutError("health check of web-3 timed out after 30 s"),
+        )
         t.require_intervention(release, stage_id="deploy")
 
     @step(13.0)
@@ -228,8 +244,9 @@ def _script(rng: random.Random, beat: float) -> list[tuple[float, Step]]:
 
     @step(6.0)
     def smoke_fails(t: RunTracker) -> None:
-        t.set_stage_status(smoke, "probe", "failed")
-        t.set_run_status(smoke, "failed", executor_ended=True)
+        refused = ConnectionError("GET /healthz on staging: 503 Service Unavailable")
+        t.set_stage_status(smoke, "probe", "failed", error=refused)
+        t.set_run_status(smoke, "failed", executor_ended=True, error=refused)
 
     at(15.5, lambda t: t.acknowledge_failure(smoke))
 

@@ -63,9 +63,16 @@ _EXTRAS = {
 
 
 class CommandError(WorkflowHubError):
-    """A failure at run time the command recognised: ``str(error)`` says what to do."""
+    """A failure at run time the command recognised: ``str(error)`` says what to do.
+
+    ``exit_status`` is 1 unless the command gives its own (``status`` exits 3: unknown)."""
 
     exit_status = EXIT_FAILURE
+
+    def __init__(self, message: str, *, exit_status: int | None = None) -> None:
+        super().__init__(message)
+        if exit_status is not None:
+            self.exit_status = exit_status
 
 
 class UsageError(CommandError):

@@ -18,6 +18,7 @@ import trio
 from .._contract import (
     ActivityChangedEvent,
     ChangedFrame,
+    FailureDetail,
     Frame,
     HeartbeatEvent,
     LifecycleEvent,
@@ -34,15 +35,21 @@ from .._contract import (
 )
 from ..reporting import ActivityView, aggregate
 from ..wire import dumps
+from ._words import attention_of
 
 __all__ = [
     "JsonOutput",
     "LineOutput",
     "Output",
     "PlainOutput",
+    "describe_error",
     "describe_event",
+    "describe_failure",
+    "describe_hook",
     "describe_root",
     "describe_running",
+    "first_failure",
+    "root_attention",
     "short_ids",
 ]
 
@@ -77,7 +84,7 @@ def describe_running(root: RootActivity) -> str:
     if root.graph is None:
         return ""
     running: list[str] = []
-    waiting: list[str] = []
+    waiting = [prompt.message for prompt in root.graph.run_prompts or ()]
     for node in root.graph.nodes:
         if isinstance(node, StageNode) and node.pending_prompt is not None:
             waiting.append(node.pending_prompt.message)
@@ -89,6 +96,49 @@ def describe_running(root: RootActivity) -> str:
     # each, with a count, in the order they first appear.
     counts = Counter(running)
     return ", ".join(name if count == 1 else f"{name} x{count}" for name, count in counts.items())
+
+
+def first_failure(root: RootActivity) -> StageNode | ToolNode | None:
+    """The first failed stage or tool of a root's graph (in the graph's order), if any."""
+    if root.graph is None:
+        return None
+    for node in root.graph.nodes:
+        if node.status == "failed":
+            return node
+    return None
+
+
+def _asks(root: RootActivity) -> bool:
+    graph = root.graph
+    if graph is None:
+        return False
+    return bool(graph.run_prompts) or any(
+        isinstance(node, StageNode) and node.pending_prompt is not None for node in graph.nodes
+    )
+
+
+def root_attention(root: RootActivity) -> str:
+    """Why ``root`` needs a person, in the dashboard's words, or ``""`` (``_words.attention_of``)."""
+    failed = first_failure(root)
+    return attention_of(
+        root.state,
+        root.reason,
+        root.needs_attention,
+        asks=_asks(root),
+        failed_at=failed.name if failed is not None else None,
+    )
+
+
+def describe_failure(node: StageNode | ToolNode) -> str:
+    """'failed at probe: TimeoutError: no answer in 5 s', or without its error when none came."""
+    if node.error is None:
+        return f"failed at {node.name}"
+    return f"failed at {node.name}: {describe_error(node.error)}"
+
+
+def describe_error(error: FailureDetail) -> str:
+    """'TimeoutError: no answer in 5 s', or the message alone when no type came with it."""
+    return f"{error.type}: {error.message}" if error.type else error.message
 
 
 def short_ids(text: str) -> str:
@@ -141,6 +191,14 @@ def describe_event(event: WorkflowEvent, ids: Callable[[str], str] = str) -> str
             at = time.strftime("%H:%M:%S", time.localtime(event.scheduled_at / 1000))
             return f"heartbeat        {ids(event.run_id)} at {at}"
     return repr(event)  # pragma: no cover
+
+
+def describe_hook(event: WorkflowEvent, ids: Callable[[str], str] = str) -> str:
+    """:func:`describe_event` (the dashboard's feed says the same, tests/dashboard hold them
+    equal), and for a failed run, stage or tool its error (C3): what a terminal shows."""
+    line = describe_event(event, ids)
+    error = getattr(getattr(event, "target", None), "error", None)
+    return f"{line}: {describe_error(error)}" if isinstance(error, FailureDetail) else line
 
 
 # --- outputs -----------------------------------------------------------------------------------
@@ -200,4 +258,4 @@ class PlainOutput(LineOutput):
         self._write(f"frame {frame.kind:<8} {cursor:<16} {detail}   [{status.message}]")
 
     def hook(self, event: WorkflowEvent) -> None:
-        self._write(f"hook  {describe_event(event)}")
+        self._write(f"hook  {describe_hook(event)}")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import trio
 from rich import box
@@ -24,10 +24,19 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from .._contract import Frame, WorkflowEvent
+from .._contract import Frame, RootActivity, WorkflowEvent
+from .._status_line import SEPARATOR
 from ..reporting import ActivityView, aggregate
-from ._output import describe_event, describe_running, short_ids
+from ._output import (
+    describe_failure,
+    describe_hook,
+    describe_running,
+    first_failure,
+    root_attention,
+    short_ids,
+)
 from ._served_hub import dashboard_url, watch_command
+from ._words import group_of, headline, shown_state, words
 
 __all__ = ["RichOutput", "Screen"]
 
@@ -36,6 +45,8 @@ _CONNECTION_STYLES = {"live": "green", "reconnecting": "yellow", _RESYNCED: "cya
 _STATE_STYLES = {"working": "green", "blocked": "bold red", "idle": "dim", "unknown": "yellow"}
 # Below this many columns the table drops its vertical rules and abbreviates the counts.
 _WIDE = 110
+# Labels take a column only where "now" keeps at least this much (or its longest cell).
+_NOW_FOR_LABELS = 60
 # The "now" column never shrinks below this: it is the column that says what is happening.
 _NOW_MIN_WIDTH = 12
 # A root id column narrower than this says too little (it is cut with an ellipsis).
@@ -43,6 +54,89 @@ _ROOT_MIN_WIDTH = 12
 # What a table of seven columns spends on rules and padding, by layout (wide or not).
 _RULES = {True: 22, False: 18}
 _PANE_MIN_LINES = 3
+# The reason's words wrap at a space below their longest, never below this ("intervention").
+_REASON_MIN_WIDTH = 12
+# What a root id may take before "now" gets its room (a UUID is cut to it, with an ellipsis).
+_ROOT_WANT_WIDTH = 16
+# A "now" that wraps anyway gives the reason its room back, down to this width.
+_NOW_KEEP_WIDTH = 24
+_LABELS_MAX_WIDTH = 40
+# What the abbreviated headers of a narrow terminal mean.
+_LEGEND = ("! needs attention", "act: running", "blk: blocks to act on")
+
+
+_GROUPS = ("attention", "working", "idle")
+
+
+def _ordered(roots: Iterable[RootActivity]) -> tuple[list[RootActivity], dict[str, int]]:
+    """Roots that need a person first, then those working, then the idle (each as published),
+    and how many of each group there are."""
+    groups: dict[str, list[RootActivity]] = {group: [] for group in _GROUPS}
+    for root in roots:
+        groups[group_of(root.state, root.needs_attention)].append(root)
+    return [root for group in _GROUPS for root in groups[group]], {
+        group: len(members) for group, members in groups.items()
+    }
+
+
+def _hidden(sizes: dict[str, int], shown: int) -> dict[str, int]:
+    """How many roots of each group the first ``shown`` of the ordered roots leave out."""
+    hidden: dict[str, int] = {}
+    for group in _GROUPS:
+        taken = min(shown, sizes[group])
+        shown -= taken
+        if sizes[group] > taken:
+            hidden[group] = sizes[group] - taken
+    return hidden
+
+
+def _reason(root: RootActivity) -> str:
+    """The reason in the dashboard's words; none for a settled failure (its state says
+    "failed": "nothing to do" never stands beside it)."""
+    if root.state == "idle" and root.needs_attention and root.reason == "quiescent":
+        return ""
+    return words(root.reason)
+
+
+def _now(root: RootActivity) -> str:
+    """What a person reads of a root: what it asks, else what failed (when it needs a person),
+    else what runs."""
+    running = describe_running(root)
+    if root.reason == "awaiting_input" and running.startswith(_AWAITING):
+        return running[len(_AWAITING) :]  # the reason already says "waiting for input"
+    if running.startswith(_AWAITING) or group_of(root.state, root.needs_attention) != "attention":
+        return running
+    failed = first_failure(root)
+    if failed is None:
+        return running
+    return describe_failure(failed) + (f"; running: {running}" if running else "")
+
+
+_AWAITING = "awaiting: "
+
+
+def _labels(root: RootActivity) -> str:
+    return " ".join(f"{key}:{value}" for key, value in (root.labels or {}).items())
+
+
+def _phrases(text: Text, phrases: Sequence[tuple[str, str, str]], width: int) -> Text:
+    """``text`` followed by ``phrases`` ((phrase, separator after it, style)), a line broken
+    only between two phrases, never inside one (unless one alone is wider than a line)."""
+    column = text.cell_len
+    separator, separator_style = "", ""
+    for phrase, after, style in phrases:
+        if separator and column + len(separator) + len(phrase) > width:
+            text.append(separator.rstrip() + "\n", style=separator_style)
+            column = 0
+        elif separator:
+            text.append(separator, style=separator_style)
+            column += len(separator)
+        text.append(phrase, style=style)
+        column = (
+            (column + len(phrase)) % width if column + len(phrase) > width else column + len(phrase)
+        )
+        separator, separator_style = after, style if after.strip() not in ("·", "") else ""
+    return text
 
 
 class Screen:
@@ -65,24 +159,51 @@ class Screen:
         width = options.max_width
         height = options.height or console.height
         wide = width >= _WIDE
-        top = Group(self._header(wide=wide), self._table(wide=wide, width=width))
-        used = len(console.render_lines(top, options.update(height=None), pad=False))
+        rows, sizes = _ordered(self.view.roots if self.view is not None else ())
+        header = self._header(wide=wide, width=width)
+        # As many roots as leave the hook pane its lines, those that need a person first; the
+        # line under the table says how many more there are (and of which kind).
+        # Each row takes a line at least, below the header and the table's own two: the first
+        # guess is never short of room, and a few wrapped rows cost a few more tries.
+        header_lines = len(console.render_lines(header, options.update(height=None), pad=False))
+        shown = min(len(rows), max(0, height - _PANE_MIN_LINES - header_lines - 2))
+        while True:
+            top = Group(
+                header,
+                self._table(rows[:shown], wide=wide, width=width),
+                *self._footer(_hidden(sizes, shown), wide=wide, width=width),
+            )
+            used = len(console.render_lines(top, options.update(height=None), pad=False))
+            if shown == 0 or used <= height - _PANE_MIN_LINES:
+                break
+            shown -= 1
         yield top
         yield self._pane(max(_PANE_MIN_LINES, height - used))
 
-    def _header(self, *, wide: bool = True) -> Text:
+    def _header(self, *, wide: bool = True, width: int = 80) -> Text:
         view = self.view
+        phrases: list[tuple[str, str, str]] = []
         if view is None:
-            header = Text(f"{self.title}  ", style="bold")
-            header.append("waiting for the first snapshot…", style="yellow")
+            phrases.append(("waiting for the first snapshot…", "", "yellow"))
         else:
+            # What needs a person first ("2 need attention: 1 waiting for input, 1 failed at
+            # probe"), in the dashboard's words, then the overall state ("2 working"); each
+            # once, the cursor never (it is for the wire, not for people).
             status = aggregate(view)
-            # The message says the state and the attention ("2 working · 1 needs attention"):
-            # each once, in the state's colour; the cursor is for the wire, not for people.
-            header = Text.assemble(
-                (f"{self.title}  ", "bold"),
-                (status.message, _STATE_STYLES.get(status.state, "")),
-            )
+            parts = status.message.split(SEPARATOR)
+            first = headline(root_attention(root) for root in view.roots)
+            if first:
+                count, _, reasons = first.partition(": ")
+                items = reasons.split(", ")
+                phrases.append((f"{count}:", " ", "bold red"))
+                phrases += [(item, ", ", "bold red") for item in items[:-1]]
+                phrases.append((items[-1], SEPARATOR, "bold red"))
+                if status.state != "blocked":
+                    phrases.append((parts[0], SEPARATOR, _STATE_STYLES.get(status.state, "")))
+            else:
+                style = _STATE_STYLES.get(status.state, "")
+                phrases += [(part, SEPARATOR, style) for part in parts]
+        header = _phrases(Text(f"{self.title}  ", style="bold"), phrases, width)
         if self.url is not None:
             # Where to look next: the page, and the command for another terminal (a line each
             # when the terminal is narrow, rather than a command wrapped in two).
@@ -109,7 +230,7 @@ class Screen:
         """``watch`` lost its connection: what is drawn may no longer be true."""
         return self.view is not None and self.connection not in (None, "live", _RESYNCED)
 
-    def _table(self, *, wide: bool, width: int) -> Table:
+    def _table(self, roots: Sequence[RootActivity], *, wide: bool, width: int) -> Table:
         view = self.view
         table = Table(
             width=width,
@@ -119,52 +240,96 @@ class Screen:
             padding=(0, 1),
             style="dim" if self.stale else "",
         )
+        # The attention flag leads (the eye starts at the left edge); the reason in the
+        # dashboard's words; "now" says what runs, what is asked or what failed.
         headers = (
-            ("root", "state", "reason", "active", "blocks", "attention")
+            ("attention", "root", "state", "reason", "now", "active", "blocks")
             if wide
-            else ("root", "state", "reason", "act", "blk", "!")
+            else ("!", "root", "state", "reason", "now", "act", "blk")
         )
-        # Every column has a width of its own, computed here: when a no_wrap cell is too long,
-        # rich shrinks every column alike, which cut "working" to "worki…" and the counts'
-        # headers to "…" at 80 columns once root ids were UUIDs (Celery's). The state, the
-        # reason and the counts keep what their longest cell needs; the root id and "now"
-        # share the rest, the root id at most half of it (cut with an ellipsis).
         attention = "yes" if wide else "!"
         rows = [
             (
                 root,
                 (
-                    root.state,
-                    root.reason,
+                    attention if root.state == "blocked" or root.needs_attention else "",
+                    root.root_run_id,
+                    shown_state(root.state, root.needs_attention),
+                    _reason(root),
+                    _now(root),
                     str(root.active_execution_count),
                     str(root.actionable_block_count),
-                    attention if root.needs_attention else "",
                 ),
             )
-            for root in (view.roots if view is not None else ())
+            for root in roots
         ]
-        fixed = [
+        labels = wide and any(root.labels for root in roots)
+        # Every column has a width of its own, computed here: when a no_wrap cell is too long,
+        # rich shrinks every column alike, which cut "working" to "worki…" and the counts'
+        # headers to "…" at 80 columns once root ids were UUIDs (Celery's). The flag, the
+        # state and the counts keep what their longest cell needs; then "now" gets its room
+        # first (a question is what a person reads), the reason its longest words (wrapped at
+        # a space when it must give way), and the root id the rest (cut with an ellipsis).
+        longest = [
             max([len(header), *(len(cells[index]) for _, cells in rows)])
-            for index, header in enumerate(headers[1:])
+            for index, header in enumerate(headers)
         ]
-        room = max(0, width - _RULES[wide] - sum(fixed))
-        longest = max([len("root"), *(len(root.root_run_id) for root, _ in rows)])
-        root_width = min(longest, max(_ROOT_MIN_WIDTH, room // 2))
-        table.add_column(headers[0], no_wrap=True, overflow="ellipsis", width=root_width)
-        for header, column_width in zip(headers[1:], fixed, strict=True):
-            table.add_column(header, no_wrap=True, overflow="ellipsis", width=column_width)
-        table.add_column("now", overflow="fold", width=max(_NOW_MIN_WIDTH, room - root_width))
+        fixed = longest[0] + longest[2] + longest[5] + longest[6]
+        label_width = (
+            min(_LABELS_MAX_WIDTH, max(len(_labels(root)) for root in roots)) if labels else 0
+        )
+        if labels:
+            # Labels are the last thing a person needs: shown only where the root, the reason
+            # and "now" (up to _NOW_FOR_LABELS) keep their room beside them.
+            spare = width - _RULES[wide] - fixed - label_width - 3
+            needed = (
+                min(longest[1], _ROOT_WANT_WIDTH) + longest[3] + min(longest[4], _NOW_FOR_LABELS)
+            )
+            if spare < needed:
+                labels, label_width = False, 0
+        rules = _RULES[wide] + (3 if labels else 0)
+        room = max(0, width - rules - fixed - label_width)
+        root_want = min(longest[1], _ROOT_WANT_WIDTH)
+        reason_min = min(longest[3], _REASON_MIN_WIDTH)
+        now_width = max(_NOW_MIN_WIDTH, min(longest[4], room - root_want - reason_min))
+        if now_width < longest[4]:
+            # "now" wraps anyway: the reason takes its words back, down to what "now" keeps.
+            now_width -= min(longest[3] - reason_min, max(0, now_width - _NOW_KEEP_WIDTH))
+        left = max(0, room - now_width)
+        reason_width = max(reason_min, min(longest[3], left - root_want))
+        root_width = min(longest[1], max(_ROOT_MIN_WIDTH, left - reason_width))
+        now_width = max(now_width, room - reason_width - root_width)  # what is left over
+        widths = (
+            longest[0],
+            root_width,
+            longest[2],
+            reason_width,
+            now_width,
+            longest[5],
+            longest[6],
+        )
+        for index, (header, column_width) in enumerate(zip(headers, widths, strict=True)):
+            wraps = index in (3, 4)
+            table.add_column(
+                header,
+                no_wrap=not wraps,
+                overflow="fold" if wraps else "ellipsis",
+                width=column_width,
+            )
+        if labels:
+            table.add_column("labels", no_wrap=True, overflow="ellipsis", width=label_width)
         if view is None:
             return table
-        for root, (state, reason, active, blocks, flag) in rows:
+        for root, (flag, name, state, reason, now, active, blocks) in rows:
             table.add_row(
-                Text(root.root_run_id),
+                Text(flag, style="bold red"),
+                Text(name),
                 Text(state, style=_STATE_STYLES.get(state, "")),
                 Text(reason),
+                Text(now, style="red" if now.startswith("failed at ") else ""),
                 Text(active),
                 Text(blocks),
-                Text(flag, style="bold red"),
-                Text(describe_running(root)),
+                *([Text(_labels(root), style="dim")] if labels else []),
             )
         if not view.known:
             table.caption = Text(f"source {view.availability}: activity unknown (not idle)")
@@ -175,6 +340,26 @@ class Screen:
                 style="dim",
             )
         return table
+
+    def _footer(self, hidden: dict[str, int], *, wide: bool, width: int) -> list[Text]:
+        """How many roots did not fit (``hidden``, by group), and, when the headers are
+        abbreviated, what they mean."""
+        phrases: list[tuple[str, str, str]] = []
+        if hidden:
+            kinds = [
+                f"{count} {'needs attention' if count == 1 else 'need attention'}"
+                if group == "attention"
+                else f"{count} {group}"
+                for group, count in hidden.items()
+            ]
+            style = "bold red" if "attention" in hidden else "yellow"
+            more = f"{sum(hidden.values())} more not shown ({', '.join(kinds)})"
+            phrases.append((more, SEPARATOR, style))
+        if not wide:
+            phrases += [(text, SEPARATOR, "dim") for text in _LEGEND]
+        if not phrases:
+            return []
+        return [_phrases(Text(), phrases, width)]
 
     def _pane(self, lines: int) -> RenderableType:
         if self.hooks_off_why is not None:
@@ -220,7 +405,7 @@ class RichOutput(Screen):
         self._live.update(self)
 
     def hook(self, event: WorkflowEvent) -> None:
-        self._event_lines.append(describe_event(event, short_ids))
+        self._event_lines.append(describe_hook(event, short_ids))
         self._live.update(self)
 
     def renderable(self) -> RenderableType:

@@ -18,10 +18,11 @@ from typing import Any
 import trio
 
 from .._defaults import DEFAULT_PORT
-from ._errors import leaves, os_errors_as, until_ctrl_c
+from ._errors import os_errors_as, until_ctrl_c
 from ._options import add_bind_arguments, seconds
 from ._serve_mirror import add_serve_arguments, refuse_serve_flags, run_serve
 from ._served_hub import dashboard_url
+from ._signals import ended_by_signals
 from ._urls import check_fleet_url, fleet_settings, open_fleet
 
 __all__ = ["add_arguments", "run"]
@@ -37,8 +38,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=seconds,
         default=None,
         metavar="SECONDS",
-        help="end the whole command after this long (default: run until Ctrl-C); the demo "
-        "scheduler plays its 20-second story at its natural pace, again and again with fresh runs",
+        help="end the whole command after this long (default: run until Ctrl-C or SIGTERM); the "
+        "demo scheduler plays its 20-second story at its natural pace, again and again with "
+        "fresh runs",
     )
     parser.add_argument("--seed", type=int, default=None, help="reproducible ids and timing")
     add_server_arguments(parser)
@@ -117,11 +119,13 @@ def run(args: argparse.Namespace) -> int:
     return _run_demo(args)
 
 
-def _run_demo(args: argparse.Namespace) -> int:
-    from ._demo import play_demo
-
+def _address(args: argparse.Namespace) -> str:
     host = args.host
-    address = f"[{host}]:{args.port}" if ":" in host else f"{host}:{args.port}"
+    return f"[{host}]:{args.port}" if ":" in host else f"{host}:{args.port}"
+
+
+def _run_demo(args: argparse.Namespace) -> int:
+    address = _address(args)
     demo_args = argparse.Namespace(
         duration=args.duration,
         seed=args.seed,
@@ -133,24 +137,23 @@ def _run_demo(args: argparse.Namespace) -> int:
         server_options=server_options(args),
     )
     with os_errors_as(f"cannot serve at {address}"):
-        trio.run(play_demo, demo_args, _Quiet())
+        trio.run(_serve_demo, demo_args)
     return 0
+
+
+async def _serve_demo(demo_args: argparse.Namespace) -> None:
+    from ._demo import play_demo
+
+    # The demo ends itself on Ctrl-C (as when its time is up); SIGTERM ends it too.
+    async with ended_by_signals() as playing:
+        with playing:
+            await play_demo(demo_args, _Quiet())
 
 
 def run_fleet(args: argparse.Namespace) -> int:
     """``serve --fleet redis://...``: every source mirrored under ``--prefix``, over HTTP."""
-    from .._contract import ContractError
-
-    try:
-        with until_ctrl_c():
-            trio.run(_serve_fleet, args)
-    except (ContractError, OSError, BaseExceptionGroup) as failure:
-        errors = list(leaves(failure))
-        if not all(isinstance(error, ContractError | OSError) for error in errors):
-            raise
-        for error in errors:
-            print(f"workflow-hub serve: cannot serve the fleet: {error}", file=sys.stderr)
-        return 2 if all(isinstance(error, ContractError) for error in errors) else 1
+    with until_ctrl_c():
+        trio.run(_serve_fleet, args)
     return 0
 
 
@@ -160,30 +163,32 @@ async def _serve_fleet(args: argparse.Namespace) -> None:
     # --duration is the demo's (default one hour); a fleet is served until Ctrl-C unless it is given.
     given = args.duration is not None and args.duration != _DEFAULT_DURATION
     duration = args.duration if given else float("inf")
-    with trio.move_on_after(duration):
-        async with (
-            open_fleet(args.fleet, **fleet_settings(args)) as engine,
-            trio.open_nursery() as nursery,
-        ):
-            url: str = await nursery.start(
-                partial(
-                    serve_fleet,
-                    engine,
-                    host=args.host,
-                    port=args.port,
-                    token=args.token,
-                    insecure=args.insecure,
-                    cors_origins=args.cors_origins,
-                    **({} if args.keepalive is None else {"keepalive": args.keepalive}),
+    async with ended_by_signals() as serving:
+        with trio.move_on_after(duration), serving:
+            async with (
+                open_fleet(args.fleet, **fleet_settings(args)) as engine,
+                trio.open_nursery() as nursery,
+            ):
+                with os_errors_as(f"cannot serve the fleet at {_address(args)}"):
+                    url: str = await nursery.start(
+                        partial(
+                            serve_fleet,
+                            engine,
+                            host=args.host,
+                            port=args.port,
+                            token=args.token,
+                            insecure=args.insecure,
+                            cors_origins=args.cors_origins,
+                            **({} if args.keepalive is None else {"keepalive": args.keepalive}),
+                        )
+                    )
+                print(url, flush=True)
+                print(
+                    f"workflow-hub: serving the fleet {engine.prefix!r} from {args.fleet} at "
+                    f"{url} (dashboard: {dashboard_url(url)})",
+                    file=sys.stderr,
+                    flush=True,
                 )
-            )
-            print(url, flush=True)
-            print(
-                f"workflow-hub: serving the fleet {engine.prefix!r} from {args.fleet} at {url} "
-                f"(dashboard: {dashboard_url(url)})",
-                file=sys.stderr,
-                flush=True,
-            )
 
 
 class _Quiet:

@@ -16,7 +16,8 @@ import time
 import trio
 
 from ..redis import DEFAULT_PREFIX, Mirror, mirror_hub
-from ._errors import until_ctrl_c
+from ._errors import os_errors_as, until_ctrl_c
+from ._signals import ended_by_signals
 from ._urls import open_redis
 
 __all__ = ["add_serve_arguments", "refuse_serve_flags", "run_serve"]
@@ -78,33 +79,31 @@ def refuse_serve_flags(args: argparse.Namespace, *, default_port: int) -> str | 
 def run_serve(args: argparse.Namespace) -> int:
     """``serve --redis URL --source NAME``: the demo scheduler, mirrored (and served over HTTP)."""
     args.prefix = args.prefix or DEFAULT_PREFIX
-    fenced = False
-    try:
-        with until_ctrl_c():
-            fenced = trio.run(_serve, args)
-    except (OSError, BaseExceptionGroup) as failure:
-        _, rest = (
-            failure.split(OSError) if isinstance(failure, BaseExceptionGroup) else (failure, None)
-        )
-        if rest is not None:
-            raise
-        print(f"workflow-hub serve: cannot serve: {failure}", file=sys.stderr)
-        return 1
-    if fenced:
-        print(
-            f"workflow-hub serve: another instance claimed {args.source!r}; this one stopped",
-            file=sys.stderr,
-        )
-        return 1
+    with until_ctrl_c():
+        if trio.run(_serve, args):
+            print(
+                f"workflow-hub serve: another instance claimed {args.source!r}; this one stopped",
+                file=sys.stderr,
+            )
+            return 1
     return 0
 
 
 _ROUND_SECONDS = 20.0
 """One round of the demo's script; ``serve --redis`` plays round after round."""
+_DECLARE_GRACE = 2.0
+"""Seconds the command waits at its end for its ``unavailable`` frame to reach Redis."""
 
 
 async def _serve(args: argparse.Namespace) -> bool:
-    """Run until ``--duration`` is over; True when the mirror was fenced (another instance)."""
+    """Run until ``--duration`` is over, or Ctrl-C or SIGTERM; True when the mirror was fenced
+    (another instance claimed the source)."""
+    async with ended_by_signals() as playing:
+        return await _mirror_the_demo(args, playing)
+    return False  # a second signal: ended at once
+
+
+async def _mirror_the_demo(args: argparse.Namespace, playing: trio.CancelScope) -> bool:
     from .._core import HookRunner, open_hub
     from ..tracker import RunTracker
     from ._demo_script import run_scenario
@@ -125,29 +124,39 @@ async def _serve(args: argparse.Namespace) -> bool:
             )
         )
         runner.bind()
-        print(
-            f"workflow-hub serve: mirroring the demo scheduler as {args.source!r} "
-            f"into {args.prefix}:{args.source}:frames",
-            file=sys.stderr,
-            flush=True,
-        )
         if not args.no_http:
             from ..server import serve_hub
             from ._served_hub import dashboard_url
 
-            url: str = await nursery.start(
-                functools.partial(
-                    serve_hub, hub, host=args.host, port=args.port, token=args.token, runner=runner
-                )
+            address = (
+                f"[{args.host}]:{args.port}" if ":" in args.host else f"{args.host}:{args.port}"
             )
+            with os_errors_as(f"cannot serve at {address}"):
+                url: str = await nursery.start(
+                    functools.partial(
+                        serve_hub,
+                        hub,
+                        host=args.host,
+                        port=args.port,
+                        token=args.token,
+                        runner=runner,
+                    )
+                )
             print(url, flush=True)
             print(
                 f"workflow-hub serve: serving at {url} (dashboard: {dashboard_url(url)})",
                 file=sys.stderr,
                 flush=True,
             )
+        print(
+            f"workflow-hub serve: mirroring the demo scheduler as {args.source!r} "
+            f"into {args.prefix}:{args.source}:frames",
+            file=sys.stderr,
+            flush=True,
+        )
         publisher = None
-        with trio.move_on_after(duration):
+        # Until --duration is over, or the first Ctrl-C or SIGTERM: the same ending.
+        with trio.move_on_after(duration), playing:
             rounds = 0
             while not mirror.fenced:
                 # A fresh tracker (a new publisher: the newest wins, P1) for every round: the
@@ -166,9 +175,9 @@ async def _serve(args: argparse.Namespace) -> bool:
                 rounds += 1
         if publisher is not None and not mirror.fenced:
             # The scheduler shuts down: its source declares itself unavailable, and that frame
-            # reaches Redis before the command ends (followers tell it from a crash).
+            # reaches Redis before the command ends (followers tell it from a crash, N5).
             publisher.dispose()
-            with trio.move_on_after(2.0):
+            with trio.move_on_after(_DECLARE_GRACE):
                 while mirror.appended_cursor != hub.cursor:  # noqa: ASYNC110
                     await trio.sleep(0.02)
         nursery.cancel_scope.cancel()

@@ -31,14 +31,16 @@ from ._urls import check_fleet_url, fleet_settings, hub_url, names_fleet, open_f
 
 TYPE_CHECKING = False  # not from typing: a status refresh does not load it
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator, Mapping
+    from collections.abc import Callable, Iterable, Iterator, Mapping
     from typing import Any, TypeAlias
 
+    from .._contract import RootActivity
+    from ..fleet import FleetView
     from ..reporting import AggregateStatus
 
-    Status: TypeAlias = AggregateStatus | Summary
+    Status: TypeAlias = Summary
 
-__all__ = ["EXIT_STATUSES", "FIELDS", "add_arguments", "exit_status", "fields", "run"]
+__all__ = ["EXIT_STATUSES", "FIELDS", "add_arguments", "exit_status", "fields", "run", "with_roots"]
 
 EXIT_STATUSES: Mapping[str, int] = {
     "idle": 0,
@@ -60,6 +62,9 @@ FIELDS: Mapping[str, str] = {
     "working": "how many roots are working",
     "blocked": "how many roots are blocked",
     "awaiting_input": "how many blocked roots wait for input",
+    "failed": "how many roots need a person because something failed in them",
+    "labels": "the roots' labels, key:value, comma-separated (e.g. env:prod,team:infra)",
+    "attention_labels": "the labels of the roots that need attention (whose problem it is)",
 }
 
 _DEFAULT_FORMAT = "{message}"
@@ -135,7 +140,41 @@ def fields(status: Status) -> dict[str, Any]:
         "working": status.working,
         "blocked": status.blocked,
         "awaiting_input": status.awaiting_input,
+        "failed": status.failed,
+        "labels": ",".join(status.labels),
+        "attention_labels": ",".join(status.attention_labels),
     }
+
+
+def with_roots(status: AggregateStatus, roots: Iterable[RootActivity]) -> Summary:
+    """``status`` with what ``aggregate`` does not say of ``roots``: how many failed, and their
+    labels (as ``_summary`` reads them from JSON)."""
+    from ._output import root_attention
+    from ._words import is_failure
+
+    failed = 0
+    labels: set[str] = set()
+    attention_labels: set[str] = set()
+    for root in roots:
+        own = [f"{key}:{value}" for key, value in (root.labels or {}).items()]
+        labels.update(own)
+        why = root_attention(root)
+        if why:
+            attention_labels.update(own)
+            failed += is_failure(why)
+    return Summary(
+        state=str(status.state),
+        reason=str(status.reason) if status.reason is not None else None,
+        attention=status.attention,
+        roots=status.roots,
+        working=status.working,
+        blocked=status.blocked,
+        awaiting_input=status.awaiting_input,
+        message=status.message,
+        failed=failed,
+        labels=tuple(sorted(labels)),
+        attention_labels=tuple(sorted(attention_labels)),
+    )
 
 
 def exit_status(status: Status) -> int:
@@ -157,6 +196,8 @@ def _formatter(args: argparse.Namespace) -> Callable[[Status], str]:
             values = fields(status)
             values["attention"] = status.attention
             values["reason"] = values["reason"] or None
+            values["labels"] = list(status.labels)
+            values["attention_labels"] = list(status.attention_labels)
             values["exit_status"] = exit_status(status)
             return json.dumps(values, ensure_ascii=False)
 
@@ -177,12 +218,10 @@ def _formatter(args: argparse.Namespace) -> Callable[[Status], str]:
     return lambda status: template.format_map(fields(status))
 
 
-def unknown_status(why: str) -> AggregateStatus:
+def unknown_status(why: str) -> Summary:
     """What ``status`` says when it cannot know: unknown, with the reason as its message."""
-    from ..reporting import AggregateState, AggregateStatus
-
-    return AggregateStatus(
-        state=AggregateState.UNKNOWN,
+    return Summary(
+        state="unknown",
         reason=None,
         attention=False,
         roots=0,
@@ -190,6 +229,9 @@ def unknown_status(why: str) -> AggregateStatus:
         blocked=0,
         awaiting_input=0,
         message=f"activity unknown: {why}",
+        failed=0,
+        labels=(),
+        attention_labels=(),
     )
 
 
@@ -233,7 +275,10 @@ def run(args: argparse.Namespace) -> int:
         if isinstance(error, UsageError):
             raise
         printer.show(unknown_status(short_reason(error)))
-        print(f"workflow-hub status: {error}", file=sys.stderr, flush=True)
+        # Said by the one error path (with the traceback under --debug), with status's exit
+        # status for what it printed.
+        status = exit_status(printer.status) if printer.status is not None else 3
+        raise CommandError(str(error), exit_status=status) from error
     return exit_status(printer.status) if printer.status is not None else 3
 
 
@@ -270,7 +315,8 @@ def _hub_once(args: argparse.Namespace) -> Status:
     # Not plainly a valid snapshot: the decoder decides, and says what is wrong.
     from ..reporting import aggregate
 
-    return aggregate(decode_snapshot(args.url, body, content_type))
+    snapshot = decode_snapshot(args.url, body, content_type)
+    return with_roots(aggregate(snapshot), snapshot.roots or ())
 
 
 async def _follow_hub(args: argparse.Namespace, printer: _Printer) -> None:
@@ -290,7 +336,9 @@ async def _follow_hub(args: argparse.Namespace, printer: _Printer) -> None:
                 now = trio.current_time()
                 if stream.connected:
                     if not was_connected and view.cursor is not None:
-                        printer.show(aggregate(view))  # back: the picture is true again
+                        printer.show(
+                            with_roots(aggregate(view), view.roots)
+                        )  # back: the picture is true again
                     was_connected, down_since = True, None
                     continue
                 was_connected = False
@@ -305,7 +353,7 @@ async def _follow_hub(args: argparse.Namespace, printer: _Printer) -> None:
         try:
             async for frame in stream:
                 view.apply(frame)
-                printer.show(aggregate(view))
+                printer.show(with_roots(aggregate(view), view.roots))
         except RemoteError as error:
             raise CommandError(f"{args.url}: {error}") from None
         nursery.cancel_scope.cancel()
@@ -314,13 +362,18 @@ async def _follow_hub(args: argparse.Namespace, printer: _Printer) -> None:
 # --- a fleet (in Redis) ---------------------------------------------------------------------------
 
 
-def _fleet_once(args: argparse.Namespace) -> AggregateStatus:
+def _fleet_once(args: argparse.Namespace) -> Summary:
     import trio
 
     return trio.run(_read_fleet, args, None)
 
 
-async def _read_fleet(args: argparse.Namespace, printer: _Printer | None) -> AggregateStatus:
+def _fleet_status(fleet_view: FleetView) -> Summary:
+    roots = [root for view in fleet_view.views.values() for root in view.roots]
+    return with_roots(fleet_view.aggregate(), roots)
+
+
+async def _read_fleet(args: argparse.Namespace, printer: _Printer | None) -> Summary:
     """The fleet's status once every source discovered has said something (``printer`` None),
     or every change of it, until cancelled."""
     import trio
@@ -333,11 +386,11 @@ async def _read_fleet(args: argparse.Namespace, printer: _Printer | None) -> Agg
         engine.follow_fleet() as fleet,
     ):
         if printer is not None:
-            printer.show(fleet_view.aggregate())
+            printer.show(_fleet_status(fleet_view))
             async for source, frame in fleet:
                 fleet_view.apply(source, frame)
-                printer.show(fleet_view.aggregate())
-            return fleet_view.aggregate()
+                printer.show(_fleet_status(fleet_view))
+            return _fleet_status(fleet_view)
         frames = aiter(fleet)
         with trio.move_on_after(args.timeout):
             while True:
@@ -351,4 +404,4 @@ async def _read_fleet(args: argparse.Namespace, printer: _Printer | None) -> Agg
                     fleet_view.apply(source, frame)
                 if quiet.cancelled_caught and (complete or not fleet.liveness):
                     break
-    return fleet_view.aggregate()
+    return _fleet_status(fleet_view)

@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import json
 import math
+import re  # json imports it already: no cost
 from types import SimpleNamespace
 
 from .._exceptions import WorkflowHubError
 from .._status_line import SEPARATOR, decide, root_parts
+from ._words import attention_of, is_failure
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -49,6 +51,13 @@ STAGE_STATUSES = frozenset(
 )
 TOOL_STATUSES = frozenset({"cached", "cancelled", "completed", "failed", "pending", "running"})
 PROMPT_KINDS = frozenset({"confirm", "custom", "editor", "input", "select"})
+# C3's bounds (``_contract/_validate.py``; the same test holds them to it).
+FAILURE_MESSAGE_MAX = 500
+FAILURE_TYPE_MAX = 200
+LABELS_MAX = 16
+LABEL_KEY_MAX = 63
+LABEL_VALUE_MAX = 256
+_LABEL_KEY = r"[A-Za-z][A-Za-z0-9_./-]*"  # re caches it, compiled on the first label only
 WORKING_PRIORITY = ("retrying", "executing", "automatic_continuation")
 BLOCKED_PRIORITY = ("awaiting_input", "manual_intervention")
 
@@ -69,6 +78,12 @@ class Summary(SimpleNamespace):
     blocked: int
     awaiting_input: int
     message: str
+    failed: int
+    """How many roots need a person because something failed in them (``_words.is_failure``)."""
+    labels: tuple[str, ...]
+    """The roots' labels, each ``key:value`` once, sorted."""
+    attention_labels: tuple[str, ...]
+    """The labels of the roots that need attention: whose problem it is."""
 
     def __str__(self) -> str:
         return self.message
@@ -163,6 +178,35 @@ def _prompt_fields(prompt: dict[str, object]) -> None:
     )
 
 
+def _text(longest: int) -> Callable[[object], None]:
+    def check(value: object) -> None:
+        _str(value)
+        if not value or len(value) > longest:  # type: ignore[arg-type]
+            raise _Refused
+
+    return check
+
+
+def _error(value: object) -> None:
+    _fields(
+        _object(value),
+        (("message", _text(FAILURE_MESSAGE_MAX)),),
+        (("type", _text(FAILURE_TYPE_MAX)),),
+    )
+
+
+def _labels(value: object) -> None:
+    labels = _object(value)
+    if len(labels) > LABELS_MAX:
+        raise _Refused
+    for key, item in labels.items():
+        if len(key) > LABEL_KEY_MAX or not re.fullmatch(_LABEL_KEY, key):
+            raise _Refused
+        _str(item)
+        if not item or len(item) > LABEL_VALUE_MAX or not item.isprintable():  # type: ignore[attr-defined, arg-type]
+            raise _Refused
+
+
 def _node_prompt(value: object) -> None:
     _prompt_fields(_object(value))
 
@@ -185,9 +229,13 @@ _NODE_FIELDS = (
     ("depth", _count),
 )
 _STAGE_FIELDS = (*_NODE_FIELDS, ("status", _member(STAGE_STATUSES)))
-_STAGE_OPTIONAL = (("executionOrder", _count), ("pendingPrompt", _node_prompt))
+_STAGE_OPTIONAL = (
+    ("executionOrder", _count),
+    ("pendingPrompt", _node_prompt),
+    ("error", _error),
+)
 _TOOL_FIELDS = (*_NODE_FIELDS, ("status", _member(TOOL_STATUSES)), ("ordinal", _count))
-_TOOL_OPTIONAL = (("executionOrder", _count),)
+_TOOL_OPTIONAL = (("executionOrder", _count), ("error", _error))
 
 
 def _nodes(value: object) -> None:
@@ -202,6 +250,8 @@ def _nodes(value: object) -> None:
             _fields(node, _TOOL_FIELDS, _TOOL_OPTIONAL)
         else:
             raise _Refused
+        if "error" in node and node["status"] != "failed":
+            raise _Refused  # an error only on a failed node (C3)
 
 
 def _graph(value: object) -> None:
@@ -217,7 +267,7 @@ _ROOT_FIELDS = (
     ("actionableBlockCount", _count),
     ("needsAttention", lambda value: None if type(value) is bool else _refuse()),
 )
-_ROOT_OPTIONAL = (("graph", _graph),)
+_ROOT_OPTIONAL = (("graph", _graph), ("labels", _labels))
 
 
 def _refuse() -> None:
@@ -277,6 +327,16 @@ def _aggregate(availability: str, roots: list[dict[str, object]]) -> Summary:
         paused=paused,
         unknown_detail=f"source {availability}",
     )
+    failed = 0
+    labels: set[str] = set()
+    attention_labels: set[str] = set()
+    for root in roots:
+        own = [f"{key}:{value}" for key, value in _object(root.get("labels", {})).items()]
+        labels.update(own)
+        why = _why(root)
+        if why:
+            attention_labels.update(own)
+            failed += is_failure(why)
     return Summary(
         state=state,
         reason=reason,
@@ -286,4 +346,27 @@ def _aggregate(availability: str, roots: list[dict[str, object]]) -> Summary:
         blocked=len(blocked),
         awaiting_input=blocked.count("awaiting_input"),
         message=SEPARATOR.join(parts),
+        failed=failed,
+        labels=tuple(sorted(labels)),
+        attention_labels=tuple(sorted(attention_labels)),
+    )
+
+
+def _why(root: dict[str, object]) -> str:
+    """``_words.attention_of`` of a checked root's JSON (as ``_output.root_attention``)."""
+    graph = root.get("graph")
+    asks = False
+    failed_at: str | None = None
+    if type(graph) is dict:
+        asks = bool(graph.get("runPrompts"))
+        for node in graph["nodes"]:
+            asks = asks or (node["kind"] == "stage" and "pendingPrompt" in node)
+            if failed_at is None and node["status"] == "failed":
+                failed_at = node["name"]
+    return attention_of(
+        str(root["state"]),
+        str(root["reason"]),
+        root["needsAttention"] is True,
+        asks=asks,
+        failed_at=failed_at,
     )

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from ._errors import CommandError
+from ._errors import CommandError, until_ctrl_c
 from ._fetch_hub import fetch_snapshot, why_down
 from ._options import seconds
 from ._urls import check_fleet_url, hub_url, names_fleet
@@ -79,10 +79,10 @@ def _watch_http(args: argparse.Namespace) -> int:
     started = time.monotonic()
     fetch_snapshot(args.url, args.token)
     output: Output = rich_output_or_plain() if sys.stdout.isatty() else PlainOutput(sys.stdout)
-    shown = 0
-    try:
+    shown = -1  # stays so when Ctrl-C ends the watch (however deep trio raised it)
+    with until_ctrl_c():
         shown = trio.run(_watch, args, output)
-    except KeyboardInterrupt:
+    if shown < 0:
         return 0
     if shown == 0:
         waited = time.monotonic() - started

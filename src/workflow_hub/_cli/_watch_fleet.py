@@ -19,13 +19,12 @@ from typing import IO, Any
 
 import trio
 
-from .._contract import Availability
 from ..fleet import FleetFollower, FleetView, SourceLiveness
 from ..redis import DEFAULT_PREFIX, DEFAULT_READ_TIMEOUT, DEFAULT_STALE_AFTER
 from ._errors import until_ctrl_c
 from ._urls import fleet_settings, open_fleet
 
-__all__ = ["add_watch_arguments", "fleet_line", "run_watch"]
+__all__ = ["CRASHED", "DECLARED", "add_watch_arguments", "fleet_line", "liveness_note", "run_watch"]
 
 
 # --- watch -------------------------------------------------------------------------------------
@@ -114,10 +113,57 @@ async def _watch(
         async with (
             open_fleet(args.url, **fleet_settings(args)) as engine,
             engine.follow_fleet() as fleet,
+            trio.open_nursery() as nursery,
         ):
+            nursery.start_soon(_show_liveness, fleet_view, fleet, show)
             async for source, frame in fleet:
                 fleet_view.apply(source, frame)
                 show(fleet_view, fleet)
+            nursery.cancel_scope.cancel()
+
+
+LIVENESS_CHECK = 0.25
+"""Seconds between two looks at what changes without a frame (a source that went stale)."""
+
+
+async def _show_liveness(
+    fleet_view: FleetView,
+    fleet: FleetFollower,
+    show: Callable[[FleetView, FleetFollower], None],
+) -> None:
+    """Shows the fleet again when a source's liveness note changed without a frame."""
+    shown: dict[str, str | None] = {}
+    while True:
+        await trio.sleep(LIVENESS_CHECK)
+        notes = {source: liveness_note(fleet.liveness.get(source)) for source in fleet_view.views}
+        if notes != shown:
+            if shown:
+                show(fleet_view, fleet)
+            shown = notes
+
+
+def liveness_note(live: SourceLiveness | None) -> str | None:
+    """What a source's liveness says, in the one wording of every view of a fleet (``watch``'s
+    lines and table here, the fleet page's ``static/fleet_liveness.js``), or ``None`` for a
+    live source (its status says how it is doing). SPEC N5: only a source that stopped without
+    a word is "crashed?"; one that declared itself unavailable stays declared, with the time it
+    stopped (local time)."""
+    if live is None or not (live.stale or live.declared):
+        return None
+    at = (
+        None
+        if live.last_seen is None
+        else time.strftime("%H:%M:%S", time.localtime(live.last_seen))
+    )
+    if live.crashed:
+        return CRASHED + ("" if at is None else f" (no refresh since {at})")
+    if not live.stale:
+        return DECLARED
+    return DECLARED + (" (stopped)" if at is None else f" (stopped at {at})")
+
+
+CRASHED = "crashed?"
+DECLARED = "declared unavailable"
 
 
 def fleet_line(fleet: FleetView) -> str:
@@ -143,7 +189,11 @@ class _PlainFleet:
         self._last: dict[str, str] = {}
 
     def show(self, fleet: FleetView, stream: FleetFollower | None = None) -> None:
-        lines = {source: status.message for source, status in fleet.statuses().items()}
+        liveness = {} if stream is None else stream.liveness
+        lines = {
+            source: liveness_note(liveness.get(source)) or status.message
+            for source, status in fleet.statuses().items()
+        }
         lines[""] = fleet_line(fleet)
         for source in list(self._last):
             if source and source not in lines:
@@ -181,8 +231,6 @@ def _capture_logs(handler: logging.Handler) -> Iterator[None]:
 
 # The table fits 80 columns, and uses a wider terminal (up to this) for longer names and notes.
 _NARROWEST, _WIDEST = 80, 160
-_CRASHED = "crashed? (stopped refreshing)"
-_DECLARED = "declared unavailable"
 
 
 def _fleet_table(fleet: FleetView, liveness: Mapping[str, SourceLiveness], tail: _LogTail) -> Any:
@@ -227,11 +275,9 @@ class _FleetTable:
             seen = "—"
             if live is not None and live.last_seen is not None:
                 seen = _ago(now - live.last_seen)
-            note = status.message
-            if live is not None and live.stale:
-                note = _CRASHED
-            elif self._fleet.views[source].availability is Availability.UNAVAILABLE:
-                note = _DECLARED
+            said = liveness_note(live)
+            # The liveness note is never cut (it wraps); a status sentence is.
+            note = status.message if said is None else Text(said, no_wrap=False, overflow="fold")
             table.add_row(
                 source,
                 str(status.state),

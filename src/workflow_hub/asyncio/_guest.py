@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import signal
-import threading
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar, final
 
@@ -22,32 +20,13 @@ import trio
 
 from .._exceptions import WorkflowHubError
 
-__all__ = ["Guest", "keep_signals_from_the_io_thread"]
+__all__ = ["Guest"]
 
 _T = TypeVar("_T")
 
 
 class CallbackCancelled(WorkflowHubError, RuntimeError):
     """An asyncio callback of the hub was cancelled by someone other than the hub."""
-
-
-def keep_signals_from_the_io_thread() -> None:
-    """Have the worker thread in which trio's guest run will wait for I/O block SIGINT and SIGTERM.
-
-    The guest waits for I/O in a thread of trio's thread cache, which hands a new job to the
-    thread that went idle last. This runs a job there (in a thread it starts, or one that was
-    idle) that blocks both signals in that thread, and waits for it, so that the guest's first
-    wait, and every later one, takes the same thread. A signal the kernel gives that thread
-    would only set a flag while the loop's thread sleeps in ``epoll``: Ctrl-C would seem lost.
-    """
-    mask = getattr(signal, "pthread_sigmask", None)
-    if mask is None:  # no POSIX threads' masks (Windows): nothing to steer
-        return
-    done = threading.Event()
-    trio.lowlevel.start_thread_soon(
-        lambda: mask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM}), lambda _: done.set()
-    )
-    done.wait()
 
 
 @final

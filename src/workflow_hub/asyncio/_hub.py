@@ -47,7 +47,7 @@ from .._hosting import (
 )
 from .._public import NoPublicConstructor
 from ..tracker import RunTracker
-from ._guest import Guest, keep_signals_from_the_io_thread
+from ._guest import Guest
 from ._hooks import HookRunner
 from ._stream import FrameStream, open_stream
 
@@ -269,7 +269,6 @@ class _HostRun(AbstractAsyncContextManager[Hub]):
                     advice=_ADVICE,
                 )
 
-        keep_signals_from_the_io_thread()  # Ctrl-C is the loop thread's, never trio's I/O thread's
         trio.lowlevel.start_guest_run(
             main,
             run_sync_soon_threadsafe=loop.call_soon_threadsafe,

@@ -17,7 +17,16 @@ from typing import Any, Final, final
 
 import attrs
 
+from .._contract import ContractError, FailureDetail, Labels
 from ..tracker import SchedulerFacts as Facts
+from ._events import (
+    RefusalLog,
+    check_label_options,
+    check_new_task,
+    check_text,
+    failure_of,
+    labelled,
+)
 
 __all__ = ["BridgeStatistics", "CeleryBridge", "Inspection", "WorkerStatus"]
 
@@ -50,9 +59,12 @@ class BridgeStatistics:
     """Counts since the bridge started: what arrived and what became of it."""
 
     events: int
-    """Events applied (task and worker events alike)."""
+    """Events received (task and worker events alike, refused ones included)."""
     ignored: int
     """Events of a type the bridge does not map (docs/celery.md lists the mapped ones)."""
+    refused: int
+    """Events refused whole because a field cannot be shown (a name or id with a lone
+    surrogate); the rest of their batch was applied (docs/celery.md, "Bad events")."""
     roots: int
     """Roots tracked now (live and ended ones still kept)."""
     live_roots: int
@@ -93,6 +105,13 @@ class _Task:
     terminated: bool = False
     expired: bool = False
     reported: tuple[str, bool] = ("pending", False)  # the stage status and retrying flag
+    # Order by meaning, not arrival: ``final`` once a task-succeeded/failed/revoked (or a
+    # rejection without requeue) was applied, which no later event undoes; ``phase`` of the
+    # current attempt (1 received, 2 started), which a late received does not take back.
+    final: bool = False
+    phase: int = 0
+    provisional: bool = False  # first seen without a name: its root is a guess (its own id)
+    error: FailureDetail | None = None
 
 
 @attrs.define(slots=True, eq=False)
@@ -104,6 +123,7 @@ class _Root:
     ended: bool = False
     quiet_since: float | None = None  # when the last open task ended
     ended_at: float = 0.0
+    labels: Labels | None = None
 
 
 @attrs.define(slots=True, eq=False)
@@ -122,7 +142,10 @@ class CeleryBridge:
     ``settle`` (seconds): how long a root whose tasks have all ended waits for a continuation
     (the next step of a chain, a chord's body, an errback are sent only after their parent ended)
     before its run ends. ``keep_ended`` (seconds) and ``max_ended`` bound how long and how many
-    ended roots stay on show before they are removed.
+    ended roots stay on show before they are removed. ``labels`` are put on every root (C3);
+    ``labels_from`` names what else labels a root from its tasks' events: ``"queue"`` (the
+    queue of ``task-sent``) and ``"worker"`` (the hostname of the worker that took its first
+    task). A bad label is a ``ContractError`` naming the key, an unknown source a ``ValueError``.
 
     Lifecycle: :meth:`begin` publishes ``recovering``; events are applied as they come; then
     :meth:`recovered` adds what the workers' inspection reports and publishes ``ready``.
@@ -136,7 +159,11 @@ class CeleryBridge:
         settle: float = 1.0,
         keep_ended: float = 300.0,
         max_ended: int = 1000,
+        labels: Mapping[str, str] | None = None,
+        labels_from: Iterable[str] = (),
     ) -> None:
+        self._labels, self._labels_from = check_label_options(labels, labels_from)
+        self._refusals = RefusalLog()
         self._tracker = tracker
         self._settle = settle
         self._keep_ended = keep_ended
@@ -207,7 +234,11 @@ class CeleryBridge:
                 task = self._tasks.get(task_id)
                 if task is None or task.state != LOST or state not in _RESULT_STATES:
                     continue
-                self._set(task, _RESULT_STATES[state], retries=task.retries + (state == "RETRY"))
+                new = _RESULT_STATES[state]
+                task.final = new in _ENDED
+                task.phase = {RUNNING: 2, PENDING: 0}.get(new, task.phase)
+                error = _FROM_RESULTS if new == FAILED else None
+                self._set(task, new, retries=task.retries + (state == "RETRY"), error=error)
             self._settle_roots(now)
 
     def resynchronised(self, hostname: str, inspection: Inspection, now: float) -> None:
@@ -238,6 +269,7 @@ class CeleryBridge:
         return BridgeStatistics(
             events=self._events,
             ignored=self._ignored,
+            refused=self._refusals.count,
             roots=len(self._roots),
             live_roots=sum(1 for root in self._roots.values() if not root.ended),
             workers_online=sum(1 for worker in self._workers.values() if worker.online),
@@ -248,10 +280,17 @@ class CeleryBridge:
     # --- events ----------------------------------------------------------------------------
 
     def apply(self, events: Iterable[Mapping[str, Any]], now: float) -> None:
-        """Apply events in arrival order; the tracker publishes each changed root once."""
+        """Apply events (by what they mean: a late event never undoes a later state); the
+        tracker publishes each changed root once. An event that cannot be applied is refused
+        alone (counted in ``refused``, logged once per reason) and the others are applied."""
         with self._tracker.batch():
             for event in events:
-                self._apply(event, now)
+                try:
+                    self._apply(event, now)
+                except ContractError as error:  # refused by the tracker before it changed
+                    self._refusals.refused(event, error.path, str(error))
+                except Exception as error:  # a bug: it loses this event only, and says so
+                    self._refusals.broke(error)
             self._settle_roots(now)
 
     def tick(self, now: float) -> None:
@@ -280,11 +319,16 @@ class CeleryBridge:
         if handler is None or not isinstance(task_id, str):
             self._ignored += 1
             return
+        known = self._tasks.get(task_id)
+        if known is None or known.provisional:
+            check_new_task(event)  # before anything changes: refused whole
         # Any event from a worker shows it alive (task-sent comes from whoever sent the task).
         if isinstance(hostname, str) and kind != "task-sent":
             self._heard(hostname, now)
         self._suspects.discard(task_id)
         task = self._task(task_id, event, now)
+        if self._labels_from:
+            self._label(self._roots[task.root_id], event, kind)
         handler(self, task, event, hostname if isinstance(hostname, str) else None, now)
 
     # --- workers ---------------------------------------------------------------------------
@@ -305,6 +349,8 @@ class CeleryBridge:
     def _heard(self, hostname: str, now: float) -> _Worker:
         worker = self._workers.get(hostname)
         if worker is None:
+            if not hostname.isascii():
+                check_text(hostname, "hostname")  # before anything changes: refused whole
             worker = self._workers[hostname] = _Worker(hostname, now)
             return worker
         worker.last_seen = now
@@ -327,14 +373,16 @@ class CeleryBridge:
     def _task(self, task_id: str, event: Mapping[str, Any], now: float) -> _Task:
         task = self._tasks.get(task_id)
         if task is not None:
+            if task.provisional and isinstance(event.get("name"), str):
+                return self._rehome(task, event, now)
             return task
         root_id = event.get("root_id")
         if not isinstance(root_id, str) or not root_id:
             root_id = task_id
         root = self._roots.get(root_id)
         if root is None:
-            root = self._roots[root_id] = _Root(root_id)
-            self._tracker.add_run(root_id, status="running")
+            root = self._roots[root_id] = _Root(root_id, labels=self._labels)
+            self._tracker.add_run(root_id, status="running", labels=self._labels)
         elif root.ended:
             self._reopen(root)
         name = event.get("name")
@@ -342,7 +390,8 @@ class CeleryBridge:
         parents: tuple[str, ...] = ()
         if isinstance(parent_id, str) and parent_id != task_id and parent_id in root.tasks:
             parents = (parent_id,)
-        task = _Task(task_id, root_id)
+        named = isinstance(name, str)
+        task = _Task(task_id, root_id, provisional=not named)
         self._tracker.add_stage(
             root_id, task_id, name if isinstance(name, str) else "?", parent_ids=parents
         )
@@ -353,13 +402,47 @@ class CeleryBridge:
         root.quiet_since = None
         return task
 
+    def _rehome(self, task: _Task, event: Mapping[str, Any], now: float) -> _Task:
+        """The first event that names a task first seen without its name (``task-started`` or
+        a terminal event that overtook ``task-received``) moves it to the root the event names,
+        in the state it has reached: its guessed root (its own id) is removed."""
+        old = self._roots[task.root_id]
+        task.provisional = False
+        if len(old.tasks) > 1:  # others joined it: it is their root; its name stays unknown
+            return task
+        self._tracker.remove_run(old.root_id)
+        del self._roots[old.root_id], self._tasks[task.task_id]
+        self._ended.pop(old.root_id, None)
+        self._quiet.pop(old.root_id, None)
+        new = self._task(task.task_id, event, now)
+        for field in ("retries", "retried", "worker", "terminated", "expired", "final", "phase"):
+            setattr(new, field, getattr(task, field))
+        if task.terminated:
+            self._tracker.request_control(new.root_id, "kill", attribution="user")
+        self._set(new, task.state, error=task.error)
+        return new
+
+    def _label(self, root: _Root, event: Mapping[str, Any], kind: str) -> None:
+        labels = labelled(root.labels, self._labels_from, event, kind)
+        if labels is not None:
+            root.labels = labels
+            self._tracker.set_labels(root.root_id, labels)
+
     def _reopen(self, root: _Root) -> None:
         root.ended = False
         self._ended.pop(root.root_id, None)
         self._tracker.set_run_status(root.root_id, "running")
 
-    def _set(self, task: _Task, state: str, *, retries: int | None = None) -> None:
-        """Move a task to ``state`` and report the stage; keeps the root's open count."""
+    def _set(
+        self,
+        task: _Task,
+        state: str,
+        *,
+        retries: int | None = None,
+        error: FailureDetail | None = None,
+    ) -> None:
+        """Move a task to ``state`` and report the stage (``error`` says why a failed one
+        failed); keeps the root's open count."""
         root = self._roots[task.root_id]
         was_open = task.state not in _ENDED
         was_lost = task.state == LOST
@@ -367,6 +450,7 @@ class CeleryBridge:
             task.retries = retries
         root.stopped += (state in _STOPPED) - (task.state in _STOPPED)
         task.state = state
+        task.error = error if state == FAILED else None
         is_open = state not in _ENDED
         if was_lost and state != LOST:
             self._tracker.clear_intervention(root.root_id, stage_id=task.task_id)
@@ -383,7 +467,7 @@ class CeleryBridge:
         if reported != task.reported:  # a new task is reported pending already
             task.reported = reported
             self._tracker.set_stage_status(
-                root.root_id, task.task_id, reported[0], retrying=retrying
+                root.root_id, task.task_id, reported[0], retrying=retrying, error=task.error
             )
         if state == LOST and not was_lost:
             self._tracker.require_intervention(root.root_id, stage_id=task.task_id)
@@ -394,43 +478,60 @@ class CeleryBridge:
     def _on_sent(self, task: _Task, event: Mapping[str, Any], host: str | None, now: float) -> None:
         pass  # announces the task (``_task`` added it); never changes a known task
 
+    # Events are applied by what they mean, not by arrival (workers' pool processes and clocks
+    # differ): a final state (succeeded, failed, revoked, dropped) is never undone, and a late
+    # task-received does not take back its attempt's task-started. docs/celery.md, "Order".
+
     def _on_received(
         self, task: _Task, event: Mapping[str, Any], host: str | None, now: float
     ) -> None:
-        task.worker = host
+        if not task.final or task.worker is None:
+            task.worker = host
         retries = event.get("retries")
         count = retries if isinstance(retries, int) and not isinstance(retries, bool) else None
+        again = count is not None and count > task.retries  # a new attempt
+        stale = count is not None and count < task.retries  # an earlier attempt's
+        if task.final or stale or (task.phase > 1 and not again):
+            return  # late: what it says is already known, or overtaken
+        task.phase = 1
         self._set(task, PENDING, retries=count)
 
     def _on_started(
         self, task: _Task, event: Mapping[str, Any], host: str | None, now: float
     ) -> None:
-        task.worker = host
+        if not task.final or task.worker is None:
+            task.worker = host
+        if task.final:
+            return
+        task.phase = 2
         self._set(task, RUNNING)
 
-    def _on_succeeded(
+    def _on_ended(
         self, task: _Task, event: Mapping[str, Any], host: str | None, now: float
     ) -> None:
-        self._set(task, SUCCEEDED)
-
-    def _on_failed(
-        self, task: _Task, event: Mapping[str, Any], host: str | None, now: float
-    ) -> None:
-        self._set(task, FAILED)
+        if not task.final:  # task-succeeded or task-failed
+            task.final = True
+            failed = event.get("type") == "task-failed"
+            error = failure_of(event.get("exception")) if failed else None
+            self._set(task, FAILED if failed else SUCCEEDED, error=error)
 
     def _on_retried(
         self, task: _Task, event: Mapping[str, Any], host: str | None, now: float
     ) -> None:
         task.retried += 1
-        if task.retries >= task.retried:
+        if task.final or task.retries >= task.retried:
             # The next attempt was already received (its retries count says so): this event
             # comes from another pool process, late, and says nothing newer than that attempt.
             return
+        task.phase = 0
         self._set(task, PENDING, retries=task.retries + 1)
 
     def _on_revoked(
         self, task: _Task, event: Mapping[str, Any], host: str | None, now: float
     ) -> None:
+        if task.final:
+            return
+        task.final = True
         terminated = event.get("terminated") is True
         if terminated and not task.terminated:
             task.terminated = True
@@ -443,13 +544,22 @@ class CeleryBridge:
     ) -> None:
         # Requeued: it waits in the queue for another delivery. Not requeued: dropped (or
         # dead-lettered); nothing will run it, which is a failure of the root.
-        self._set(task, PENDING if event.get("requeue") is True else FAILED)
+        if task.final:
+            return
+        if event.get("requeue") is True:
+            task.phase = 0
+            self._set(task, PENDING)
+        else:
+            task.final = True
+            self._set(task, FAILED, error=_REJECTED)
 
     def _on_cancelled(
         self, task: _Task, event: Mapping[str, Any], host: str | None, now: float
     ) -> None:
         # Celery cancels a running task when its worker loses the broker and retries it.
-        self._set(task, PENDING, retries=task.retries + 1)
+        if not task.final:
+            task.phase = 0
+            self._set(task, PENDING, retries=task.retries + 1)
 
     # --- inspection ------------------------------------------------------------------------
 
@@ -469,11 +579,12 @@ class CeleryBridge:
                     task = self._task(task_id, body, now)
                     if not known or task.state == LOST:
                         task.worker = hostname
+                        task.phase = 2 if state == RUNNING else 1
                         self._set(task, state)
         if resync is not None:
             for task in list(self._tasks.values()):
                 if task.worker == resync and task.state == LOST and task.task_id not in held:
-                    self._set(task, FAILED)
+                    self._set(task, FAILED, error=_GONE)
         self._settle_roots(now)
 
     # --- roots -----------------------------------------------------------------------------
@@ -505,7 +616,9 @@ class CeleryBridge:
         root.ended = True
         root.ended_at = now
         self._ended[root.root_id] = None
-        self._tracker.set_run_status(root.root_id, status, executor_ended=True)
+        # A failed root says why: the error of its first failed task that has one.
+        error = next((task.error for task in states if task.error is not None), None)
+        self._tracker.set_run_status(root.root_id, status, executor_ended=True, error=error)
 
     def _retire(self, now: float) -> None:
         while self._ended:
@@ -519,6 +632,11 @@ class CeleryBridge:
                 del self._tasks[task_id]
             self._tracker.remove_run(root_id)
 
+
+# Failures the bridge infers (no task-failed event carries them).
+_REJECTED: Final = FailureDetail(message="rejected by its worker and not requeued")
+_GONE: Final = FailureDetail(message="lost: its worker came back without it")
+_FROM_RESULTS: Final = FailureDetail(message="failed while the broker was unreachable")
 
 _STAGE_STATUS: Final = {
     PENDING: "pending",
@@ -542,8 +660,8 @@ _TASK_HANDLERS: Final = {
     "task-sent": CeleryBridge._on_sent,
     "task-received": CeleryBridge._on_received,
     "task-started": CeleryBridge._on_started,
-    "task-succeeded": CeleryBridge._on_succeeded,
-    "task-failed": CeleryBridge._on_failed,
+    "task-succeeded": CeleryBridge._on_ended,
+    "task-failed": CeleryBridge._on_ended,
     "task-retried": CeleryBridge._on_retried,
     "task-revoked": CeleryBridge._on_revoked,
     "task-rejected": CeleryBridge._on_rejected,

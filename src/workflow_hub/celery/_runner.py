@@ -17,7 +17,7 @@ import logging
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, final
 
@@ -92,6 +92,7 @@ class CeleryWatch:
     _receiver: Any = attrs.field(init=False, default=None)
     _threads: list[threading.Thread] = attrs.field(init=False, factory=list)
     _errors: int = attrs.field(init=False, default=0)
+    _failure: tuple[type[BaseException], str] | None = attrs.field(init=False, default=None)
     _connections: int = attrs.field(init=False, default=0)  # broker connections consumed from
 
     # --- public ----------------------------------------------------------------------------
@@ -106,7 +107,8 @@ class CeleryWatch:
 
     @property
     def errors(self) -> int:
-        """Calls into the tracker that raised (logged on ``workflow_hub.celery``)."""
+        """Calls into the tracker that raised (each distinct failure logged once on
+        ``workflow_hub.celery``, with its traceback, until a call succeeds again)."""
         return self._errors
 
     def start(self) -> None:
@@ -263,11 +265,18 @@ class CeleryWatch:
                 self._spawn(functools.partial(self._inspect, hostname), "celery-resync")
 
     def _guarded(self, function: Callable[[], None]) -> None:
+        # Never raised into the threads (nor into the host, whose tracker raised): counted,
+        # and logged once per distinct failure, not once per batch, while it lasts.
         try:
             self._call(function)
-        except Exception:
+        except Exception as error:
             self._errors += 1
-            logger.exception("the celery bridge could not report to its tracker")
+            failure = (type(error), str(error))
+            if failure != self._failure:
+                self._failure = failure
+                logger.exception("the celery bridge could not report to its tracker")
+        else:
+            self._failure = None
 
 
 @contextmanager
@@ -282,6 +291,8 @@ def watch_celery(
     settle: float = 1.0,
     keep_ended: float = 300.0,
     max_ended: int = 1000,
+    labels: Mapping[str, str] | None = None,
+    labels_from: Iterable[str] = (),
     clock: Callable[[], float] = time.monotonic,
 ) -> Iterator[CeleryWatch]:
     """Bridge a Celery app's events to ``tracker`` while the block runs (threads of its own).
@@ -292,12 +303,21 @@ def watch_celery(
     (seconds) is how long the forwarder lets events gather after the first of a batch: less
     CPU per event for at most that much more lag. ``tick`` is how often time-based rules (lost
     workers, settled roots, retention) are checked. ``settle``,
-    ``keep_ended`` and ``max_ended`` are :class:`CeleryBridge`'s. Leaving the block stops the
+    ``keep_ended``, ``max_ended``, ``labels`` (on every root) and ``labels_from`` (``"queue"``,
+    ``"worker"``: labels from the tasks' events) are :class:`CeleryBridge`'s. Leaving the block stops the
     threads (within about a quarter of a second: kombu's drain slice).
     """
+    bridge = CeleryBridge(
+        tracker,
+        settle=settle,
+        keep_ended=keep_ended,
+        max_ended=max_ended,
+        labels=labels,
+        labels_from=labels_from,
+    )
     watch = CeleryWatch(
         app,
-        CeleryBridge(tracker, settle=settle, keep_ended=keep_ended, max_ended=max_ended),
+        bridge,
         call=call or _call_here,
         inspect_timeout=inspect_timeout,
         tick=tick,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager, suppress
 from typing import Any, final
 
@@ -23,6 +23,7 @@ from .. import HookRunner, WorkflowActivityHub
 from .._defaults import DEFAULT_PORT
 from ..sync import HostClosedError, Hub, open_hub
 from ..tracker import RunTracker
+from ._events import check_label_options
 from ._runner import (
     DEFAULT_INSPECT_TIMEOUT,
     CeleryWatch,
@@ -67,6 +68,8 @@ def serve_celery(
     settle: float = 1.0,
     keep_ended: float = 300.0,
     inspect_timeout: float = DEFAULT_INSPECT_TIMEOUT,
+    labels: Mapping[str, str] | None = None,
+    labels_from: Iterable[str] = (),
 ) -> Iterator[CeleryServer]:
     """Serve the canvases of Celery ``app`` live while the block runs: ``with serve_celery(app,
     port=8765) as served: print(served.url)``.
@@ -77,7 +80,9 @@ def serve_celery(
     tracker in the hub's thread, one hand-over per batch. With ``redis_url`` the hub and its
     hook events are also mirrored into that Redis as ``source`` under ``prefix`` (default
     ``workflow-hub``; :func:`workflow_hub.redis.mirror_hub`, needs the ``redis`` extra).
-    ``settle``, ``keep_ended`` and ``inspect_timeout`` are :func:`watch_celery`'s.
+    ``settle``, ``keep_ended``, ``inspect_timeout``, ``labels`` (on every root:
+    ``{"env": "prod"}``) and ``labels_from`` (``("queue", "worker")``: labels from the tasks'
+    events) are :func:`watch_celery`'s.
 
     The source is ``recovering`` until the workers' inspection is in (``served.watch.ready``).
     Nothing here raises into Celery or waits on it: the bridge only listens, and a fact the hub
@@ -87,6 +92,7 @@ def serve_celery(
     the source (every client and the fleet get its final ``unavailable`` frame: H1 in
     docs/contract.md), closes the server and ends the host's thread, in about a second.
     """
+    check_label_options(labels, labels_from)  # a bad label is refused before anything starts
     mirrors: list[threading.Thread] = []
     with ExitStack() as stack:
         stack.callback(_join, mirrors)  # last: once the host has closed
@@ -117,6 +123,8 @@ def serve_celery(
                     settle=settle,
                     keep_ended=keep_ended,
                     inspect_timeout=inspect_timeout,
+                    labels=labels,
+                    labels_from=labels_from,
                 )
             )
         yield CeleryServer(url=url, hub=hub, watch=watch)

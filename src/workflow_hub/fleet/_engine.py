@@ -63,6 +63,10 @@ class FleetEngine(Protocol):
     silent source stays shown before it is stale or retired); its methods open followers that
     run for as long as their ``async with`` block. Implemented by
     :class:`workflow_hub.redis.RedisFleet`.
+
+    A follower never ends because its store failed: a store that goes away (or fails in any
+    other way) makes every source unknown, with the reason logged once, and the follower
+    recovers when the store is back. Only cancellation ends it early.
     """
 
     @property

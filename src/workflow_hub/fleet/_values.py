@@ -14,16 +14,39 @@ __all__ = ["ContinuityLost", "EventItem", "GapReason", "SourceEvent", "SourceLiv
 @final
 @attrs.frozen(kw_only=True)
 class SourceLiveness:
-    """What the fleet's registry says about one source."""
+    """What the fleet's engine says about one source: is its mirror alive, did it say goodbye.
+
+    Two facts, and the one verdict a reader shows (SPEC N5: a crashed source and one that
+    declared itself unavailable are told apart, whatever happens later):
+
+    =========  ============  ===============================================================
+    ``stale``  ``declared``  the source
+    =========  ============  ===============================================================
+    false      false         is live (its own frames say how it is doing)
+    false      true          declared itself unavailable; its mirror still refreshes
+    true       true          declared itself unavailable, then stopped (a clean shutdown):
+                             ``last_seen`` is when it stopped
+    true       false         stopped without a word: :attr:`crashed` (or partitioned away)
+    =========  ============  ===============================================================
+    """
 
     source: str
     last_seen: float | None
     """When its mirror last refreshed it: the store's clock, seconds since the epoch
     (``None`` when the registry lost it, e.g. after a Redis restart)."""
     stale: bool
-    """True when its mirror stopped refreshing for ``stale_after`` (crashed or partitioned
-    away), as opposed to a source whose own last frame says it is unavailable (its scheduler
-    declared it: shut down cleanly, or not ready)."""
+    """True when its mirror stopped refreshing for ``stale_after``: it crashed, was partitioned
+    away, or shut down (see :attr:`declared`)."""
+    declared: bool = False
+    """True when the source's own last frame says it is unavailable: its scheduler declared it
+    (it shut down cleanly, as ``serve --redis`` does on Ctrl-C, SIGTERM or at the end of its
+    ``--duration``, or its publisher was disposed)."""
+
+    @property
+    def crashed(self) -> bool:
+        """Stopped refreshing without having declared itself unavailable: crashed, killed or
+        partitioned away (never said of a source that shut down cleanly)."""
+        return self.stale and not self.declared
 
 
 GapReason: TypeAlias = Literal[

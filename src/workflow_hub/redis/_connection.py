@@ -10,6 +10,7 @@ client's connections: the retry opens a fresh one.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -22,13 +23,16 @@ if TYPE_CHECKING:
     import coredis
 
 __all__ = [
+    "OutageLog",
     "RoundTripTimeout",
     "bounded",
     "describe",
     "not_streams",
     "server_errors",
+    "single",
     "text",
     "transient_errors",
+    "unexpected",
 ]
 
 
@@ -49,6 +53,64 @@ def server_errors() -> tuple[type[Exception], ...]:
     from coredis.exceptions import ResponseError
 
     return (ResponseError,)
+
+
+class OutageLog:
+    """What a consumer (a mirror, a follower, a fleet's reader) logs of its failures: each
+    distinct failure once, not once per retry, until a round trip succeeds again (an outage is
+    one story, told once). A consumer that fails on every item instead of every retry counts
+    with ``workflow_hub._failure_log.FailureLog``.
+
+    The rule every consumer follows (``docs/fleet.md``, "When Redis goes away"): no error of
+    its own ever reaches the nursery of the scheduler or host that runs it. A lost connection
+    is a warning, a refusal by the server an error, and anything else (an error of the client
+    library, e.g. the ``RuntimeError`` of a coredis client whose ``async with`` ended under the
+    consumer, or a bug) an error with its traceback; each is counted by the caller and retried
+    with a backoff. Cancellation and ``KeyboardInterrupt`` are never caught (they are not
+    ``Exception``).
+    """
+
+    __slots__ = ("_last", "_logger")
+
+    def __init__(self, logger: logging.Logger) -> None:
+        self._logger = logger
+        self._last: tuple[type[BaseException], str] | None = None
+
+    def report(self, level: int, message: str, *args: object, error: Exception) -> bool:
+        """Log ``message % args`` unless it is the failure logged last; True when logged.
+        An unexpected error (see :func:`unexpected`) carries its traceback."""
+        key = (type(error), str(error))
+        if key == self._last:
+            return False
+        self._last = key
+        self._logger.log(
+            level,
+            message,
+            *args,
+            exc_info=error if unexpected(error) else None,
+            stacklevel=2,  # the consumer's line, not this one
+        )
+        return True
+
+    def recovered(self) -> None:
+        """A round trip succeeded: the next failure is logged again."""
+        self._last = None
+
+
+def unexpected(error: BaseException) -> bool:
+    """Neither a lost connection nor a refusal by the server: an error of the client library
+    or of this package, logged with its traceback, counted apart and retried all the same."""
+    return not isinstance(error, (*transient_errors(), *server_errors(), WorkflowHubError))
+
+
+def single(error: Exception) -> Exception:
+    """One failure for what may be an exception group (round trips run at once in a nursery
+    fail together when Redis goes away): its first unexpected error if it has one (see
+    :func:`unexpected`), else its first error; any other error as it is."""
+    if not isinstance(error, ExceptionGroup):
+        return error
+    leaves = [single(inner) for inner in error.exceptions]
+    return next((leaf for leaf in leaves if unexpected(leaf)), leaves[0])
 
 
 def text(value: object) -> str:

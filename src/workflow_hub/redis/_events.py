@@ -14,6 +14,7 @@ sources); discovery and positioning share the client's multiplexed connection.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -26,7 +27,18 @@ import trio
 from .._contract import ContractError, WorkflowEvent, loads
 from .._public import NoPublicConstructor
 from ..fleet import ContinuityLost, EventItem, GapReason, SourceEvent
-from ._connection import bounded, describe, not_streams, server_errors, text, transient_errors
+from ._connection import (
+    OutageLog,
+    bounded,
+    describe,
+    drop_connections,
+    not_streams,
+    server_errors,
+    single,
+    text,
+    transient_errors,
+    unexpected,
+)
 from ._follow import DEFAULT_BLOCK, DEFAULT_READ_COUNT, DEFAULT_READ_TIMEOUT, check_block
 from ._follow_fleet import DEFAULT_POLL_INTERVAL
 from ._keys import (
@@ -79,10 +91,21 @@ class EventStream(metaclass=NoPublicConstructor):
     """:class:`SourceEvent` and :class:`ContinuityLost` items; made by :func:`follow_events`."""
 
     def __init__(
-        self, receive: trio.MemoryReceiveChannel[EventItem], tracks: Mapping[str, _Track]
+        self,
+        receive: trio.MemoryReceiveChannel[EventItem],
+        tracks: Mapping[str, _Track],
+        reader: _EventReader,
     ) -> None:
         self._receive = receive
         self._tracks = tracks
+        self._reader = reader
+
+    @property
+    def unexpected_errors(self) -> int:
+        """Rounds of the reader or its discovery that failed otherwise than on the connection
+        or by a refusal of the server (an error of the client library, e.g. a client closed
+        under the follower, or a bug): logged once with a traceback, retried with a backoff."""
+        return self._reader.unexpected_errors
 
     @property
     def sources(self) -> tuple[str, ...]:
@@ -189,7 +212,7 @@ async def follow_events(
             await nursery.start(reader.discover, poll, retire_ms)
         nursery.start_soon(reader.run)
         try:
-            yield EventStream._create(receive, reader.tracks)
+            yield EventStream._create(receive, reader.tracks, reader)
         finally:
             nursery.cancel_scope.cancel()
 
@@ -216,6 +239,7 @@ class _EventReader:
         self._read_timeout = read_timeout
         self.tracks: dict[str, _Track] = {}
         self._pending: list[EventItem] = []
+        self.unexpected_errors = 0
 
     def add(self, source: str, *, first: bool) -> _Track:
         key = source_keys(self._prefix, source).events
@@ -245,7 +269,7 @@ class _EventReader:
         self, poll: float, retire_ms: float, *, task_status: trio.TaskStatus[None]
     ) -> None:
         first = True
-        refused = ""
+        failures = OutageLog(logger)
         while True:
             try:
                 with bounded(self._redis, self._read_timeout):
@@ -259,13 +283,31 @@ class _EventReader:
                 now = int(text(reply[1]))
                 flat = list(reply[2])
             except transient_errors() as error:
-                logger.warning("events discovery: Redis unreachable (%s)", describe(error))
+                failures.report(
+                    logging.WARNING,
+                    "events discovery: Redis unreachable (%s)",
+                    describe(error),
+                    error=error,
+                )
             except (ValueError, IndexError, TypeError, *server_errors()) as error:  # type: ignore[misc]
-                if str(error) != refused:
-                    refused = str(error)
-                    logger.error("events discovery: cannot read the registry (%s)", describe(error))
+                failures.report(
+                    logging.ERROR,
+                    "events discovery: cannot read the registry (%s)",
+                    describe(error),
+                    error=error,
+                )
+            except Exception as error:  # never into the host's nursery (see OutageLog)
+                self.unexpected_errors += 1
+                failures.report(
+                    logging.ERROR,
+                    "events discovery: unexpected error (%s); retrying",
+                    describe(error),
+                    error=error,
+                )
+                with contextlib.suppress(Exception):
+                    drop_connections(self._redis)
             else:
-                refused = ""
+                failures.recovered()
                 listed: dict[str, float] = {}
                 for index in range(0, len(flat) - 1, 2):
                     try:
@@ -296,7 +338,7 @@ class _EventReader:
 
     async def run(self) -> None:
         backoff = _BACKOFF_FIRST
-        refused = ""
+        failures = OutageLog(logger)
         while True:
             tracks = dict(self.tracks)
             if not tracks:
@@ -306,10 +348,26 @@ class _EventReader:
             try:
                 with bounded(self._redis, self._read_timeout):
                     await self._round(tracks)
-            except (*transient_errors(), *server_errors()) as error:
-                if str(error) != refused:
-                    refused = str(error)
-                    logger.warning("events follower: Redis unreachable (%s)", describe(error))
+            except Exception as error:  # never into the host's nursery (see OutageLog)
+                # (The positions of several sources are read at once: they fail together.)
+                error = single(error)
+                if unexpected(error):
+                    self.unexpected_errors += 1
+                    failures.report(
+                        logging.ERROR,
+                        "events follower: unexpected error (%s); retrying",
+                        describe(error),
+                        error=error,
+                    )
+                    with contextlib.suppress(Exception):
+                        drop_connections(self._redis)
+                else:
+                    failures.report(
+                        logging.WARNING,
+                        "events follower: Redis unreachable (%s)",
+                        describe(error),
+                        error=error,
+                    )
                 for track in tracks.values():
                     if not track.unreachable:
                         track.unreachable = True
@@ -324,7 +382,7 @@ class _EventReader:
                 backoff = min(backoff * 2, _BACKOFF_MAX)
                 continue
             backoff = _BACKOFF_FIRST
-            refused = ""
+            failures.recovered()
             for track in tracks.values():
                 track.unreachable = False
             await self._flush()

@@ -33,7 +33,15 @@ from .._core import FrameReceiver
 from .._exceptions import WorkflowHubError
 from .._public import NoPublicConstructor
 from ..reporting import ActivityView
-from ._connection import bounded, describe, server_errors, text, transient_errors
+from ._connection import (
+    bounded,
+    describe,
+    drop_connections,
+    server_errors,
+    text,
+    transient_errors,
+    unexpected,
+)
 from ._keys import (
     DEFAULT_PREFIX,
     QUIET_SCRIPT,
@@ -91,6 +99,9 @@ class FollowerStatistics:
     """Stream entries without a sequence number of ours (another writer's), skipped."""
     errors: int = 0
     """Reads Redis refused or whose data could not be read (a key of the wrong type ...)."""
+    unexpected_errors: int = 0
+    """Reads that failed otherwise (an error of the client library, e.g. a client closed under
+    the follower, or a bug): logged once with a traceback, retried with a backoff."""
     unreadable: bool = False
     """True while no read completed within the follower's ``read_timeout``: the source is
     presented as unknown until one does."""
@@ -137,6 +148,7 @@ class FollowState:
         "source",
         "stale",
         "unavailable",
+        "unexpected_errors",
         "unreadable",
         "view",
     )
@@ -184,6 +196,7 @@ class FollowState:
         self.connection_errors = 0
         self.foreign = 0
         self.errors = 0
+        self.unexpected_errors = 0
 
     def statistics(self) -> FollowerStatistics:
         return FollowerStatistics(
@@ -194,6 +207,7 @@ class FollowState:
             last_seq=self.last_seq,
             foreign_entries=self.foreign,
             errors=self.errors,
+            unexpected_errors=self.unexpected_errors,
             unreadable=self.unreadable,
         )
 
@@ -209,6 +223,8 @@ class FollowState:
             self.unreachable(error)
         except (BadKey, BadData, *server_errors()) as error:  # type: ignore[misc]
             self.refused_read(error)
+        except Exception as error:  # never into the reader's nursery (see OutageLog)
+            self.unexpected(error)
         else:
             self.read_ok()
 
@@ -223,6 +239,14 @@ class FollowState:
         # Nothing a retry soon would change: unknown now, and a read now and then.
         self.failed(error, "cannot read the source", logging.ERROR, unknown=True)
         self.backoff = _BACKOFF_MAX
+
+    def unexpected(self, error: Exception, *, log: bool = True) -> None:
+        """A read failed otherwise (the client library, a bug): unknown after ``read_timeout``
+        as when Redis is unreachable, and the retry runs on fresh connections."""
+        self.unexpected_errors += 1
+        self.failed(error, "unexpected error", logging.ERROR, log=log)
+        with contextlib.suppress(Exception):
+            drop_connections(self.redis)
 
     def read_ok(self) -> None:
         self.last_read = trio.current_time()
@@ -259,6 +283,7 @@ class FollowState:
                 what,
                 describe(error),
                 " (shown as unknown meanwhile)" if self.unreadable else "",
+                exc_info=error if unexpected(error) else None,
             )
 
     # --- fleet hooks -------------------------------------------------------------------------

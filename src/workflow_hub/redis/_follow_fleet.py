@@ -8,19 +8,39 @@ or was partitioned away is shown as unknown, never as its last state.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, NamedTuple, final
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, final, overload
 
 import attrs
 import trio
 
-from .._contract import ContractError, Frame
+from .._contract import Availability, ContractError, Frame
 from .._public import NoPublicConstructor
 from ..fleet import SourceLiveness
-from ._connection import bounded, describe, not_streams, server_errors, text, transient_errors
+from ._connection import (
+    OutageLog,
+    bounded,
+    describe,
+    drop_connections,
+    not_streams,
+    server_errors,
+    single,
+    text,
+    transient_errors,
+    unexpected,
+)
 from ._follow import (
     _BACKOFF_FIRST,
     _BACKOFF_MAX,
@@ -141,7 +161,8 @@ class FleetStream(metaclass=NoPublicConstructor):
 
     @property
     def liveness(self) -> Mapping[str, SourceLiveness]:
-        """What the registry said about each source at the last discovery."""
+        """What the registry said about each source at the last discovery, and whether it
+        declared itself unavailable (see :class:`~workflow_hub.fleet.SourceLiveness`)."""
         return self._liveness
 
     @property
@@ -152,6 +173,14 @@ class FleetStream(metaclass=NoPublicConstructor):
         if trio.current_time() - state.last_discovery > state.read_timeout:
             return False
         return not any(stream.statistics().unreadable for stream in self._streams.values())
+
+    @property
+    def unexpected_errors(self) -> int:
+        """Rounds of the fleet's reader, discovery or quiet checks that failed otherwise than
+        on the connection or by a refusal of the server (an error of the client library, e.g.
+        a client closed under the fleet, or a bug): logged once with a traceback, retried with
+        a backoff, the sources unknown meanwhile as when Redis is unreachable."""
+        return self._state.unexpected_errors
 
     @property
     def bad_members(self) -> int:
@@ -168,11 +197,65 @@ class FleetStream(metaclass=NoPublicConstructor):
             raise StopAsyncIteration from None
 
 
+_UNAVAILABLE = Availability.UNAVAILABLE
+_T = TypeVar("_T")
+
+
+@final
+class _Liveness(Mapping[str, SourceLiveness]):
+    """What the registry said about each source at the last discovery, with whether the source
+    declared itself unavailable read from its follower when asked: never behind the frames the
+    fleet delivered (a follower that starts after a clean shutdown reads the declaration from
+    the checkpoint before it delivers anything), so a source that shut down cleanly is never
+    shown as crashed, not even for a moment."""
+
+    __slots__ = ("_followed", "_registry")
+
+    def __init__(
+        self, registry: Mapping[str, SourceLiveness], followed: Mapping[str, FollowState]
+    ) -> None:
+        self._registry = registry
+        self._followed = followed
+
+    def __getitem__(self, source: str) -> SourceLiveness:
+        seen = self.get(source)
+        if seen is None:
+            raise KeyError(source)
+        return seen
+
+    @overload
+    def get(self, source: str, /) -> SourceLiveness | None: ...
+    @overload
+    def get(self, source: str, /, default: SourceLiveness | _T) -> SourceLiveness | _T: ...
+
+    def get(self, source: str, /, default: object = None) -> object:
+        # Written out (not Mapping's get over __getitem__): the fleet server asks once a frame.
+        seen = self._registry.get(source)
+        if seen is None:
+            return default
+        stream = self._followed.get(source)
+        declared = stream is not None and stream.view.availability is _UNAVAILABLE
+        return seen if seen.declared is declared else attrs.evolve(seen, declared=declared)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._registry)
+
+    def __len__(self) -> int:
+        return len(self._registry)
+
+
 @attrs.define
 class _FleetState:
     read_timeout: float
     last_discovery: float
     bad_members: int = 0
+    unexpected_errors: int = 0
+
+    def unexpected(self, redis: coredis.Redis[Any]) -> None:
+        """Count an unexpected error; the next round trips run on fresh connections."""
+        self.unexpected_errors += 1
+        with contextlib.suppress(Exception):
+            drop_connections(redis)
 
 
 @asynccontextmanager
@@ -240,7 +323,7 @@ async def follow_fleet(
 
     async def run_discovery(nursery: trio.Nursery) -> None:
         retirements: list[str] = []
-        refused = ""
+        failures = OutageLog(logger)
         while True:
             try:
                 with bounded(redis, float(read_timeout)):
@@ -253,18 +336,36 @@ async def follow_fleet(
                 now = int(text(reply[1]))
                 flat = list(reply[2])
             except transient_errors() as error:
-                logger.warning("fleet discovery: Redis unreachable (%s)", describe(error))
+                failures.report(
+                    logging.WARNING,
+                    "fleet discovery: Redis unreachable (%s)",
+                    describe(error),
+                    error=error,
+                )
                 await trio.sleep(poll)
                 continue
             except (ValueError, IndexError, TypeError, *server_errors()) as error:  # type: ignore[misc]
-                if str(error) != refused:
-                    refused = str(error)
-                    logger.error("fleet discovery: cannot read the registry (%s)", describe(error))
+                failures.report(
+                    logging.ERROR,
+                    "fleet discovery: cannot read the registry (%s)",
+                    describe(error),
+                    error=error,
+                )
                 for stream in followed.values():
                     mark(stream, stale=True)
                 await trio.sleep(poll)
                 continue
-            refused = ""
+            except Exception as error:  # never into the host's nursery (see OutageLog)
+                state.unexpected(redis)
+                failures.report(
+                    logging.ERROR,
+                    "fleet discovery: unexpected error (%s); retrying",
+                    describe(error),
+                    error=error,
+                )
+                await trio.sleep(poll)
+                continue
+            failures.recovered()
             state.last_discovery = trio.current_time()
             listed: dict[str, float] = {}
             for index in range(0, len(flat) - 1, 2):
@@ -324,6 +425,7 @@ async def follow_fleet(
         redis,
         followed,
         send,
+        state,
         sources=sources_key(prefix),
         frames_key=source_keys(prefix, "\0").frames,
         block=block,
@@ -336,7 +438,7 @@ async def follow_fleet(
         nursery.start_soon(run_discovery, nursery)
         nursery.start_soon(reader.run)
         try:
-            yield FleetStream._create(receive, streams, liveness, state)
+            yield FleetStream._create(receive, streams, _Liveness(liveness, followed), state)
         finally:
             nursery.cancel_scope.cancel()
 
@@ -367,6 +469,7 @@ class _FleetReader:
         redis: coredis.Redis[Any],
         streams: dict[str, FollowState],
         send: trio.MemorySendChannel[tuple[str, Frame | None]],
+        state: _FleetState | None = None,
         *,
         sources: str,
         frames_key: str,
@@ -378,6 +481,7 @@ class _FleetReader:
         self._redis = redis
         self._streams = streams
         self._send = send
+        self._state = state or _FleetState(read_timeout, last_discovery=trio.current_time())
         self._sources = sources
         # A source's frames key is head + name + tail (``frames_key`` is the one of "\0").
         self._frames_head, _, self._frames_tail = frames_key.partition("\0")
@@ -387,7 +491,8 @@ class _FleetReader:
         self._read_timeout = read_timeout
         self._quiet_every = quiet_every
         self._backoff = _BACKOFF_FIRST
-        self._refused = ""
+        self._failures = OutageLog(logger)
+        self._sweep_failures = OutageLog(logger)
         self._since: int | None = None  # server ms the next doorbell round lists appends from
         self._full_due = True  # the next round must be a full one
         self._next_full = -math.inf  # ... and one comes no later than this
@@ -424,13 +529,25 @@ class _FleetReader:
                             touched = await self._doorbell_round(streams, now)
                         else:
                             await self._round(streams)
-                except (*transient_errors(), *server_errors()) as error:
+                except Exception as error:  # never into the host's nursery (see OutageLog)
                     # (A refusal no single source explains, e.g. a key repaired between the
-                    # refused XREAD and the look at the types: the whole round is retried.)
-                    if str(error) != self._refused:
-                        self._refused = str(error)
-                        logger.warning(
-                            "fleet follower: Redis unreachable (%s); retrying", describe(error)
+                    # refused XREAD and the look at the types: the whole round is retried. The
+                    # round trips a round runs at once fail together: one failure for them.)
+                    error = single(error)
+                    if not unexpected(error):
+                        self._failures.report(
+                            logging.WARNING,
+                            "fleet follower: Redis unreachable (%s); retrying",
+                            describe(error),
+                            error=error,
+                        )
+                    else:
+                        self._state.unexpected(self._redis)
+                        self._failures.report(
+                            logging.ERROR,
+                            "fleet follower: unexpected error (%s); retrying",
+                            describe(error),
+                            error=error,
                         )
                     self._since = None
                     self._full_due = True
@@ -438,14 +555,17 @@ class _FleetReader:
                     for stream in failed:
                         if stream.retry_at == 0.0:  # covered by the last doorbell round
                             stream.last_read = max(stream.last_read, self._last_ok)
-                        stream.unreachable(error, log=False)
+                        if unexpected(error):
+                            stream.failed(error, "unexpected error", logging.ERROR, log=False)
+                        else:
+                            stream.unreachable(error, log=False)
                     await self._deliver(failed)
                     await trio.sleep(self._backoff)
                     self._backoff = min(self._backoff * 2, _BACKOFF_MAX)
                     next_round = trio.current_time()
                     continue
                 self._backoff = _BACKOFF_FIRST
-                self._refused = ""
+                self._failures.recovered()
                 if doorbell:
                     await self._deliver(touched)
                     # One round per spacing while busy (a short pause at least, for the rest).
@@ -696,9 +816,21 @@ class _FleetReader:
             try:
                 with bounded(self._redis, self._read_timeout):
                     await self._quiet_checks(quiet, batch=_SWEEP_BATCH)
-            except (*transient_errors(), *server_errors()) as error:
-                # The read loop notices an unreachable Redis itself (and says so).
-                logger.debug("fleet follower: quiet checks failed (%s)", describe(error))
+            except Exception as error:  # never into the host's nursery (see OutageLog)
+                error = single(error)
+                if not unexpected(error):
+                    # The read loop notices an unreachable Redis itself (and says so).
+                    logger.debug("fleet follower: quiet checks failed (%s)", describe(error))
+                    continue
+                self._state.unexpected(self._redis)
+                self._sweep_failures.report(
+                    logging.ERROR,
+                    "fleet follower: quiet checks failed (%s); retrying",
+                    describe(error),
+                    error=error,
+                )
+            else:
+                self._sweep_failures.recovered()
 
     async def _quiet_checks(self, streams: list[FollowState], batch: int = _QUIET_BATCH) -> None:
         """The quiet check of every source in ``streams``, in one script per ``batch`` sources.

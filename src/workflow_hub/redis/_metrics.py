@@ -40,6 +40,9 @@ class _Fleet(Protocol):
     @property
     def readable(self) -> bool: ...
 
+    @property
+    def unexpected_errors(self) -> int: ...
+
 
 __all__ = ["FollowerMetrics", "MirrorMetrics"]
 
@@ -59,6 +62,7 @@ class MirrorMetrics(Collector):
         ("reclaims", "Claims again after the owner key was lost (a Redis restart)"),
         ("connection_errors", "Round trips that failed on the connection and were retried"),
         ("server_errors", "Round trips Redis refused (a key of the wrong type ...), retried later"),
+        ("unexpected_errors", "Round trips that failed otherwise (client library, bug), retried"),
         ("events", "Hook events appended to the events stream"),
         ("events_dropped", "Hook events dropped because the mirror's buffer was full"),
     )
@@ -105,6 +109,7 @@ class FollowerMetrics(Collector):
         ("connection_errors", "Reads that failed on the connection or timed out"),
         ("foreign_entries", "Stream entries not written by a mirror, skipped"),
         ("errors", "Reads Redis refused or whose data could not be read"),
+        ("unexpected_errors", "Reads that failed otherwise (client library, bug), retried"),
     )
 
     def __init__(self, registry: CollectorRegistry | None = REGISTRY) -> None:
@@ -137,6 +142,12 @@ class FollowerMetrics(Collector):
         )
         bad.add_metric([], sum(fleet.bad_members for fleet in self._fleets))
         yield bad
+        unexpected = CounterMetricFamily(
+            "workflow_hub_fleet_unexpected_errors",
+            "Rounds of fleet readers that failed otherwise (client library, bug), retried",
+        )
+        unexpected.add_metric([], sum(fleet.unexpected_errors for fleet in self._fleets))
+        yield unexpected
         readable = GaugeMetricFamily(
             "workflow_hub_fleet_readable", "1 while every followed fleet can be read"
         )

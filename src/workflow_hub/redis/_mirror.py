@@ -9,6 +9,7 @@ cannot append after a successor claimed the source.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import uuid
@@ -23,7 +24,15 @@ from .._core import HookRunner
 from .._exceptions import WorkflowHubError
 from .._public import NoPublicConstructor
 from ..reporting import ActivityView
-from ._connection import bounded, describe, server_errors, text, transient_errors
+from ._connection import (
+    OutageLog,
+    bounded,
+    describe,
+    drop_connections,
+    server_errors,
+    text,
+    transient_errors,
+)
 from ._keys import (
     APPEND_SCRIPT,
     CLAIM_SCRIPT,
@@ -112,6 +121,8 @@ class Mirror(metaclass=NoPublicConstructor):
         self._reclaims = 0
         self._connection_errors = 0
         self._server_errors = 0
+        self._unexpected_errors = 0
+        self._failures = OutageLog(logger)
         self._events: EventAppender | None = None
 
     @property
@@ -149,6 +160,8 @@ class Mirror(metaclass=NoPublicConstructor):
             reclaims=self._reclaims,
             connection_errors=self._connection_errors,
             server_errors=self._server_errors,
+            unexpected_errors=self._unexpected_errors
+            + (0 if self._events is None else self._events.unexpected_errors),
             last_seq=self._seq,
             events=0 if self._events is None else self._events.appended,
             events_dropped=0 if self._events is None else self._events.dropped,
@@ -161,7 +174,6 @@ class Mirror(metaclass=NoPublicConstructor):
         batch: list[tuple[Frame, str]] = []
         batch_id = ""
         ended = False
-        refused = ""  # the last server error logged (logged once until it changes)
         while not self._fenced:
             try:
                 if not self._owned:
@@ -176,34 +188,54 @@ class Mirror(metaclass=NoPublicConstructor):
                 await self._send(batch, batch_id)
                 batch = []
                 backoff = _BACKOFF_FIRST
-                refused = ""
+                self._failures.recovered()
                 if ended:
                     return
-            except transient_errors() as error:
-                self._connection_errors += 1
-                logger.warning(
-                    "mirror of %r: Redis unreachable (%s); retrying in %.2fs",
-                    self._source,
-                    describe(error),
-                    backoff,
-                )
-                await trio.sleep(backoff)
+            except Exception as error:  # never into the scheduler's nursery (see OutageLog)
+                await trio.sleep(self._failed(error, backoff))
                 backoff = min(backoff * 2, _BACKOFF_MAX)
-            except (BadKey, *server_errors()) as error:  # type: ignore[misc]
-                # Nothing the mirror can repair (a key of the wrong type, a full or read-only
-                # server): the scheduler keeps running, the source goes stale for followers,
-                # and the mirror tries again at the longest backoff.
-                self._server_errors += 1
-                if str(error) != refused:
-                    refused = str(error)
-                    logger.error(
-                        "mirror of %r: Redis refused the append (%s); retrying every %.0fs",
-                        self._source,
-                        describe(error),
-                        _BACKOFF_MAX,
-                    )
-                await trio.sleep(_BACKOFF_MAX)
-                backoff = _BACKOFF_MAX
+
+    def _failed(self, error: Exception, backoff: float) -> float:
+        """Count and log (once) a failed round trip; the seconds to wait before the next."""
+        if isinstance(error, transient_errors()):
+            self._connection_errors += 1
+            self._failures.report(
+                logging.WARNING,
+                "mirror of %r: Redis unreachable (%s); retrying with a backoff",
+                self._source,
+                describe(error),
+                error=error,
+            )
+            return backoff
+        if isinstance(error, (BadKey, *server_errors())):
+            # Nothing the mirror can repair (a key of the wrong type, a full or read-only
+            # server): the scheduler keeps running, the source goes stale for followers,
+            # and the mirror tries again at the longest backoff.
+            self._server_errors += 1
+            self._failures.report(
+                logging.ERROR,
+                "mirror of %r: Redis refused the append (%s); retrying every %.0fs",
+                self._source,
+                describe(error),
+                _BACKOFF_MAX,
+                error=error,
+            )
+            return _BACKOFF_MAX
+        # An error of the client library (a client whose ``async with`` ended under the mirror:
+        # "Connection pool is not initialized or has exited") or a bug: the scheduler keeps
+        # running all the same. The retry runs on fresh connections; the batch is sent again
+        # under the same id, so the script appends it once.
+        self._unexpected_errors += 1
+        self._failures.report(
+            logging.ERROR,
+            "mirror of %r: unexpected error (%s); retrying with a backoff",
+            self._source,
+            describe(error),
+            error=error,
+        )
+        with contextlib.suppress(Exception):
+            drop_connections(self._redis)
+        return backoff
 
     async def _take(self, stream: FrameStream, batch: list[tuple[Frame, str]]) -> bool:
         """Wait (at most one refresh interval) for frames; take every one pending. True at end."""

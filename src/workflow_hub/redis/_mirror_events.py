@@ -13,6 +13,7 @@ an instance that lost its source appends neither frames nor events.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import uuid
 from collections import deque
@@ -23,7 +24,15 @@ import trio
 from .._contract import WorkflowEvent, dumps
 from .._core import HOOK_EVENT_TYPES
 from .._exceptions import WorkflowHubError
-from ._connection import bounded, describe, server_errors, text, transient_errors
+from ._connection import (
+    OutageLog,
+    bounded,
+    describe,
+    drop_connections,
+    server_errors,
+    text,
+    transient_errors,
+)
 from ._keys import EVENTS_APPEND_SCRIPT, ServerScript
 
 if TYPE_CHECKING:
@@ -104,6 +113,8 @@ class EventAppender:
         self.received = 0
         self.appended = 0
         self.dropped = 0
+        self.unexpected_errors = 0
+        self._failures = OutageLog(logger)
 
     def register(self, runner: HookRunner) -> None:
         extension = runner.extension(EXTENSION_NAME)
@@ -140,7 +151,6 @@ class EventAppender:
     async def run(self) -> None:
         await self._mirror.wait_claimed()
         backoff = _BACKOFF_FIRST
-        refused = ""
         batch: list[tuple[int, int, str]] = []
         batch_id = ""
         while not self._mirror.fenced:
@@ -158,29 +168,12 @@ class EventAppender:
                     self.appended += len(batch)
                     batch = []
                     backoff = _BACKOFF_FIRST
-                    refused = ""
+                    self._failures.recovered()
                     continue
-            except transient_errors() as error:
+            except Exception as error:  # never into the scheduler's nursery (see OutageLog)
                 if self._closing:
                     return  # the hub is gone; what could not be appended is lost with it
-                logger.warning(
-                    "events mirror of %r: Redis unreachable (%s); retrying in %.2fs",
-                    self._mirror.source,
-                    describe(error),
-                    backoff,
-                )
-            except (_BadEventsKey, *server_errors()) as error:  # type: ignore[misc]
-                if self._closing:
-                    return
-                if str(error) != refused:
-                    refused = str(error)
-                    logger.error(
-                        "events mirror of %r: Redis refused the append (%s); retrying every %.0fs",
-                        self._mirror.source,
-                        describe(error),
-                        _BACKOFF_MAX,
-                    )
-                backoff = _BACKOFF_MAX
+                backoff = max(backoff, self._failed(error))
             else:
                 # Not owned (the owner key was lost and the frames side has not claimed again
                 # yet): wait for the claim, then the same batch again.
@@ -188,6 +181,40 @@ class EventAppender:
                     return
             await trio.sleep(backoff)
             backoff = min(backoff * 2, _BACKOFF_MAX)
+
+    def _failed(self, error: Exception) -> float:
+        """Log (once) a failed append; the least backoff before the next."""
+        source = self._mirror.source
+        if isinstance(error, transient_errors()):
+            self._failures.report(
+                logging.WARNING,
+                "events mirror of %r: Redis unreachable (%s); retrying with a backoff",
+                source,
+                describe(error),
+                error=error,
+            )
+            return 0.0
+        if isinstance(error, (_BadEventsKey, *server_errors())):
+            self._failures.report(
+                logging.ERROR,
+                "events mirror of %r: Redis refused the append (%s); retrying every %.0fs",
+                source,
+                describe(error),
+                _BACKOFF_MAX,
+                error=error,
+            )
+            return _BACKOFF_MAX
+        self.unexpected_errors += 1
+        self._failures.report(
+            logging.ERROR,
+            "events mirror of %r: unexpected error (%s); retrying with a backoff",
+            source,
+            describe(error),
+            error=error,
+        )
+        with contextlib.suppress(Exception):
+            drop_connections(self._redis)
+        return 0.0
 
     async def _send(self, batch: list[tuple[int, int, str]], batch_id: str) -> bool:
         args = [

@@ -40,6 +40,9 @@ class MirrorStatistics:
     """Round trips Redis refused (a key of the wrong type, out of memory ...), retried later."""
     last_seq: int
     """The sequence number of the last entry appended."""
+    unexpected_errors: int = 0
+    """Round trips that failed otherwise (an error of the client library, e.g. a client closed
+    under the mirror, or a bug): logged once with a traceback and retried with a backoff."""
     events: int = 0
     """Hook events appended to the events stream (0 without a ``runner``)."""
     events_dropped: int = 0

@@ -22,20 +22,19 @@ import anyio
 import trio
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
-from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.websockets import WebSocket
 
-from .._contract import ContractError, Cursor, Frame
+from .._contract import ContractError, Cursor, Frame, SnapshotFrame
 from .._core import HookRunner, ObserverLease, WorkflowActivityHub
 from ..metrics import HubMetrics
 from ._encode import FrameEncoder, cursor_text, sse_comment
 from ._events import HookEventClient, HookEventFanout
 from ._files import PageFiles, page_response
-from ._middleware import Guard, NoStore
+from ._middleware import Guard, NoStore, ProblemCORS
 from ._openapi import OPENAPI_PATH, SCHEMA_PATH, openapi_document
 from ._requests import (
     EXCEPTION_HANDLERS,
@@ -48,7 +47,15 @@ from ._requests import (
     resume_position,
 )
 from ._schemas import events_schema
-from ._streams import RETRY_FIELD, SSE_HEADERS, StreamHead, StreamTracker
+from ._streams import (
+    RETRY_FIELD,
+    SSE_HEADERS,
+    ClientWriter,
+    ClosedOverBudget,
+    StreamHead,
+    StreamTracker,
+    WriteBudget,
+)
 
 __all__ = [
     "DEFAULT_EVENTS_BUFFER",
@@ -152,20 +159,25 @@ class _ActivityStream(Response):
             resumed = b"true" if stream.lease.resumed else b"false"
             headers = [*self.raw_headers, (b"x-workflow-hub-resumed", resumed)]
             await send({"type": "http.response.start", "status": 200, "headers": headers})
-            await app.stream_until_done(receive, send, partial(self._frames, stream, send))
+            with app.budget.writer(scope, send) as writer:
+                writer.lease = stream.lease
+                await app.stream_until_done(receive, send, partial(self._frames, stream, writer))
 
-    async def _frames(self, stream: _Frames, send: Send) -> None:
+    async def _frames(self, stream: _Frames, writer: ClientWriter) -> None:
         try:
-            await self._send_frames(stream, send)
-        except trio.EndOfChannel:
-            return  # the hub was disposed
+            await self._send_frames(stream, writer)
+        except (trio.EndOfChannel, ClosedOverBudget):
+            return  # the hub was disposed, or the client closed over its budget
 
-    async def _send_frames(self, stream: _Frames, send: Send) -> None:
+    async def _send_frames(self, stream: _Frames, writer: ClientWriter) -> None:
         app = self._hub_app
-        backlog = app.encoder.backlog
+        encoder = app.encoder
+        backlog = encoder.backlog
         keepalive = app.keepalive
         lease = stream.lease
-        retry = RETRY_FIELD  # in front of the first event, then never again
+        # The retry field goes in front of the first event (a write of its own: the snapshot's
+        # bytes are shared by every client, never copied to put something in front).
+        await writer.write(RETRY_FIELD)
         while True:
             # A client that is behind gets everything pending in one write. The hub's queue
             # bounds this: past its limit the hub replaced the backlog with one snapshot.
@@ -181,19 +193,13 @@ class _ActivityStream(Response):
                 with anyio.move_on_after(keepalive) as idle:
                     frames = await stream.receive_all()
                 if idle.cancelled_caught:
-                    await send(
-                        {
-                            "type": "http.response.body",
-                            "body": app.keepalive_bytes,
-                            "more_body": True,
-                        }
-                    )
+                    await writer.write(app.keepalive_bytes)
                     continue
-            body = backlog(frames)
-            if retry:
-                body = retry + body
-                retry = b""
-            await send({"type": "http.response.body", "body": body, "more_body": True})
+            if type(frames[0]) is SnapshotFrame and len(frames) > 1:
+                # A snapshot (attach, overflow, resume) is written from its shared encoding,
+                # never joined with what follows into a new string per client.
+                await writer.write(encoder.sse(frames.pop(0)))
+            await writer.write_frames(backlog, frames)
 
 
 @final
@@ -317,6 +323,7 @@ class HubApp(StreamTracker):
         self.keepalive_bytes = sse_comment("keep-alive")
         self.events_buffer = events_buffer
         self.encoder = FrameEncoder()
+        self.budget = WriteBudget(self.encoder)
         self._fanout = HookEventFanout(runner) if runner is not None else None
         super().__init__()
         self._private = token is not None
@@ -347,7 +354,7 @@ class HubApp(StreamTracker):
         if cors_origins:
             # Outside the token check: a preflight carries no credentials, and a 401 must carry
             # the CORS headers for the page to read it.
-            inner = CORSMiddleware(
+            inner = ProblemCORS(
                 inner,
                 allow_origins=list(cors_origins),
                 allow_methods=["GET", "HEAD"],
@@ -492,7 +499,10 @@ class HubApp(StreamTracker):
             return
         await websocket.accept()
         left = False
-        async with self.subscribe(since) as stream, anyio.create_task_group() as nursery:
+        async with (
+            self.subscribe(since) as stream,
+            anyio.create_task_group() as nursery,
+        ):
 
             async def watch_disconnect() -> None:
                 # Messages from the client mean nothing (the server caps their size: 1009
@@ -505,9 +515,13 @@ class HubApp(StreamTracker):
 
             nursery.start_soon(watch_disconnect)
             message = self.encoder.message
-            with self._tracked():
-                async for frame in stream:
-                    await websocket.send_text(message(frame))
+            with self._tracked(), self.budget.writer(websocket.scope, websocket.send) as writer:
+                writer.lease = stream.lease
+                try:
+                    async for frame in stream:
+                        await writer.message(websocket.send_text, message(frame))
+                except ClosedOverBudget:
+                    left = True  # cut: nothing more can be said to it
             nursery.cancel_scope.cancel()
         if not left:
             # 1001 "going away": the server (or its hub) is shutting down.

@@ -19,7 +19,7 @@ immutable summary objects, so the same root is encoded again and again otherwise
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Final, final
 
 from .._contract import (
@@ -27,6 +27,7 @@ from .._contract import (
     Cursor,
     Frame,
     RootActivity,
+    SnapshotFrame,
     WorkflowEvent,
     dumps,
     format_cursor,
@@ -52,6 +53,13 @@ ROOTS_PAUSE: Final = 16 * ROOTS_KEPT
 """Frames encoded without the roots' cache after it filled up with fewer hits than half its
 size: roots that do not repeat (more of them changing than it holds) make every lookup a miss,
 which costs more than it saves; after this many frames the cache is tried again."""
+
+SNAPSHOTS_KEPT: Final = 4
+"""Snapshot frames whose encodings are kept, the latest ones (issue 37). A snapshot's encoding is
+as large as every root together (a megabyte or more for 20 000 roots), and each attach or
+overflow at a new revision makes a new one: kept with the other frames, a generation could
+hold a thousand of them. Clients writing the same snapshot share its bytes; a client still
+writing one that has left this cache holds it alone (see ``_streams.WriteBudget``)."""
 
 _REVISIONS_WITH_TEXT: Final = 1 << 63
 """Revisions below this have a text form (``format_cursor`` refuses the others, R4)."""
@@ -156,8 +164,11 @@ class FrameEncoder:
         "_root_hits",
         "_root_pause",
         "_roots",
+        "_snapshots",
         "batches_joined",
         "encodings",
+        "on_snapshot_dropped",
+        "snapshots_dropped",
     )
 
     def __init__(self) -> None:
@@ -174,17 +185,49 @@ class FrameEncoder:
         """Hits since the roots' cache was last emptied."""
         self._root_pause = 0
         """Frames left to encode without the roots' cache."""
+        self._snapshots: dict[int, _Entry] = {}
+        """The latest SNAPSHOTS_KEPT snapshot frames' entries, oldest first."""
+        self.snapshots_dropped = 0
+        """How many snapshot encodings left the cache (a clock for stalled writers)."""
+        self.on_snapshot_dropped: Callable[[], None] | None = None
+        """Called each time a snapshot's encoding leaves the cache."""
         self.batches_joined = 0
         """How many backlogs were joined into one write (the others reused one of those)."""
         self.encodings = 0
         """How many times a frame was encoded (once per distinct frame while it is cached)."""
 
     def _store(self, key: int, entry: _Entry) -> None:
+        if type(entry[0]) is SnapshotFrame:
+            self._store_snapshot(key, entry)
+            return
         current = self._current
         if len(current) >= GENERATION_SIZE:
             self._previous = current
             current = self._current = {}
         current[key] = entry
+
+    def _store_snapshot(self, key: int, entry: _Entry) -> None:
+        snapshots = self._snapshots
+        snapshots.pop(key, None)
+        snapshots[key] = entry
+        if len(snapshots) > SNAPSHOTS_KEPT:
+            del snapshots[next(iter(snapshots))]
+            self.snapshots_dropped += 1
+            if self.on_snapshot_dropped is not None:
+                self.on_snapshot_dropped()
+
+    def _snapshot_entry(self, frame: Frame) -> _Entry:
+        """A snapshot frame's entry, from the snapshots' cache or encoded and kept there."""
+        key = id(frame)
+        entry = self._snapshots.get(key)
+        if entry is None or entry[0] is not frame:
+            entry = self._encode(frame)
+            self._store_snapshot(key, entry)
+        return entry
+
+    def is_kept(self, body: bytes) -> bool:
+        """Whether ``body`` is the SSE event of a snapshot whose encoding is kept (shared)."""
+        return any(entry[1] is body for entry in self._snapshots.values())
 
     def _encode(self, frame: Frame) -> _Entry:
         """A new entry for ``frame``: its event from the epoch's template if it is a changed
@@ -259,7 +302,10 @@ class FrameEncoder:
 
     def _missed(self, frame: Frame, key: int) -> _Entry:
         """The entry of a frame (``key``: its id) that the current generation does not hold:
-        the previous generation's, or a new encoding, stored in the current generation."""
+        the previous generation's, or a new encoding, stored in the current generation (a
+        snapshot's in the snapshots' cache)."""
+        if type(frame) is SnapshotFrame:
+            return self._snapshot_entry(frame)
         entry = self._previous.get(key)
         if entry is None or entry[0] is not frame:
             entry = self._encode(frame)
@@ -389,6 +435,11 @@ class FrameEncoder:
                             encoded += 1
                             current[ident] = entry
                             add(sse)
+                            continue
+                        elif type(frame) is SnapshotFrame:
+                            # Kept apart (SNAPSHOTS_KEPT), never in a generation.
+                            event = self._snapshot_entry(frame)[1]
+                            add(event if isinstance(event, str) else event.decode())
                             continue
                         else:
                             entry = self._encode(frame)

@@ -13,13 +13,27 @@ from typing import Final, final
 from starlette.requests import Request
 from starlette.responses import FileResponse, Response
 from starlette.staticfiles import PathLike, StaticFiles
-from starlette.types import Scope
+from starlette.types import Receive, Scope, Send
 
 from ._requests import error_response, not_modified
 
 __all__ = ["FILE_CACHE_CONTROL", "PageFiles", "page_response"]
 
 FILE_CACHE_CONTROL: Final = "no-cache"
+
+
+@final
+class _PageFile(FileResponse):
+    """A file of the page, sent and done. Starlette's ``FileResponse``, under an ASGI server
+    older than spec 2.4 (hypercorn says 2.1), then waits for the client to disconnect: the
+    connection stayed open after a response that said ``Connection: close``, and a kept-alive
+    one could not be recycled until then (issue 37). The file is small and sent at once, so
+    nothing is lost by not listening: the response returns when its last byte is handed over."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            scope = {**scope, "asgi": {**scope.get("asgi", {}), "spec_version": "2.4"}}
+        await super().__call__(scope, receive, send)
 
 
 @final
@@ -35,6 +49,8 @@ class PageFiles(StaticFiles):
         status_code: int = 200,
     ) -> Response:
         response = super().file_response(full_path, stat_result, scope, status_code)
+        if type(response) is FileResponse:
+            response.__class__ = _PageFile
         response.headers["Cache-Control"] = FILE_CACHE_CONTROL
         return response
 
@@ -45,7 +61,7 @@ def page_response(request: Request, page: Path) -> Response:
         stat = page.stat()
     except OSError:
         return error_response(404, "no web page is installed")
-    response = FileResponse(page, media_type="text/html", stat_result=stat)
+    response = _PageFile(page, media_type="text/html", stat_result=stat)
     response.headers["Cache-Control"] = FILE_CACHE_CONTROL
     etag = response.headers["etag"]
     if not_modified(request.headers, etag):

@@ -172,6 +172,7 @@ class _Relay(HeldEvents[bytes]):
             "attention": status.attention,
             "last_seen": None if liveness is None else liveness.last_seen,
             "stale": False if liveness is None else liveness.stale,
+            "declared": False if liveness is None else liveness.declared,
             "path": f"sources/{self.source}/",
         }
 
@@ -328,14 +329,16 @@ class FleetApp(StreamTracker):
 
     async def _watch_liveness(self, fleet: FleetFollower) -> None:
         """What changes without a frame: the fleet readable or not, a mirror that stopped (or
-        started again) refreshing. Checked every :data:`LIVENESS_CHECK` seconds."""
+        started again) refreshing, a source that declared itself unavailable (its follower
+        knew before the frame reached this relay). Checked every :data:`LIVENESS_CHECK`
+        seconds."""
         feed = self.feed
         while True:
             feed.set_readable(fleet.readable)
             liveness = fleet.liveness
             for source, relay in self.relays.items():
                 seen = liveness.get(source)
-                if seen is not None and feed.stale_changed(source, seen.stale):
+                if seen is not None and feed.liveness_changed(source, seen.stale, seen.declared):
                     feed.describe(relay.summary(seen))
             await trio.sleep(LIVENESS_CHECK)
 

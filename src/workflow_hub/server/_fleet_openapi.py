@@ -51,7 +51,13 @@ _SUMMARY_PROPERTIES: Final[dict[str, Schema]] = {
     },
     "stale": {
         "type": "boolean",
-        "description": "Its mirror stopped refreshing (crashed or partitioned away).",
+        "description": "Its mirror stopped refreshing for stale_after: it crashed, was "
+        "partitioned away, or shut down (see declared).",
+    },
+    "declared": {
+        "type": "boolean",
+        "description": "Its own last frame says it is unavailable: its scheduler declared it "
+        "(a clean shutdown). Stale and not declared: it stopped without a word (crashed?).",
     },
     "path": {"type": "string", "description": "Its endpoints, relative to the server's URL."},
 }

@@ -55,7 +55,17 @@ MAX_SELECTED: Final = 100
 
 # A description is sent again when one of these changed: not for every frame (a cursor moves
 # at each one) and not for every refresh (last_seen moves every second of every source).
-_KEY_FIELDS: Final = ("availability", "state", "roots", "working", "blocked", "attention", "stale")
+# The last two are the source's liveness (``FleetFeed.liveness_changed``).
+_KEY_FIELDS: Final = (
+    "availability",
+    "state",
+    "roots",
+    "working",
+    "blocked",
+    "attention",
+    "stale",
+    "declared",
+)
 
 
 @final
@@ -186,9 +196,10 @@ class FleetFeed(HeldEvents[tuple[str | None, bytes]]):
             self._key[source] = key
             self._append(None, "source", _text(summary))
 
-    def stale_changed(self, source: str, stale: bool) -> bool:
+    def liveness_changed(self, source: str, stale: bool, declared: bool) -> bool:
+        """True when ``source`` was described with another liveness (``stale``, ``declared``)."""
         key = self._key.get(source)
-        return key is not None and key[-1] != stale
+        return key is not None and key[-2:] != (stale, declared)
 
     def retired(self, source: str) -> None:
         self.summaries.pop(source, None)

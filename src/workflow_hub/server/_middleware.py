@@ -8,11 +8,13 @@ from collections.abc import Callable
 from typing import Final, final
 
 from starlette.datastructures import Headers, QueryParams
+from starlette.middleware.cors import CORSMiddleware
+from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ._requests import error_response
+from ._requests import error_response, problem
 
-__all__ = ["Guard", "NoStore", "is_open_path"]
+__all__ = ["Guard", "NoStore", "ProblemCORS", "is_open_path"]
 
 # Paths a client may read without the token: the probes, the API description, and the page (it
 # holds no hub data and asks the user for the token itself).
@@ -97,3 +99,21 @@ class Guard:
         assert self._token is not None
         # Constant time: how long the comparison takes says nothing about the token.
         return hmac.compare_digest(offered.encode(), self._token)
+
+
+@final
+class ProblemCORS(CORSMiddleware):
+    """Starlette's CORS middleware, whose refused preflight is a problem document like every
+    other error of the server (it answers ``400 text/plain`` on its own; issue 37)."""
+
+    def preflight_response(self, request_headers: Headers) -> Response:
+        response = super().preflight_response(request_headers)
+        if response.status_code < 400:
+            return response
+        detail = bytes(response.body).decode() + " (see the server's cors_origins)"
+        headers = {
+            name: value
+            for name, value in response.headers.items()
+            if name not in ("content-type", "content-length")
+        }
+        return problem(response.status_code, detail, "Origin", headers)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 from functools import partial
-from typing import Any, cast
+from typing import Any, Final, cast, final
 
 import trio
 from hypercorn.app_wrappers import ASGIWrapper
@@ -24,12 +24,158 @@ from hypercorn.config import Config
 from hypercorn.trio.tcp_server import TCPServer
 from hypercorn.trio.worker_context import WorkerContext
 from hypercorn.typing import ConnectionState
-from hypercorn.utils import repr_socket_addr
-from starlette.types import ASGIApp
+from hypercorn.utils import parse_socket_addr, repr_socket_addr
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from ._streams import CUT_EXTENSION
 
 __all__ = ["serve_connections"]
 
 logger = logging.getLogger("workflow_hub.server")
+
+
+_EXTENSIONS: Final = b"sec-websocket-extensions:"
+_UPGRADE: Final = b"upgrade:"
+
+
+@final
+class _Inbound:
+    """What one connection receives, made safe before hypercorn parses it: WebSocket
+    compression is refused and no incoming WebSocket frame is read beyond ``limit`` bytes.
+
+    hypercorn's WebSocket handshake always accepts ``permessage-deflate`` when a client offers
+    it, and wsproto inflates what arrives with no bound: a 254 KiB message that inflates to
+    256 MiB costs the server that much before its size is checked (issue 37). So the
+    ``Sec-WebSocket-Extensions`` header of a request is dropped here, before the handshake sees
+    it: no extension is ever negotiated. Once a request asked for the upgrade, the bytes are
+    WebSocket frames: a frame longer than ``limit`` is passed on as ``limit + 1`` bytes (hypercorn
+    closes with 1009, message too big, as it does for any message over its size) and the rest
+    of its payload is dropped as it arrives, never buffered.
+    """
+
+    __slots__ = ("_head", "_limit", "_line", "_payload", "_skip", "_skip_after", "_upgrading")
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._line = b""
+        """Before the upgrade: the last incomplete line, when it may be a header of ours."""
+        self._upgrading = False
+        self._head: bytes | None = None
+        """After the upgrade: the bytes of a frame header so far (None before the upgrade)."""
+        self._payload = 0
+        self._skip = 0
+        self._skip_after = 0
+
+    def feed(self, data: bytes) -> bytes:
+        if self._head is not None:
+            return self._frames(data)
+        data = self._line + data
+        self._line = b""
+        out: list[bytes] = []
+        start = 0
+        while (end := data.find(b"\r\n", start)) >= 0:
+            line = data[start : end + 2]
+            start = end + 2
+            lower = line.lower()
+            if lower.startswith(_EXTENSIONS):
+                continue  # refused: the handshake offers no extension
+            out.append(line)
+            if lower.startswith(_UPGRADE) and b"websocket" in lower:
+                self._upgrading = True
+            elif line == b"\r\n" and self._upgrading:
+                self._head = b""
+                out.append(self._frames(data[start:]))
+                return b"".join(out)
+        rest = data[start:]
+        lower = rest.lower()
+        if len(rest) < 1024 and any(
+            name.startswith(lower) or lower.startswith(name) for name in (_EXTENSIONS, _UPGRADE)
+        ):
+            self._line = rest  # may yet be one of our headers: held until its line ends
+        else:
+            out.append(rest)
+        return b"".join(out)
+
+    def _frames(self, data: bytes) -> bytes:
+        out: list[bytes] = []
+        while data:
+            if self._skip:
+                dropped = min(self._skip, len(data))
+                self._skip -= dropped
+                data = data[dropped:]
+            elif self._payload:
+                passed = min(self._payload, len(data))
+                out.append(data[:passed])
+                data = data[passed:]
+                self._payload -= passed
+                if not self._payload:
+                    self._skip, self._skip_after = self._skip_after, 0
+            else:
+                assert self._head is not None
+                head = self._head + data
+                size = _header_size(head)
+                if size is None or len(head) < size:
+                    self._head = head
+                    break
+                self._head = b""
+                head, data = head[:size], head[size:]
+                length = _payload_length(head)
+                if length > self._limit:
+                    # Declared as limit + 1 bytes: enough for hypercorn to close with 1009.
+                    kept = self._limit + 1
+                    masked = head[1] & 0x80
+                    head = bytes((head[0], masked | 126)) + kept.to_bytes(2, "big") + head[-4:]
+                    if not masked:
+                        head = head[:4]
+                    self._payload, self._skip_after = kept, length - kept
+                else:
+                    self._payload = length
+                out.append(head)
+        return b"".join(out)
+
+
+def _header_size(head: bytes) -> int | None:
+    if len(head) < 2:
+        return None
+    length = head[1] & 0x7F
+    extended = 2 if length == 126 else 8 if length == 127 else 0
+    return 2 + extended + (4 if head[1] & 0x80 else 0)
+
+
+def _payload_length(head: bytes) -> int:
+    length = head[1] & 0x7F
+    if length == 126:
+        return int.from_bytes(head[2:4], "big")
+    if length == 127:
+        return int.from_bytes(head[2:10], "big")
+    return length
+
+
+@final
+class _GuardedStream:
+    """A connection's socket stream as hypercorn's ``TCPServer`` uses it, with what it receives
+    passed through :class:`_Inbound`."""
+
+    __slots__ = ("_inbound", "_stream", "aclose", "send_all", "send_eof", "socket")
+
+    def __init__(self, stream: trio.SocketStream, limit: int) -> None:
+        self._stream = stream
+        self._inbound = _Inbound(limit)
+        # The stream's own methods, not wrappers: a write costs what it did (a hot path).
+        self.socket = stream.socket
+        self.send_all = stream.send_all
+        self.send_eof = stream.send_eof
+        self.aclose = stream.aclose
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes:
+        while True:
+            data = await self._stream.receive_some(max_bytes)
+            if not data:
+                return b""
+            passed = self._inbound.feed(bytes(data))
+            if passed:
+                return passed
+            # Everything was held back or dropped: read on (an empty result would be EOF).
 
 
 class _Connections:
@@ -37,6 +183,8 @@ class _Connections:
 
     def __init__(self) -> None:
         self.open: set[trio.SocketStream] = set()
+        # By the client's address as the ASGI scope gives it, so that the app can cut one.
+        self.by_client: dict[tuple[str, int], trio.SocketStream] = {}
         self.none_left = trio.Event()
         self.stopping = False
 
@@ -45,6 +193,9 @@ class _Connections:
 
     def discard(self, stream: trio.SocketStream) -> None:
         self.open.discard(stream)
+        for client, held in list(self.by_client.items()):
+            if held is stream:
+                del self.by_client[client]
         if self.stopping and not self.open:
             self.none_left.set()
 
@@ -81,15 +232,34 @@ async def serve_connections(
         listeners.append(trio.SocketListener(trio.socket.from_stdlib_socket(sock)))
         binds.append(f"http://{repr_socket_addr(sock.family, sock.getsockname())}")
     context = WorkerContext(None)
-    wrapped = ASGIWrapper(cast(Any, app))
     connections = _Connections()
+
+    async def with_cut(scope: Scope, receive: Receive, send: Send) -> None:
+        # The app may close this connection under a write that cannot finish (a client over
+        # its budget, see _streams.WriteBudget): hypercorn's own writes are shielded.
+        client = scope.get("client")
+        stream = connections.by_client.get(tuple(client)) if client else None
+        if stream is not None:
+            extensions = dict(scope.get("extensions") or {})
+            extensions[CUT_EXTENSION] = {"cut": stream.socket.close}
+            scope["extensions"] = extensions
+        await app(scope, receive, send)
+
+    wrapped = ASGIWrapper(cast(Any, with_cut))
 
     async def handle(stream: trio.SocketStream) -> None:
         connections.add(stream)
         try:
+            peer = parse_socket_addr(stream.socket.family, stream.socket.getpeername())
+        except OSError:
+            peer = None
+        if peer is not None:
+            connections.by_client[peer] = stream
+        try:
             # hypercorn types the stream as an SSLStream; a plain SocketStream is what it also
             # accepts (it tells them apart itself).
-            await TCPServer(wrapped, config, context, ConnectionState({}), cast(Any, stream))
+            guarded = _GuardedStream(stream, config.websocket_max_message_size)
+            await TCPServer(wrapped, config, context, ConnectionState({}), cast(Any, guarded))
         finally:
             connections.discard(stream)
 

@@ -43,6 +43,8 @@
     running: "▶", completed: "✓", cached: "✓", failed: "✗", cancelled: "✗", killed: "✗",
     pending: "·", awaiting_input: "?", paused: "‖", blocked_node: "■", skipped: "↷",
   };
+  // A narrow screen (a phone) opens on the roots: the filters fold into one line above them.
+  var NARROW = "(max-width: 40rem)";
 
   function $(selector) {
     return document.querySelector(selector);
@@ -61,6 +63,9 @@
     aggregateMessage: $('[data-testid="aggregate-message"]'),
     aggregateAttention: $('[data-role="aggregate-attention"]'),
     stale: $('[data-testid="stale"]'),
+    noGraph: $('[data-testid="no-graph"]'),
+    filtersBox: $('[data-testid="filters-box"]'),
+    filtersActive: $('[data-role="filters-active"]'),
     superseded: $('[data-testid="superseded"]'),
     rootCount: $('[data-role="root-count"]'),
     rootsEmpty: $('[data-testid="roots-empty"]'),
@@ -396,10 +401,11 @@
 
   function render() {
     lastRender = Date.now();
+    var roots = model.view.roots();
     renderConnection();
-    renderAggregate();
+    renderAggregate(roots);
     renderSuperseded();
-    renderRoots();
+    renderRoots(roots);
   }
 
   function renderConnection() {
@@ -438,20 +444,34 @@
     document.body.dataset.connection = connection;
   }
 
-  function renderAggregate() {
+  // What needs a person first ("2 need attention: 1 waiting for input, 1 failed at deploy"),
+  // then the overall state. The badge says a reason only while nothing needs a person: the
+  // aggregate's reason is one root's, and must not stand for the others that wait for a human.
+  function renderAggregate(roots) {
     var status = Fold.aggregate(model.view);
+    var needs = Views.headline(roots);
     var data = ui.aggregate.dataset;
     data.status = status.state;
     data.reason = status.reason || "";
     data.attention = String(status.attention);
-    var label = status.state + (status.reason ? " · " + words(status.reason) : "");
+    data.needsAttention = String(needs.count);
+    var label = status.state + (status.reason && !needs.count ? " · " + words(status.reason) : "");
     var symbol = element("span", "symbol", SYMBOLS[status.state]);
     symbol.setAttribute("aria-hidden", "true");
     ui.aggregateLabel.replaceChildren(symbol, document.createTextNode(" " + label));
+    ui.aggregateLabel.dataset.value = status.state;
     ui.aggregateLabel.className = "badge big state-" + status.state;
     ui.aggregateMessage.textContent = status.message;
-    ui.aggregateAttention.hidden = !status.attention;
-    document.title = status.state + " · workflow-hub";
+    var flag = element("span", "symbol", SYMBOLS.attention);
+    flag.setAttribute("aria-hidden", "true");
+    ui.aggregateAttention.replaceChildren(flag, document.createTextNode(" " + needs.text));
+    ui.aggregateAttention.hidden = !needs.count;
+    document.title = (needs.count ? "⚠ " + needs.count + " · " : "") + status.state + " · workflow-hub";
+    // A source that sends roots without their graph: say so once, as `watch` does, rather than
+    // show cards that look as if nothing failed and nothing asks.
+    ui.noGraph.hidden = !(model.view.known() && roots.length && roots.every(function (root) {
+      return !root.graph;
+    }));
     announce(status);
   }
 
@@ -509,14 +529,16 @@
     });
   }
 
-  function renderRoots() {
-    var all = model.view.roots();
+  function renderRoots(roots) {
+    var all = roots || model.view.roots();
     var view = controls.view;
     var selection = Views.select(all, view);
     var matching = selection.roots;
     var roots = matching.slice(0, limit);
     var known = model.view.known();
     renderSummary(selection.counts, view);
+    var active = Views.describeView(Object.assign({}, view, { group: "" }));
+    ui.filtersActive.textContent = active ? ": " + active : "";
 
     // What has the focus now, to give it back after the list is redrawn.
     var focused = document.activeElement;
@@ -672,14 +694,27 @@
     item.dataset.reason = root.reason;
     item.dataset.attention = String(root.needsAttention);
 
+    var failures = Views.failuresOf(root);
+    var state = Views.shownState(root);
     var head = element("div", "root-head");
     head.appendChild(element("h3", "root-id", shownId(root.rootRunId)));
-    head.appendChild(badge("state", root.state));
-    var reason = element("span", "reason", words(root.reason));
+    head.appendChild(badge("state", state));
+    // A settled failure reads "failed at <stage>", never "idle · nothing to do".
+    var reason = element(
+      "span", "reason",
+      state === "failed" ? (failures.length ? "at " + shownId(failures[0].name) : "") : words(root.reason)
+    );
     reason.dataset.value = root.reason;
     head.appendChild(reason);
     if (root.needsAttention) head.appendChild(badge("flag", "attention", "needs attention"));
     item.appendChild(head);
+
+    // The reading order of a card: what failed, then the question, then the counts.
+    if (failures.length) item.appendChild(failure(failures));
+    if (root.graph) {
+      var asked = question(root.graph);
+      if (asked) item.appendChild(asked);
+    }
 
     var counts = element("dl", "counts");
     [
@@ -693,14 +728,58 @@
       counts.appendChild(group);
     });
     item.appendChild(counts);
-
-    if (root.graph) {
-      var asked = question(root.graph);
-      if (asked) item.appendChild(asked);
-      item.appendChild(graphDetails(root));
+    if (root.labels) {
+      var labels = labelList(root.labels);
+      if (labels) item.appendChild(labels);
     }
+    if (root.graph) item.appendChild(graphDetails(root));
     return item;
   }
+
+  // "Failed at deploy: health check timed out (TimeoutError)", and how many more failed: on
+  // the card itself, never only behind a click.
+  function failure(failures) {
+    var first = failures[0];
+    var node = element("p", "failure");
+    node.dataset.testid = "failure";
+    var symbol = element("span", "symbol", SYMBOLS.failed);
+    symbol.setAttribute("aria-hidden", "true");
+    node.appendChild(symbol);
+    node.appendChild(document.createTextNode(" Failed at "));
+    node.appendChild(element("strong", "", shownId(first.name)));
+    var text = first.message ? ": " + first.message : " (no error given)";
+    if (first.type) text += " (" + first.type + ")";
+    if (failures.length > 1) text += "; and " + plural(failures.length - 1, "more failure");
+    node.appendChild(document.createTextNode(text));
+    return node;
+  }
+
+  // A root's labels: each a link that narrows the view to the roots carrying it too.
+  function labelList(labels) {
+    var keys = Object.keys(labels);
+    if (!keys.length) return null;
+    var list = element("ul", "labels");
+    list.setAttribute("aria-label", "labels");
+    keys.forEach(function (key) {
+      var label = key + ":" + labels[key];
+      var link = element("a", "label", key + ": " + labels[key]);
+      link.href = Views.formatView({ labels: [label] });
+      link.dataset.label = label;
+      link.title = "Show only roots labelled " + label;
+      link.tabIndex = -1; // the list stays one stop of the Tab key; the Labels filter is the keyboard's way
+      var entry = element("li");
+      entry.appendChild(link);
+      list.appendChild(entry);
+    });
+    return list;
+  }
+
+  ui.roots.addEventListener("click", function (click) {
+    var link = click.target.closest && click.target.closest("a.label");
+    if (!link || click.ctrlKey || click.metaKey || click.shiftKey || click.button !== 0) return;
+    click.preventDefault();
+    controls.addLabel(link.dataset.label);
+  });
 
   // The question the root waits on, on the card itself: a prompt can be deep in a subgraph (a
   // child workflow's stage) and is what a reader looks for, so it is never only behind a click.
@@ -752,6 +831,11 @@
       entry.appendChild(element("span", "node-kind", node.kind));
       entry.appendChild(element("span", "node-name", shownId(node.name)));
       entry.appendChild(badge("node", node.status));
+      if (node.error) {
+        entry.appendChild(element(
+          "span", "error", node.error.message + (node.error.type ? " (" + node.error.type + ")" : "")
+        ));
+      }
       if (node.pendingPrompt) {
         entry.appendChild(element("span", "prompt", "waits for: " + node.pendingPrompt.message));
       }
@@ -770,6 +854,13 @@
       var item = element("li", "event");
       item.dataset.type = entry.type;
       item.dataset.seq = String(entry.seq);
+      if (entry.time) {
+        var time = element("time", "clock", entry.time);
+        time.dataset.testid = "event-time";
+        if (!entry.timeOwn) time.title = "the time of the event before it (this one carries none)";
+        item.appendChild(time);
+        item.appendChild(document.createTextNode(" "));
+      }
       var label = element("span", "badge event-" + entry.label, entry.label);
       item.appendChild(label);
       item.appendChild(document.createTextNode(" " + entry.text));
@@ -820,6 +911,7 @@
     limit = PAGE;
     renderRoots();
   });
+  if (window.matchMedia && window.matchMedia(NARROW).matches) ui.filtersBox.open = false;
   render();
   if (fedByParent()) startFromParent();
   else start();

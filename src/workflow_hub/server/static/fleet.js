@@ -1,7 +1,7 @@
 /*
  * The fleet's page: a status line for the whole fleet and a table of its sources (name order,
- * filterable): status, roots, working, waiting, last seen and whether a source crashed (stopped
- * refreshing) or declared itself unavailable.
+ * filterable): status, roots, working, waiting, last seen and whether a source stopped without a
+ * word (crashed?) or declared itself unavailable (the wording: fleet_liveness.js).
  *
  * One stream, whatever the number of sources or of sources opened: /v1/fleet, with EventSource.
  * It starts with a picture of the fleet (a `fleet` event), then a `source` event whenever a
@@ -20,6 +20,7 @@
   "use strict";
 
   var Token = window.WorkflowHubToken;
+  var Liveness = window.WorkflowHubLiveness;
   var MIN_RETRY_MS = 250;
   var MAX_RETRY_MS = 4000;
   var GONE_AFTER_MS = goneAfterMs(); // 10 s; `?gone_after=SECONDS` in the address changes it
@@ -149,8 +150,8 @@
 
   function note(info) {
     if (connection !== "live") return "server unreachable";
-    if (info.stale) return "stopped refreshing (crashed?)";
-    if (info.availability === "unavailable") return "declared unavailable";
+    var said = Liveness.livenessNote(info); // crashed? or declared unavailable (stopped at …)
+    if (said !== null) return said;
     if (info.availability === null) return "not seen yet";
     if (info.availability !== "ready") return words(info.availability);
     return info.attention ? "needs attention" : "";

@@ -253,12 +253,21 @@
     workflow_heartbeat: "heartbeat",
   };
 
-  /* The latest hook events, newest first, at most `limit` of them. */
+  /* When an event happened, HH:MM:SS in local time: its occurredAt, or a heartbeat's
+     scheduledAt; "" for an event without either. */
+  function eventTime(event) {
+    var at = typeof event.occurredAt === "number" ? event.occurredAt : event.scheduledAt;
+    return typeof at === "number" && isFinite(at) ? clockTime(at) : "";
+  }
+
+  /* The latest hook events, newest first, at most `limit` of them; each entry {seq, type,
+     label, rootRunId, text, time (HH:MM:SS), timeOwn (false: the time of the event before)}. */
   function EventFeed(limit) {
     this.limit = limit;
     this.entries = [];
     this.received = 0;
     this.dropped = 0;
+    this.lastTime = "";
   }
 
   EventFeed.prototype.push = function (type, event) {
@@ -269,7 +278,18 @@
       label: LABELS[type] || (event.target && event.target.kind) || type,
       rootRunId: event.rootRunId || (event.root && event.root.rootRunId) || "",
       text: describeEvent(event),
+      time: eventTime(event),
+      timeOwn: true,
     };
+    // An activity change carries no time of its own: it is the consequence of the fact just
+    // before it (the tracker publishes both at once), so it reads that fact's time; the first
+    // event of a page without one reads the time it arrived.
+    if (entry.time) {
+      this.lastTime = entry.time;
+    } else {
+      entry.time = this.lastTime || clockTime(Date.now());
+      entry.timeOwn = false;
+    }
     this.entries.unshift(entry);
     if (this.entries.length > this.limit) this.entries.length = this.limit;
     return entry;
@@ -286,6 +306,8 @@
       type: "dropped",
       label: "dropped",
       rootRunId: "",
+      time: "",
+      timeOwn: false,
       text: reason
         ? (known ? count + " " : "") + "events may be missing (" + reason + ")"
         : count + " event" + (count === 1 ? "" : "s") + " dropped (this page fell behind)",
@@ -300,6 +322,7 @@
     EventFeed: EventFeed,
     aggregate: aggregate,
     describeEvent: describeEvent,
+    eventTime: eventTime,
     formatCursor: formatCursor,
   };
   if (typeof module === "object" && module.exports) {

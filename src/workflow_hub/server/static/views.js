@@ -7,12 +7,18 @@
  * A classic script like fold.js: the page loads it with a <script> tag, node with require()
  * (tests/test_dashboard_views.py runs it under node).
  *
- * A view is {group, state, reason, attention, q}: every field optional ("" or false = any).
+ * A view is {group, state, reason, attention, labels, q}: every field optional ("", false or []
+ * = any).
  *   group      "attention" | "working" | "idle" (the summary's groups, see groupOf)
  *   state      a root state: "working" | "blocked" | "idle"
  *   reason     a root reason ("awaiting_input", "paused", ...)
  *   attention  true: only roots that need attention (blocked, or flagged needs-attention)
+ *   labels     ["team:infra", ...]: only roots carrying every one of these labels (key:value)
  *   q          text that the root's id or one of its graph's names contains (any case)
+ *
+ * It also says why a root needs a person (attentionOf: "waiting for input", "failed at deploy")
+ * and what failed in it (failureOf: the failed stage or tool and its error), for the cards and
+ * the page's headline (headline: "2 need attention: 1 waiting for input, 1 failed at deploy").
  */
 (function (global) {
   "use strict";
@@ -25,6 +31,11 @@
     "awaiting_input", "manual_intervention", "paused", "quiescent",
   ];
   var FIELDS = ["group", "state", "reason", "attention", "q"];
+  // A label in a view is "key:value"; keys as the contract's (C3): a letter, then letters,
+  // digits, "_ . - /", at most 63 characters; values 1 to 256 characters; at most 16 labels.
+  var LABEL_KEY = /^[A-Za-z][A-Za-z0-9_.\/-]{0,62}$/;
+  var LABEL_LIMIT = 16;
+  var VALUE_LIMIT = 256;
 
   /*
    * What a reader sees for a value of the contract (a root's reason, a node's status) or of the
@@ -74,15 +85,59 @@
   }
 
   function emptyView() {
-    return { group: "", state: "", reason: "", attention: false, q: "" };
+    return { group: "", state: "", reason: "", attention: false, labels: [], q: "" };
+  }
+
+  function labelsOf(view) {
+    return view.labels || [];
   }
 
   function isEmpty(view) {
-    return !view.group && !view.state && !view.reason && !view.attention && !view.q;
+    return !view.group && !view.state && !view.reason && !view.attention && !view.q &&
+      !labelsOf(view).length;
   }
 
   function sameView(a, b) {
-    return FIELDS.every(function (field) { return a[field] === b[field]; });
+    return FIELDS.every(function (field) { return a[field] === b[field]; }) &&
+      labelsOf(a).join("\n") === labelsOf(b).join("\n");
+  }
+
+  /* "key:value" as it is, or null when it names no possible label. */
+  function parseLabel(text) {
+    text = String(text);
+    var at = text.indexOf(":");
+    if (at < 1) return null;
+    var key = text.slice(0, at);
+    var value = text.slice(at + 1);
+    if (!LABEL_KEY.test(key) || !value || Array.from(value).length > VALUE_LIMIT) return null;
+    return key + ":" + value;
+  }
+
+  /* The labels of a list of texts: each parsed, duplicates and impossible ones dropped, at
+     most LABEL_LIMIT (no root carries more). */
+  function parseLabels(texts) {
+    var labels = [];
+    texts.forEach(function (text) {
+      var label = parseLabel(text);
+      if (label !== null && labels.indexOf(label) < 0 && labels.length < LABEL_LIMIT) {
+        labels.push(label);
+      }
+    });
+    return labels;
+  }
+
+  /* Whether a root carries every label of a view. */
+  function hasLabels(root, labels) {
+    var own = root.labels;
+    for (var i = 0; i < labels.length; i += 1) {
+      var at = labels[i].indexOf(":");
+      var key = labels[i].slice(0, at);
+      if (!own || !Object.prototype.hasOwnProperty.call(own, key) ||
+          own[key] !== labels[i].slice(at + 1)) {
+        return false;
+      }
+    }
+    return true;
   }
 
   /*
@@ -103,6 +158,7 @@
     if (REASONS.indexOf(reason) >= 0) view.reason = reason;
     var attention = params.get("attention");
     view.attention = attention === "1" || attention === "true" || attention === "yes";
+    view.labels = parseLabels(params.getAll("label"));
     view.q = (params.get("q") || "").slice(0, SEARCH_LIMIT);
     return view;
   }
@@ -114,8 +170,10 @@
     if (view.state) params.set("state", view.state);
     if (view.reason) params.set("reason", view.reason);
     if (view.attention) params.set("attention", "1");
+    labelsOf(view).forEach(function (label) { params.append("label", label); });
     if (view.q) params.set("q", view.q);
-    var text = params.toString();
+    // ":" and "/" need no escape in a fragment: "#label=team:infra" reads as it is typed.
+    var text = params.toString().replace(/%3A/gi, ":").replace(/%2F/gi, "/");
     return text ? "#" + text : "";
   }
 
@@ -143,6 +201,7 @@
     if (view.state && root.state !== view.state) return false;
     if (view.reason && root.reason !== view.reason) return false;
     if (view.attention && !needsAttention(root)) return false;
+    if (view.labels && view.labels.length && !hasLabels(root, view.labels)) return false;
     if (needle && searchText(root).indexOf(needle) < 0) return false;
     return true;
   }
@@ -166,6 +225,125 @@
     return { roots: shown, counts: counts };
   }
 
+  // --- why a root needs a person ------------------------------------------------------------
+
+  // Per root object (an unchanged root is the same object from frame to frame), like searchText.
+  var failureCache = new WeakMap();
+  var attentionCache = new WeakMap();
+
+  /*
+   * What failed in a root: its graph's failed stages and tools in the graph's order, each
+   * {id, name, kind, message, type} ("" where the scheduler gave no error, C3). [] without a
+   * graph or a failure.
+   */
+  function failuresOf(root) {
+    if (!root.graph) return [];
+    var found = failureCache.get(root);
+    if (found === undefined) {
+      found = [];
+      root.graph.nodes.forEach(function (node) {
+        if (node.status !== "failed") return;
+        var error = node.error || {};
+        found.push({
+          id: node.id,
+          name: node.name,
+          kind: node.kind,
+          message: error.message || "",
+          type: error.type || "",
+        });
+      });
+      failureCache.set(root, found);
+    }
+    return found;
+  }
+
+  function asksQuestion(root) {
+    if (root.reason === "awaiting_input") return true;
+    if (!root.graph) return false;
+    if (root.graph.runPrompts && root.graph.runPrompts.length) return true;
+    return root.graph.nodes.some(function (node) { return Boolean(node.pendingPrompt); });
+  }
+
+  /*
+   * The state a card shows: the root's state, except that a root that is idle yet needs
+   * attention is a settled failure (its executor ended on a failure, C3) and reads "failed",
+   * never "idle · nothing to do".
+   */
+  function shownState(root) {
+    return root.state === "idle" && root.needsAttention ? "failed" : root.state;
+  }
+
+  /*
+   * Why a root needs a person, in words, or "" when it needs none: "waiting for input" (blocked
+   * on input, or a question pending while other work runs), "failed at <stage>" (the first
+   * failed stage or tool), "needs intervention", "failed" (a settled failure without a graph),
+   * the blocked reason in words, else "needs attention" (flagged while working).
+   */
+  function attentionOf(root) {
+    if (!needsAttention(root)) return "";
+    var why = attentionCache.get(root);
+    if (why === undefined) {
+      var failures = failuresOf(root);
+      if (asksQuestion(root)) why = "waiting for input";
+      else if (failures.length) why = "failed at " + failures[0].name;
+      else if (root.reason === "manual_intervention") why = "needs intervention";
+      else if (root.state === "idle") why = "failed";
+      else if (root.state === "blocked") why = words(root.reason);
+      else why = "needs attention";
+      attentionCache.set(root, why);
+    }
+    return why;
+  }
+
+  // The headline's order: a question, an intervention, a failure, the rest.
+  function whyRank(why) {
+    if (why === "waiting for input") return 0;
+    if (why === "needs intervention") return 1;
+    if (why === "failed" || why.indexOf("failed at ") === 0) return 2;
+    return 3;
+  }
+
+  var HEADLINE_PARTS = 3;
+
+  /*
+   * What needs a person among `roots`, for the page's headline: {count, parts: [{why, count}],
+   * text}, text like "2 need attention: 1 waiting for input, 1 failed at deploy" ("" when
+   * nothing does). The reasons are grouped, questions first, then interventions, then failures,
+   * each rank by count (most first), then first seen; at most HEADLINE_PARTS of them, the rest
+   * counted ("and 4 more"). One pass over the roots: O(roots).
+   */
+  function headline(roots) {
+    var counts = new Map();
+    var total = 0;
+    for (var i = 0; i < roots.length; i += 1) {
+      var why = attentionOf(roots[i]);
+      if (!why) continue;
+      total += 1;
+      counts.set(why, (counts.get(why) || 0) + 1);
+    }
+    var parts = [];
+    var order = 0;
+    counts.forEach(function (number, reason) {
+      parts.push({ why: reason, count: number, rank: whyRank(reason), order: order });
+      order += 1;
+    });
+    parts.sort(function (a, b) {
+      return a.rank - b.rank || b.count - a.count || a.order - b.order;
+    });
+    var shown = parts.slice(0, HEADLINE_PARTS).map(function (part) {
+      return { why: part.why, count: part.count };
+    });
+    var text = "";
+    if (total) {
+      text = total + (total === 1 ? " needs attention" : " need attention") + ": " +
+        shown.map(function (part) { return part.count + " " + part.why; }).join(", ");
+      var rest = 0;
+      parts.slice(HEADLINE_PARTS).forEach(function (part) { rest += part.count; });
+      if (rest) text += ", and " + rest + " more";
+    }
+    return { count: total, parts: shown, text: text };
+  }
+
   /* Words for a view, for the list's caption: "blocked · waiting for input · matching “db”". */
   function describeView(view) {
     var parts = [];
@@ -173,6 +351,7 @@
     if (view.state) parts.push(view.state);
     if (view.reason) parts.push(words(view.reason));
     if (view.attention && view.group !== "attention") parts.push("needs attention");
+    labelsOf(view).forEach(function (label) { parts.push(label); });
     if (view.q) parts.push("matching \u201c" + view.q + "\u201d");
     return parts.join(" \u00b7 ");
   }
@@ -190,6 +369,12 @@
     select: select,
     describeView: describeView,
     words: words,
+    parseLabel: parseLabel,
+    parseLabels: parseLabels,
+    failuresOf: failuresOf,
+    shownState: shownState,
+    attentionOf: attentionOf,
+    headline: headline,
   };
   if (typeof module === "object" && module.exports) {
     module.exports = api;
