@@ -142,8 +142,8 @@ def test_every_entry_point_of_the_asyncio_host_refuses_a_foreign_thread() -> Non
 
 def test_a_tracker_fact_from_a_plain_thread_is_refused_and_the_hub_does_not_move() -> None:
     """H1: the asyncio host's tracker is the hub's own (its thread's); a fact from another
-    thread is refused by its publisher (the tracker's own record may hold it: docs/hosts.md),
-    the hub does not move and its observers keep getting what the loop publishes."""
+    thread is refused before the tracker folds it (its record never holds it), the hub does not
+    move and its observers keep getting what the loop publishes."""
 
     async def main() -> None:
         async with hub_asyncio.open_hub() as hub:
@@ -163,6 +163,10 @@ def test_a_tracker_fact_from_a_plain_thread_is_refused_and_the_hub_does_not_move
             frames = await recorder.wait_for(lambda frames: frames[-1].cursor == hub.cursor)
             assert isinstance(frames[-1], ChangedFrame)
             assert frames[-1].root.root_run_id == "run-2"
+            tracker.add_run("run-1", status="running")  # the refused fact left no trace
+            await recorder.wait_for(lambda frames: frames[-1].cursor == hub.cursor)
+            roots = hub.snapshot_frame().roots
+            assert sorted(activity.root_run_id for activity in roots) == ["run-1", "run-2"]
 
     run(main)
 

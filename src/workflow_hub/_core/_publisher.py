@@ -104,6 +104,13 @@ class WorkflowActivityPublisher(metaclass=NoPublicConstructor):
         self._hub._record(DiagnosticKind.PUBLISHER_FENCED)
         return True
 
+    def _require_hub_thread(self, call: str) -> None:
+        """Raise unless called in the hub's thread: a tracker asks before it folds a fact, so
+        a refused fact leaves no trace in its record either (issue 37)."""
+        hub = self._hub
+        if hub._thread != get_ident():
+            hub._refuse_foreign_thread(call)
+
     def publish_snapshot(
         self, availability: Availability | str, roots: Iterable[RootActivity] | None = None
     ) -> Cursor | None:

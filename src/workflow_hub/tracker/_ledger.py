@@ -323,6 +323,7 @@ class Ledger:
         # <copy-of Publication.require_started self=publication>
         if not publication.started and not publication.hydrating:
             raise RuntimeError(NOT_STARTED)
+        publication.publisher._require_hub_thread("a tracker fact")
         # </copy-of>
         # <copy-of Ledger.now>
         now = self.clock()

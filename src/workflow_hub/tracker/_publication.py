@@ -121,10 +121,12 @@ class Publication:
     # --- framing ------------------------------------------------------------------------------
 
     def require_started(self) -> None:
-        """Facts are taken once a ready snapshot was published, or while hydrating."""
+        """Facts are taken once a ready snapshot was published, or while hydrating, and in the
+        hub's thread only (checked before anything is folded)."""
         # <copy-source Publication.require_started>
         if not self.started and not self.hydrating:
             raise RuntimeError(NOT_STARTED)
+        self.publisher._require_hub_thread("a tracker fact")
         # </copy-source>
 
     def ready(self, states: Iterable[RootState]) -> None:
