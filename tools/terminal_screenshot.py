@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import io
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -44,6 +45,22 @@ def svg(captured: str, width: int, title: str) -> str:
     )
     console.print(Text.from_ansi(captured.rstrip("\n")), end="", soft_wrap=True)
     return console.export_svg(title=title)
+
+
+# What a pane shows once `watch` is connected and the story under way: on a busy machine that
+# takes longer than ``--at`` seconds, so the capture waits for it (bounded), not for a guess.
+IN_FULL_SWING = ("live", "hook events", "nightly-build", "working")
+
+
+def in_full_swing(socket: str, session: str, *, within: float = 60.0) -> str:
+    """The pane of ``session`` once it shows the story in full swing (or after ``within`` s)."""
+    deadline = time.monotonic() + within
+    while True:
+        captured = tmux(socket, "capture-pane", "-e", "-p", "-t", session)
+        plain = re.sub(r"\x1b\[[0-9;]*m", "", captured)
+        if all(word in plain for word in IN_FULL_SWING) or time.monotonic() > deadline:
+            return captured
+        time.sleep(0.2)
 
 
 def main() -> int:
@@ -90,7 +107,7 @@ def main() -> int:
             time.sleep(max(0.0, args.at - (time.monotonic() - started)))
             for width, height in SIZES:
                 session = f"s{width}x{height}"
-                captured = tmux(socket, "capture-pane", "-e", "-p", "-t", session)
+                captured = in_full_swing(socket, session)
                 path = args.output_dir / f"terminal-{width}x{height}.svg"
                 path.write_text(
                     svg(captured, width, f"workflow-hub watch ({width}x{height})"),
