@@ -27,6 +27,7 @@ from hypercorn.typing import ConnectionState
 from hypercorn.utils import parse_socket_addr, repr_socket_addr
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from .._failure_log import FailureLog
 from ._streams import CUT_EXTENSION
 
 __all__ = ["serve_connections"]
@@ -233,6 +234,7 @@ async def serve_connections(
         binds.append(f"http://{repr_socket_addr(sock.family, sock.getsockname())}")
     context = WorkerContext(None)
     connections = _Connections()
+    failures = FailureLog(logger, "a client connection")
 
     async def with_cut(scope: Scope, receive: Receive, send: Send) -> None:
         # The app may close this connection under a write that cannot finish (a client over
@@ -260,6 +262,13 @@ async def serve_connections(
             # accepts (it tells them apart itself).
             guarded = _GuardedStream(stream, config.websocket_max_message_size)
             await TCPServer(wrapped, config, context, ConnectionState({}), cast(Any, guarded))
+        except Exception as error:
+            # hypercorn's protocol can raise out of a connection's task (h11 refuses a second
+            # error response on a refused upgrade the client kept writing to): this task runs
+            # in the handlers' nursery, so one hostile client ended the server (issue 37). It
+            # ends that connection only.
+            failures.failed(error)
+            stream.socket.close()
         finally:
             connections.discard(stream)
 
@@ -283,3 +292,4 @@ async def serve_connections(
             )
         # Every task left was blocked on a socket that is now closed: each ends at once.
         handlers.cancel_scope.deadline = trio.current_time() + 0.1
+    failures.close()
