@@ -32,9 +32,9 @@ from workflow_hub._cli._output import (
 DEADLINE = FailureDetail(message="deadline passed", type="TimeoutError")
 
 
-def failed_run(error: FailureDetail | None, **extra: object) -> LifecycleEvent:
+def failed_run(error: FailureDetail | None, action: str | None = None) -> LifecycleEvent:
     target = RunTarget(
-        run_id="r1", previous_status="running", status="failed", error=error, **extra
+        run_id="r1", previous_status="running", status="failed", error=error, action=action
     )
     event: LifecycleEvent = hook_event(target, "r1")
     return event
