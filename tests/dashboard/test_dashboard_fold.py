@@ -28,17 +28,22 @@ from workflow_hub import (
     Availability,
     ChangedFrame,
     Cursor,
+    FailureDetail,
     Frame,
     LifecycleEvent,
     RemovedFrame,
     RootActivity,
+    RunStatus,
+    RunTarget,
     SnapshotFrame,
     StageCompletedEvent,
+    StageStatus,
     StageTarget,
+    ToolNodeStatus,
     ToolTarget,
     WorkflowEvent,
 )
-from workflow_hub._cli._output import describe_event
+from workflow_hub._cli._output import EVENT_ERROR_MAX, describe_event, event_error
 from workflow_hub.reporting import ActivityView, aggregate
 from workflow_hub.testing import strategies as ws
 from workflow_hub.wire import dumps, loads, to_wire
@@ -321,3 +326,91 @@ def test_every_hook_event_carries_a_clock_time(node_fold: NodeFold, demo_stream:
         expected.append((last, at is not None))
     assert any(not own for _, own in expected), "the demo's stream has activity changes"
     assert [(entry["time"], entry["timeOwn"]) for entry in reversed(entries)] == expected
+
+
+def _failed(target: RunTarget | StageTarget | ToolTarget) -> LifecycleEvent:
+    return LifecycleEvent(
+        event_id="e1",
+        cursor=Cursor(epoch="e", revision=1),
+        run_id="r1",
+        root_run_id="r1",
+        owner_session_id="s",
+        occurred_at=1,
+        observed_at=1,
+        delivery="live",
+        target=target,
+    )
+
+
+def test_failed_events_say_their_error_in_both_languages(node_fold: NodeFold) -> None:
+    """C3, issue 39: the feed's line of a failed run, stage or tool ends with its error, as the
+    terminal's does: line breaks and every whitespace Python splits on made one space (the
+    information separator \\x1c is one, a BOM is not), cut to the same count of code points."""
+    errors = [
+        FailureDetail(message="deadline passed", type="TimeoutError"),
+        FailureDetail(message="disk full"),
+        FailureDetail(
+            message=" expected 200\n\tgot 503\r\n\x1c\x85(retry)\u3000", type="HTTP\nError"
+        ),
+        FailureDetail(message="\ufeffbom kept\u2028next line"),
+        FailureDetail(message="x" * 500, type="OSError"),
+        FailureDetail(message="\U0001f680" * 300),
+        FailureDetail(message="y" * EVENT_ERROR_MAX),
+        FailureDetail(message="y" * (EVENT_ERROR_MAX + 1)),
+    ]
+    events = [
+        _failed(RunTarget(run_id="r1", previous_status="running", status="failed", error=error))
+        for error in errors
+    ]
+    events.append(
+        _failed(
+            StageTarget(
+                run_id="r1",
+                stage_id="r1:deploy",
+                stage_name="Deploy",
+                status="failed",
+                error=errors[0],
+            )
+        )
+    )
+    events.append(
+        _failed(
+            ToolTarget(
+                run_id="r1",
+                tool_node_id="fetch-1",
+                tool_name="fetch",
+                status="failed",
+                error=errors[0],
+            )
+        )
+    )
+    descriptions = node_fold.run([], events)["descriptions"]
+    assert descriptions == [" ".join(describe_event(event).split()) for event in events]
+    assert descriptions[0] == "run r1: running → failed: TimeoutError: deadline passed"
+    assert descriptions[2] == "run r1: running → failed: HTTP Error: expected 200 got 503 (retry)"
+    assert descriptions[3] == "run r1: running → failed: \ufeffbom kept next line"
+    assert descriptions[-1] == "tool fetch-1: failed: TimeoutError: deadline passed"
+    for description in descriptions[4:6]:
+        assert description.endswith("…")
+
+
+@given(
+    ws.lifecycle_events(
+        targets=st.one_of(
+            ws.run_targets(statuses=st.just(RunStatus.FAILED)),
+            ws.stage_targets(statuses=st.just(StageStatus.FAILED)),
+            ws.tool_targets(statuses=st.just(ToolNodeStatus.FAILED)),
+        )
+    )
+)
+def test_any_failed_event_reads_the_same(node_fold: NodeFold, event: LifecycleEvent) -> None:
+    """Any failed target, with any error the contract allows (or none): the same words in both
+    languages, spacing aside (ids may hold any whitespace), and one line."""
+    (description,) = node_fold.run([], [event])["descriptions"]
+    expected = describe_event(event)
+    assert " ".join(description.split()) == " ".join(expected.split())
+    error = getattr(event.target, "error", None)
+    shown = "" if error is None else event_error(error)  # "" for a message of spaces only
+    if shown:
+        assert expected.endswith(": " + shown)
+    assert "\n" not in shown

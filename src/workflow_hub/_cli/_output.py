@@ -38,6 +38,7 @@ from ..wire import dumps
 from ._words import attention_of
 
 __all__ = [
+    "EVENT_ERROR_MAX",
     "JsonOutput",
     "LineOutput",
     "Output",
@@ -45,9 +46,9 @@ __all__ = [
     "describe_error",
     "describe_event",
     "describe_failure",
-    "describe_hook",
     "describe_root",
     "describe_running",
+    "event_error",
     "first_failure",
     "root_attention",
     "short_ids",
@@ -141,6 +142,18 @@ def describe_error(error: FailureDetail) -> str:
     return f"{error.type}: {error.message}" if error.type else error.message
 
 
+EVENT_ERROR_MAX = 160
+"""Characters (code points) of a failure's error on a hook event's line: its type and the start
+of its message, enough to act on; fold.js's ``EVENT_ERROR_MAX`` is the same number."""
+
+
+def event_error(error: FailureDetail) -> str:
+    """A failure's error on one line: :func:`describe_error` with every run of whitespace (line
+    breaks included) one space, cut to :data:`EVENT_ERROR_MAX` characters with "…"."""
+    text = " ".join(describe_error(error).split())
+    return text if len(text) <= EVENT_ERROR_MAX else text[: EVENT_ERROR_MAX - 1] + "…"
+
+
 def short_ids(text: str) -> str:
     """``text`` with each ``:``-separated part longer than 16 characters cut to its first 8.
 
@@ -162,7 +175,12 @@ def name_node(node_id: str, name: str, ids: Callable[[str], str] = str) -> str:
 
 
 def describe_event(event: WorkflowEvent, ids: Callable[[str], str] = str) -> str:
-    """One line for a hook event; ``ids`` may shorten the ids in it (a terminal's pane does)."""
+    """One line for a hook event; ``ids`` may shorten the ids in it (a terminal's pane does).
+
+    A failed run, stage or tool says its error last (C3: ``run r1: running → failed:
+    TimeoutError: deadline passed``, :func:`event_error`). The dashboard's feed (``fold.js``'s
+    ``describeEvent``) says the same words; tests/dashboard hold them equal.
+    """
     match event:
         case StageCompletedEvent():
             stage = name_node(event.target.stage_id, event.target.stage_name, ids)
@@ -183,7 +201,10 @@ def describe_event(event: WorkflowEvent, ids: Callable[[str], str] = str) -> str
             else:
                 name = ids(getattr(target, "prompt_id", None) or target.run_id)
             replay = " (replay)" if event.delivery == "replay" else ""
-            return f"{target.kind:<6} {name}: {previous}{target.status}{action}{replay}"
+            detail = getattr(target, "error", None)  # a prompt target has none
+            error = event_error(detail) if isinstance(detail, FailureDetail) else ""
+            failure = f": {error}" if error else ""
+            return f"{target.kind:<6} {name}: {previous}{target.status}{action}{replay}{failure}"
         case ActivityChangedEvent():
             root = event.root
             return f"activity changed {ids(root.root_run_id)} → {root.state}/{root.reason}"
@@ -191,14 +212,6 @@ def describe_event(event: WorkflowEvent, ids: Callable[[str], str] = str) -> str
             at = time.strftime("%H:%M:%S", time.localtime(event.scheduled_at / 1000))
             return f"heartbeat        {ids(event.run_id)} at {at}"
     return repr(event)  # pragma: no cover
-
-
-def describe_hook(event: WorkflowEvent, ids: Callable[[str], str] = str) -> str:
-    """:func:`describe_event` (the dashboard's feed says the same, tests/dashboard hold them
-    equal), and for a failed run, stage or tool its error (C3): what a terminal shows."""
-    line = describe_event(event, ids)
-    error = getattr(getattr(event, "target", None), "error", None)
-    return f"{line}: {describe_error(error)}" if isinstance(error, FailureDetail) else line
 
 
 # --- outputs -----------------------------------------------------------------------------------
@@ -258,4 +271,4 @@ class PlainOutput(LineOutput):
         self._write(f"frame {frame.kind:<8} {cursor:<16} {detail}   [{status.message}]")
 
     def hook(self, event: WorkflowEvent) -> None:
-        self._write(f"hook  {describe_hook(event)}")
+        self._write(f"hook  {describe_event(event)}")

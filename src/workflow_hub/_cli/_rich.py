@@ -28,8 +28,8 @@ from .._contract import Frame, RootActivity, WorkflowEvent
 from .._status_line import SEPARATOR
 from ..reporting import ActivityView, aggregate
 from ._output import (
+    describe_event,
     describe_failure,
-    describe_hook,
     describe_running,
     first_failure,
     root_attention,
@@ -405,7 +405,7 @@ class RichOutput(Screen):
         self._live.update(self)
 
     def hook(self, event: WorkflowEvent) -> None:
-        self._event_lines.append(describe_hook(event, short_ids))
+        self._event_lines.append(describe_event(event, short_ids))
         self._live.update(self)
 
     def renderable(self) -> RenderableType:

@@ -219,7 +219,24 @@
     return Array.from(id.slice(id.lastIndexOf(":") + 1)).length <= 16 ? id : name + " " + id;
   }
 
-  /* One line for a hook event, the same words as the demo's plain output. */
+  /* Characters (code points) of a failure's error on a hook event's line: the same number as
+     EVENT_ERROR_MAX in workflow_hub/_cli/_output.py. */
+  var EVENT_ERROR_MAX = 160;
+  /* What Python's str.split() splits on: every run of it becomes one space, as there. */
+  var WHITESPACE = /[\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+/g;
+
+  /* A failure's error (C3) on one line: "TimeoutError: deadline passed", or the message alone
+     without a type; whitespace runs one space; cut to EVENT_ERROR_MAX characters with "…". */
+  function eventError(error) {
+    var text = (error.type ? error.type + ": " + error.message : error.message)
+      .replace(WHITESPACE, " ").replace(/^ | $/g, "");
+    var characters = Array.from(text);
+    return characters.length <= EVENT_ERROR_MAX ? text
+      : characters.slice(0, EVENT_ERROR_MAX - 1).join("") + "\u2026";
+  }
+
+  /* One line for a hook event, the same words as the demo's plain output; a failed run, stage
+     or tool says its error last. */
   function describeEvent(event) {
     var target = event.target;
     switch (event.type) {
@@ -232,7 +249,9 @@
           : target.kind === "tool" ? nameNode(target.toolNodeId, target.toolName)
           : target.promptId || target.runId;
         var replay = event.delivery === "replay" ? " (replay)" : "";
-        return target.kind + " " + name + ": " + previous + target.status + action + replay;
+        var error = target.error ? eventError(target.error) : "";
+        var failure = error ? ": " + error : "";
+        return target.kind + " " + name + ": " + previous + target.status + action + replay + failure;
       }
       case "workflow_activity_changed":
         return (
