@@ -68,7 +68,9 @@
   var dirty = new Set(); // sources whose roots changed since the last drawing
   var stream = null;
   var lastEventId = null;
-  var fresh = new Set(); // opened sources the next connection asks a snapshot of
+  var fresh = new Set(); // followed sources the next connection asks a snapshot of
+  var selection = { all: false, names: [] }; // whose frames the stream carries (wantedSelection)
+  var MAX_SELECTED = 100; // the server's limit of named sources; past it, frames=all
   var readable = true;
   var connection = "connecting"; // live | reconnecting | gone | needs-token
   var retryTimer = null;
@@ -232,10 +234,11 @@
     button.textContent = info.source;
     button.setAttribute("aria-expanded", "false");
     name.appendChild(button);
-    ["c-state", "num narrow-hidden c-roots", "num narrow-hidden c-working", "num c-blocked",
-      "wide c-labels", "wide c-seen", "c-note"].forEach(
+    ["c-state", "num narrow-hidden c-roots", "num narrow-hidden c-working", "num narrow-hidden c-blocked",
+      "wide c-seen", "c-note"].forEach(
       function (c) { cell(row, c); }
     );
+    row.querySelector(".c-note").appendChild(element("span", "why"));
     var entry = {
       row: row, info: info, details: null, frame: null, ready: false, known: null, said: "",
       labels: "", rank: 3,
@@ -262,7 +265,7 @@
     details.className = "details";
     details.dataset.details = source;
     var holder = document.createElement("td");
-    holder.colSpan = 8;
+    holder.colSpan = 7;
     var frame = document.createElement("iframe");
     frame.title = "source " + source;
     frame.dataset.source = source;
@@ -286,6 +289,7 @@
     fresh.delete(source);
     if (window.WorkflowHubFleetEvents) window.WorkflowHubFleetEvents.unfollow(source);
     if (selected) reconnect(); // a fresh snapshot for it when it opens again
+    scheduleDraw(); // and its frames no longer followed unless it needs a person
   }
 
   function post(entry, message) {
@@ -333,17 +337,17 @@
     return Math.round(age / 3600) + "h ago";
   }
 
-  // A source's labels: each a link that narrows the fleet to the sources whose roots carry it.
+  // Whose it is: the labels of the source's roots (where the page follows them), each a link
+  // that narrows the fleet to the sources whose roots carry it.
   function drawLabels(entry, labels) {
     var key = labels.join("\n");
     if (key === entry.labels) return;
     entry.labels = key;
-    var holder = entry.row.querySelector(".c-labels");
-    if (!labels.length) {
-      holder.replaceChildren();
-      return;
-    }
-    var items = element("ul");
+    var holder = entry.row.querySelector(".c-note");
+    var old = holder.querySelector("ul.labels");
+    if (old) old.remove();
+    if (!labels.length) return;
+    var items = element("ul", "labels");
     items.setAttribute("aria-label", "labels");
     labels.slice(0, LABELS_SHOWN).forEach(function (label) {
       var at = label.indexOf(":");
@@ -358,7 +362,7 @@
     if (labels.length > LABELS_SHOWN) {
       items.appendChild(element("li", "", "+" + (labels.length - LABELS_SHOWN)));
     }
-    holder.replaceChildren(items);
+    holder.appendChild(items);
   }
 
   function drawRow(entry) {
@@ -385,7 +389,7 @@
     // A source that refreshes is seen now; one that stopped, since its last refresh.
     row.querySelector(".c-seen").textContent =
       info.stale || info.last_seen === null ? ago(info.last_seen) : "now";
-    row.querySelector(".c-note").textContent = note(entry);
+    row.querySelector(".c-note .why").textContent = note(entry);
     drawLabels(entry, known.labels);
     tellSource(entry);
   }
@@ -453,7 +457,7 @@
   function sourceText(entry) {
     return (entry.info.source + " " + entry.row.dataset.state + " " +
       entry.row.querySelector(".c-state").textContent + " " +
-      entry.row.querySelector(".c-note").textContent).toLowerCase();
+      entry.row.querySelector(".c-note .why").textContent).toLowerCase();
   }
 
   function shows(entry, view) {
@@ -490,6 +494,7 @@
 
   function onView() {
     applyFilter();
+    followSelection(); // a filter of roots: every source's frames
     // An opened source's page follows the view of the fleet.
     rows.forEach(function (entry) {
       if (!entry.frame || !entry.frame.contentWindow) return;
@@ -635,6 +640,7 @@
     sortRows();
     applyFilter();
     drawStatus();
+    followSelection();
   }
 
   function redrawAll() {
@@ -660,18 +666,66 @@
     redrawAll();
   }
 
+  /*
+   * Whose frames the stream carries: the sources a person opened and those whose description
+   * says they need one (so the table says why, in the dashboard's words) — not the frames of
+   * every scheduler, which a table of 1 000 sources does not show (docs/decisions.md). Every
+   * source's (`frames=all`) while the view filters roots (labels, a root state or reason): the
+   * page then finds the sources whose roots match, and past MAX_SELECTED named sources.
+   */
+  function wantedSelection() {
+    var view = controls.view;
+    if (view.labels.length || view.state || view.reason) return { all: true, names: [] };
+    var names = [];
+    rows.forEach(function (entry, name) {
+      if (entry.frame || needsPerson(entry.info)) names.push(name);
+    });
+    if (names.length > MAX_SELECTED) return { all: true, names: [] };
+    return { all: false, names: names.sort() };
+  }
+
+  function needsPerson(info) {
+    return !dead(info) && Boolean(info.attention || info.blocked);
+  }
+
+  function sameSelection(a, b) {
+    return a.all === b.all && a.names.join("\n") === b.names.join("\n");
+  }
+
+  // After a drawing: a source that came to need a person (or stopped needing one), a filter of
+  // roots set or cleared: the one stream again, resumed, with the new selection.
+  function followSelection() {
+    if (!sameSelection(wantedSelection(), selection)) reconnect();
+  }
+
   function streamUrl() {
     var url = new URL("v1/fleet", document.baseURI);
     var current = Token.get();
     if (current) url.searchParams.set("token", current); // EventSource cannot send headers
-    // Every source's frames: the table says what each source's roots need.
-    url.searchParams.set("frames", "all");
-    var names = [];
-    rows.forEach(function (entry, name) { if (entry.ready) names.push(name); });
-    names.sort();
+    var wanted = wantedSelection();
+    // From some sources' frames to every source's, a fresh picture (every snapshot); a source
+    // newly named gets its snapshot (`snapshot=`) on a resumed stream.
+    if (wanted.all && !selection.all) lastEventId = null;
+    wanted.names.forEach(function (name) {
+      if (selection.all || selection.names.indexOf(name) < 0) fresh.add(name);
+    });
+    if (!wanted.all) {
+      // The roots of a source no longer followed are forgotten: never shown as they were.
+      Array.from(views.keys()).forEach(function (name) {
+        if (wanted.names.indexOf(name) < 0) {
+          views.delete(name);
+          dirty.add(name);
+        }
+      });
+    }
+    selection = wanted;
+    if (wanted.all) url.searchParams.set("frames", "all");
+    else wanted.names.forEach(function (name) { url.searchParams.append("source", name); });
     if (lastEventId) {
       url.searchParams.set("since", lastEventId);
-      names.forEach(function (name) {
+      var opened = wanted.all ? [] : wanted.names;
+      if (wanted.all) rows.forEach(function (entry, name) { if (entry.ready) opened.push(name); });
+      opened.forEach(function (name) {
         if (fresh.has(name)) url.searchParams.append("snapshot", name);
       });
     }
