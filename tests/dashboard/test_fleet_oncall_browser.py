@@ -2,8 +2,9 @@
 
 Fifty schedulers in this process, each a hub mirrored into a real redis-server (no process per
 source), served by ``serve_fleet`` and read by Debian's chromium at 1280 and 375 px in one browser
-session. Three mirrors are cancelled without a goodbye (crashed: their refresh stops), one root
-failed at a stage with an error, one waits for input. The page must lead with what needs a person
+session. Three mirrors are cancelled without a goodbye (crashed: their refresh stops), one source
+said goodbye before it stopped (declared unavailable), one root failed at a stage with an error,
+one waits for input. The page must lead with what needs a person
 (the roots' reasons in the single hub's words, then the crashed sources by name), put those
 sources first in the table with coloured states, open a source headed by its own name with its
 hook events and clock times, say "crashed? (no refresh since HH:MM:SS)" on a dead source's page
@@ -22,6 +23,7 @@ import trio
 
 from tests.dashboard.test_dashboard_views import AXE_RUN, axe_source
 from tests.support.browser import BROWSER_TIMEOUT_MS, Browser
+from tests.support.fleet import stopped_source
 from tests.support.redis_server import RedisServer
 from workflow_hub import (
     FailureDetail,
@@ -41,6 +43,7 @@ NAMES = [f"sched-{index:02d}" for index in range(50)]
 FAILED = "sched-17"  # a root failed at its deploy stage
 ASKING = "sched-33"  # a root waits for an answer
 CRASHED = ["sched-05", "sched-21", "sched-40"]  # their mirrors stop without a goodbye
+DECLARED = "sched-44"  # said goodbye (declared itself unavailable), then stopped
 TEAMS = ("payments", "search", "infra")
 CLOCK = r"\d\d:\d\d:\d\d"
 
@@ -243,7 +246,9 @@ READY = (
     "(want, p) => p.rows.length === 50 && p.crashed !== null && p.attention !== null"
     " && p.rows.filter((r) => r.badge === '✕ crashed?').length === 3"
     " && p.rows.filter((r) => r.rank === '0').length === 2"
-    " && p.rows.every((r) => (r.state === 'unknown') === (r.badge === '✕ crashed?'))"
+    " && p.rows.every((r) => (r.state === 'unknown') ==="
+    " (r.badge === '✕ crashed?' || r.badge === '○ stopped'))"
+    " && p.rows.some((r) => r.note && r.note.includes('stopped at'))"
 )
 
 
@@ -258,12 +263,14 @@ async def test_fifty_sources_lead_with_what_needs_a_person(
             trio.open_nursery() as nursery,
         ):
             sources: dict[str, tuple[WorkflowActivityPublisher, trio.CancelScope]] = {}
+            await stopped_source(redis, prefix, DECLARED, declare=True)
             for name in NAMES:
-                sources[name] = await nursery.start(run_source, redis, prefix, name)
+                if name != DECLARED:
+                    sources[name] = await nursery.start(run_source, redis, prefix, name)
             for name in CRASHED:
                 sources[name][1].cancel()  # no goodbye: its refresh stops
             url: str = await nursery.start(
-                functools.partial(serve_fleet, redis, prefix=prefix, port=0, stale_after=3)
+                functools.partial(serve_fleet, redis, prefix=prefix, port=0, stale_after=4)
             )
             page, errors, requests = await browser.new_page(viewport={"width": 1280, "height": 900})
             tab = Tab(browser, page)
@@ -274,16 +281,25 @@ async def test_fifty_sources_lead_with_what_needs_a_person(
                 assert shown["attention"] == (
                     "⚠ 2 roots in 2 sources need attention: 1 waiting for input, 1 failed at deploy"
                 )
-                assert shown["crashed"] == "✕ 3 sources crashed: sched-05, sched-21, sched-40"
+                assert shown["crashed"] == (
+                    "✕ 3 sources crashed: sched-05, sched-21, sched-40"
+                    " · 1 source stopped (declared unavailable)"
+                )
                 assert shown["order"] == ["fleet-attention", "fleet-crashed", "fleet-status"]
                 assert (
                     shown["status"]
-                    == "fleet working: 50 sources (45 working, 1 blocked, 3 unknown, 1 idle)"
+                    == "fleet working: 50 sources (44 working, 1 blocked, 4 unknown, 1 idle)"
                 )
                 assert shown["title"].startswith("⚠ 5 · ")
                 rows = shown["rows"]
-                rest = [name for name in NAMES if name not in {FAILED, ASKING, *CRASHED}]
-                assert [row["source"] for row in rows] == [FAILED, ASKING, *CRASHED, *rest]
+                rest = [name for name in NAMES if name not in {FAILED, ASKING, DECLARED, *CRASHED}]
+                assert [row["source"] for row in rows] == [
+                    FAILED,
+                    ASKING,
+                    *CRASHED,
+                    DECLARED,
+                    *rest,
+                ]
                 by_name = {row["source"]: row for row in rows}
                 failed, asking = by_name[FAILED], by_name[ASKING]
                 assert failed["badge"] == "✗ failed"
@@ -334,6 +350,15 @@ async def test_fifty_sources_lead_with_what_needs_a_person(
                 assert "live" not in dead["label"]
                 assert re.fullmatch(
                     rf"Not live: crashed\? \(no refresh since {CLOCK}\)\.", dead["stale"]
+                )
+                # And one that said goodbye: since when it stopped.
+                await tab.call(
+                    page.dispatch_event, f'tr[data-source="{DECLARED}"] button.open', "click"
+                )
+                dead = await tab.opened(DECLARED, "(o) => o.connection === 'stopped'")
+                assert dead["heading"] == DECLARED
+                assert re.fullmatch(
+                    rf"Not live: declared unavailable \(stopped at {CLOCK}\)\.", dead["stale"]
                 )
 
                 # Labels filter the sources; the link reproduces the view.
