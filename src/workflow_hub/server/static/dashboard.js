@@ -39,7 +39,7 @@
   // Text symbols beside every label: colour is never the only signal.
   var SYMBOLS = {
     working: "▶", blocked: "■", idle: "○", unknown: "?",
-    attention: "⚠", live: "●", reconnecting: "↻", gone: "✕", resynced: "⟳", connecting: "○", "needs-token": "!",
+    attention: "⚠", live: "●", reconnecting: "↻", gone: "✕", stopped: "✕", resynced: "⟳", connecting: "○", "needs-token": "!",
     running: "▶", completed: "✓", cached: "✓", failed: "✗", cancelled: "✗", killed: "✗",
     pending: "·", awaiting_input: "?", paused: "‖", blocked_node: "■", skipped: "↷",
   };
@@ -95,6 +95,7 @@
   var limit = PAGE;
   var currentId = null; // the root the keyboard is on (the one <li> with tabindex 0)
   var announced = null;
+  var stopped = null; // in a fleet's page: a dead source's liveness ("crashed? (no refresh since …)")
   var controls = null;
 
   function resetModel() {
@@ -418,11 +419,14 @@
     data.frames = String(model.frames);
     data.snapshots = String(model.snapshots);
     data.reconnects = String(model.reconnects);
-    var symbol = element("span", "symbol", SYMBOLS[connection] || "•");
+    // A fleet's source that stopped reads "stopped", never the fleet stream's "live".
+    var shown = stopped !== null && connection === "live" ? "stopped" : connection;
+    data.state = shown;
+    var symbol = element("span", "symbol", SYMBOLS[shown] || "•");
     symbol.setAttribute("aria-hidden", "true");
-    ui.connectionLabel.replaceChildren(symbol, document.createTextNode(" " + words(connection)));
-    ui.connectionLabel.dataset.value = connection;
-    ui.connectionLabel.className = "badge connection-" + connection;
+    ui.connectionLabel.replaceChildren(symbol, document.createTextNode(" " + words(shown)));
+    ui.connectionLabel.dataset.value = shown;
+    ui.connectionLabel.className = "badge connection-" + (shown === "stopped" ? "gone" : shown);
     ui.epoch.textContent = cursor ? cursor.epoch : "–";
     ui.revision.textContent = cursor ? String(cursor.revision) : "–";
     // While disconnected the picture is the last one received: say so beside the status.
@@ -436,6 +440,10 @@
         ? "The hub went away; this is its last state (revision " + cursor.revision + "). " +
           "Trying again every " + every + "."
         : "No hub answers at this address. Trying again every " + every + ".";
+    } else if (shown === "stopped") {
+      ui.stale.hidden = false;
+      ui.stale.dataset.state = "stopped";
+      ui.stale.textContent = "Not live: " + stopped + ".";
     } else {
       ui.stale.textContent = stale
         ? "Reconnecting: this is the state as of revision " + cursor.revision + "; it may have changed."
@@ -891,9 +899,21 @@
           model.reconnects += 1;
         }
         if (data.state !== "live" || connection !== "resynced") setConnection(data.state);
+      } else if (data.type === "source") {
+        // Its own name as the heading; a dead source's liveness words (fleet_liveness.js)
+        // instead of the fleet stream's "live".
+        document.querySelector(".top h1").textContent = String(data.name);
+        stopped = data.stopped ? String(data.stopped) : null;
+        renderConnection();
+      } else if (data.type === "event") {
+        model.feed.push(data.kind, data.event);
+        scheduleFeed();
+      } else if (data.type === "dropped") {
+        model.feed.drop(data.count, data.reason);
+        scheduleFeed();
       }
     });
-    ui.feedStatus.textContent = "Hook events are not part of the fleet's view of a source.";
+    ui.feedStatus.textContent = "This source's hook events from the moment it was opened.";
     if (window.ResizeObserver) {
       // The fleet page sizes the frame to what it shows: no scroll box in a scroll box.
       new window.ResizeObserver(function () {

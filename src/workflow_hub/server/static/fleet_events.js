@@ -1,10 +1,15 @@
 /*
  * The fleet page's hook feed: every source's hook events over one EventSource (v1/events),
- * newest first, at most FEED_LIMIT of them, each labelled with its source. The stream is open
- * while the feed's section is: a fleet page left alone holds no stream. Wherever events may
- * be missing (trimmed, dropped by a mirror, a new instance of a source, Redis unreachable, a
- * reconnect the server could not resume) the server sends `dropped`, shown as its own line: the
- * feed never skips silently. The browser reconnects by itself with Last-Event-ID; after an error
+ * newest first, at most FEED_LIMIT of them, each labelled with its source and the clock time it
+ * happened (fold.js' eventTime, as the single hub's feed). The stream is open while the feed's
+ * section is, or while a source is opened in place: the opened source's page gets its own
+ * events from this stream (WorkflowHubFleetEvents.follow, called by fleet.js), so the page
+ * still holds one stream for the fleet and one for the hooks, whatever the number of sources
+ * opened. A fleet page left alone holds no hook stream. Wherever events may be missing
+ * (trimmed, dropped by a mirror, a new instance of a source, Redis unreachable, a reconnect the
+ * server could not resume) the server sends `dropped`, shown as its own line (and in the
+ * opened page of the source it names, or of every opened source when it names none): the feed
+ * never skips silently. The browser reconnects by itself with Last-Event-ID; after an error
  * that closed the stream the page reconnects with `since=<last event id>`.
  */
 (function () {
@@ -31,6 +36,7 @@
   var status = document.querySelector('[data-testid="fleet-feed-status"]');
   if (!section || !list || !status) return;
 
+  var followers = new Map(); // source -> function(message): an opened source's page
   var received = 0;
   var lastId = null;
   var source = null;
@@ -45,11 +51,19 @@
     return url.toString();
   }
 
-  function entry(kind, origin, label, text) {
+  function entry(kind, origin, label, text, time) {
     var item = document.createElement("li");
     item.className = "event";
     item.dataset.type = kind;
     item.dataset.source = origin || "";
+    if (time) {
+      var clock = document.createElement("time");
+      clock.className = "clock";
+      clock.dataset.testid = "event-time";
+      clock.textContent = time;
+      item.appendChild(clock);
+      item.appendChild(document.createTextNode(" "));
+    }
     var name = document.createElement("span");
     name.className = "badge";
     name.textContent = origin || "fleet";
@@ -91,6 +105,7 @@
     window.clearTimeout(retryTimer);
     if (source) source.close();
     source = null;
+    section.dataset.stream = "closed";
   }
 
   function connect() {
@@ -99,6 +114,7 @@
     source = stream;
     stream.onopen = function () {
       if (source !== stream) return;
+      section.dataset.stream = "open"; // events from here on reach the feed and opened sources
       if (!received) status.textContent = "No hook events yet.";
     };
     EVENT_TYPES.forEach(function (type) {
@@ -111,7 +127,10 @@
         if (type === "workflow_lifecycle" && event.target && event.target.kind) {
           label = event.target.kind;
         }
-        add(entry(type, data.source, label, describe(event)));
+        var time = Fold && Fold.eventTime ? Fold.eventTime(event) : "";
+        add(entry(type, data.source, label, describe(event), time));
+        var follower = followers.get(data.source);
+        if (follower) follower({ type: "event", kind: type, event: event });
       });
     });
     stream.addEventListener("dropped", function (message) {
@@ -121,10 +140,16 @@
       var count = data.count === null || data.count === undefined ? "" : data.count + " ";
       var text = count + "events may be missing: " + (data.reason || "dropped");
       if (data.detail) text += " (" + data.detail + ")";
-      add(entry("dropped", data.source, "dropped", text));
+      add(entry("dropped", data.source, "dropped", text, ""));
+      followers.forEach(function (follower, name) {
+        if (!data.source || data.source === name) {
+          follower({ type: "dropped", count: data.count, reason: data.reason || "dropped" });
+        }
+      });
     });
     stream.onerror = function () {
       if (source !== stream) return;
+      section.dataset.stream = "reconnecting";
       if (stream.readyState === window.EventSource.CLOSED) {
         status.textContent = "Hook events: reconnecting…";
         retryTimer = window.setTimeout(connect, RETRY_MS);
@@ -132,12 +157,28 @@
     };
   }
 
+  function wanted() {
+    return section.open || followers.size > 0;
+  }
+
   section.addEventListener("toggle", function () {
     if (section.open) {
       if (!received) status.textContent = "Hook events appear once connected.";
-      connect(); // since=<last id>: what came while it was closed, or a `dropped` line
-    } else {
+      if (!source) connect(); // since=<last id>: what came while it was closed, or `dropped`
+    } else if (!wanted()) {
       disconnect();
     }
   });
+
+  // An opened source's page: its hook events from now on, over this page's one hook stream.
+  window.WorkflowHubFleetEvents = {
+    follow: function (name, post) {
+      followers.set(name, post);
+      if (!source) connect();
+    },
+    unfollow: function (name) {
+      followers.delete(name);
+      if (!wanted()) disconnect();
+    },
+  };
 })();
