@@ -12,6 +12,7 @@ restarted on the same port.
 from __future__ import annotations
 
 import functools
+import signal
 import subprocess
 import sys
 import uuid
@@ -369,3 +370,51 @@ async def test_a_fleet_id_sent_to_a_single_hub_is_a_fresh_snapshot() -> None:
             refused = await client.get(f"{url}/v1/activity", params={"since": "epoch:-1"})
     assert refused.status_code == 400
     assert refused.json()["field"] == "since"
+
+
+# --- watch -----------------------------------------------------------------------------------
+
+
+async def lines_until(
+    process: trio.Process, lines: list[str], wanted: Callable[[list[str]], bool]
+) -> None:
+    """Read the process' stdout into ``lines`` until ``wanted(lines)``."""
+    assert process.stdout is not None
+    pending = b""
+    while not wanted(lines):
+        chunk = await process.stdout.receive_some(65536)
+        assert chunk, f"the output ended first: {lines}"
+        *complete, pending = (pending + chunk).split(b"\n")
+        lines.extend(line.decode(errors="replace") for line in complete)
+
+
+async def test_watch_waits_for_a_fleet_source_that_is_not_there_yet(
+    redis_server: RedisServer, prefix: str
+) -> None:
+    """N4: ``watch http://FLEET/sources/late`` before the source exists says why it waits (its
+    start no longer exits on the fleet's 404 "(yet)", nor calls it "no hub here"), and shows
+    the source once its mirror starts; Ctrl-C ends it."""
+    with trio.fail_after(PROCESS_NET):
+        async with (
+            coredis.Redis.from_url(redis_server.url) as redis,
+            trio.open_nursery() as nursery,
+            fleet_served(redis, prefix) as url,
+            open_owned_process(
+                [*COMMAND, "watch", f"{url}/sources/late"],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+            ) as watch,
+        ):
+            lines: list[str] = []
+            await lines_until(
+                watch, lines, lambda lines: any("no source 'late'" in x for x in lines)
+            )
+            hub = await mirrored(nursery, redis, prefix, "late")
+            hub.register_publisher().publish_snapshot(Availability.READY, [root("l1")])
+            await lines_until(watch, lines, lambda lines: any("frame snapshot" in x for x in lines))
+            watch.send_signal(signal.SIGINT)
+            await watch.wait()
+            nursery.cancel_scope.cancel()
+    waiting = next(line for line in lines if "no source 'late'" in line)
+    assert waiting == "connection connecting (no source 'late' in this fleet)", lines
+    assert watch.returncode in (0, 130), lines
