@@ -100,7 +100,10 @@ async def open_owned_process(
                         await process.wait()
             finally:
                 signal_group(process.pid, signal.SIGKILL)
-                await process.aclose()
+                await process.wait()  # trio's Process has no aclose() since 0.2x: reap, close
+                for pipe in (process.stdin, process.stdout, process.stderr):
+                    if pipe is not None:
+                        await pipe.aclose()
 
 
 class OwnedProcesses:

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from .._contract import SnapshotFrame
 
 __all__ = [
+    "NotYet",
     "decode_snapshot",
     "fetch_snapshot",
     "fetch_snapshot_body",
@@ -28,6 +29,11 @@ __all__ = [
 ]
 
 DEFAULT_TIMEOUT = 5.0
+
+
+class NotYet(CommandError):
+    """What the URL names is not there *yet*: a fleet's source not discovered (or without a
+    snapshot). A one-shot command reports it; ``watch`` waits (docs/fleet.md)."""
 
 
 def fetch_snapshot(
@@ -49,6 +55,8 @@ def fetch_snapshot_body(
             if token is None
             else f"{url}: the hub refused this token (401): check --token"
         )
+    if status in (404, 503) and (detail := _about_the_source(body)) is not None:
+        raise NotYet(f"{url}: {detail}")
     if status == 404:
         raise CommandError(_not_found(url, token, timeout))
     if status != 200:
@@ -69,6 +77,18 @@ def decode_snapshot(url: str, body: bytes, content_type: str) -> SnapshotFrame:
             f"{url}: not a workflow-hub server (its /v1/snapshot is {kind}, not a snapshot): "
             f"give the URL '{_serve()}' prints"
         ) from None
+
+
+def _about_the_source(body: bytes) -> str | None:
+    """The detail of a fleet's problem that blames the source (``field``), or None."""
+    try:
+        problem = json.loads(body)
+    except ValueError:
+        return None
+    if isinstance(problem, dict) and problem.get("field") == "source":
+        detail = problem.get("detail")
+        return detail if isinstance(detail, str) else None
+    return None
 
 
 def _not_found(url: str, token: str | None, timeout: float) -> str:

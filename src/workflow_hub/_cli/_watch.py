@@ -11,6 +11,7 @@ when it runs.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
 from functools import partial
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from ._errors import CommandError, until_ctrl_c
-from ._fetch_hub import fetch_snapshot, why_down
+from ._fetch_hub import NotYet, fetch_snapshot, why_down
 from ._options import seconds
 from ._urls import check_fleet_url, hub_url, names_fleet
 from ._watch_fleet import add_watch_arguments, run_watch
@@ -75,9 +76,11 @@ def _watch_http(args: argparse.Namespace) -> int:
     from ._output import PlainOutput
     from ._terminal import rich_output_or_plain
 
-    # Fails fast, in one line, when nothing (or not a hub) answers there, or the token is wrong.
+    # Fails fast, in one line, when nothing (or not a hub) answers there, or the token is wrong;
+    # a fleet's source that is not there yet is waited for (the view says so).
     started = time.monotonic()
-    fetch_snapshot(args.url, args.token)
+    with contextlib.suppress(NotYet):
+        fetch_snapshot(args.url, args.token)
     output: Output = rich_output_or_plain() if sys.stdout.isatty() else PlainOutput(sys.stdout)
     shown = -1  # stays so when Ctrl-C ends the watch (however deep trio raised it)
     with until_ctrl_c():

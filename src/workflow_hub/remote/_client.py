@@ -2,10 +2,14 @@
 
 The stream pulls: each ``__anext__`` reads the next event from the open connection, and when the
 connection fails it reconnects there and then (exponential backoff with jitter, bounded), sending
-the cursor of the last frame it yielded as ``Last-Event-ID``. The server resumes from it when its
-history allows (no snapshot, R2) and otherwise starts with a snapshot, so the frames yielded are
-always a continuation a local observer could have seen (N2): never a gap, never a duplicate.
-Nothing is buffered here: a consumer that falls behind is bounded by the server's queue.
+the id of the last frame it yielded as ``Last-Event-ID`` (a hub's ids are the frames' cursors; a
+fleet server's are positions in its relay), or the ``since`` cursor before any frame. The server
+resumes from it when its history allows (no snapshot, R2) and otherwise starts with a snapshot
+(another server run, a position of another kind), so the frames yielded are always a
+continuation a local observer could have seen (N2): never a gap, never a duplicate. A refusal
+that carries ``Retry-After`` (a fleet's source that is not there yet) is an answer for now, not
+for ever: it is tried again, no sooner than the server asked. Nothing is buffered here: a
+consumer that falls behind is bounded by the server's queue.
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ import math
 import random
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from typing import Final, final
 
 import attrs
@@ -76,6 +82,23 @@ class Backoff:
         return ceiling * (0.5 + 0.5 * rng.random())
 
 
+def _retry_after(response: httpx.Response) -> float | None:
+    """The seconds ``Retry-After`` asks for (delay-seconds or an HTTP date, RFC 9110 10.2.3);
+    ``None`` when absent or unreadable."""
+    value = response.headers.get("retry-after", "").strip()
+    if not value:
+        return None
+    if value.isascii() and value.isdigit():
+        return float(int(value[:12]))
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        return None
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())
+
+
 def _error_message(response: httpx.Response) -> str:
     try:
         body = response.json()
@@ -127,6 +150,9 @@ class RemoteStream(FrameReceiver):
     connection is open now, :attr:`reconnects` how many times it connected again after a
     failure, and :attr:`resynced` whether the latest reconnection had to start over from a
     snapshot (the server's history no longer held the frames after :attr:`cursor`).
+    :attr:`refusal` is the server's latest answer that the stream is waiting out (a 5xx, or a
+    4xx with ``Retry-After`` such as ``"404: no source 's1' in this fleet (yet)"``), ``None``
+    once connected.
     """
 
     def __init__(
@@ -150,11 +176,14 @@ class RemoteStream(FrameReceiver):
         self._closed = False
         self._resumed = False
         self._attempt = 0
+        self._not_before = 0.0  # the least wait before the next attempt (Retry-After)
         self._ever_connected = False
+        self._last_id: str | None = None  # the server's id of the last frame yielded
         self.cursor: Cursor | None = since
         self.connected = False
         self.reconnects = 0
         self.resynced = False
+        self.refusal: str | None = None
 
     @property
     def lease(self) -> RemoteLease:
@@ -181,6 +210,7 @@ class RemoteStream(FrameReceiver):
                 continue  # an event type a newer server may add
             frame: Frame = loads(Frame, event.data)
             self.cursor = frame.cursor
+            self._last_id = event.id or None
             self._attempt = 0
             return frame
         raise StopAsyncIteration
@@ -196,10 +226,16 @@ class RemoteStream(FrameReceiver):
         """Open a connection, retrying with backoff; 401 and other final 4xx raise."""
         while not self._closed:
             if self._attempt:
-                await trio.sleep(self._backoff.delay(self._attempt - 1, self._rng))
+                delay = self._backoff.delay(self._attempt - 1, self._rng)
+                await trio.sleep(max(delay, self._not_before))
             self._attempt += 1
+            self._not_before = 0.0
             headers = {}
-            if self.cursor is not None:
+            if self._last_id is not None:
+                # What the server named the frame: resumable there even when it is not the
+                # frame's cursor (a fleet's relay numbers its frames).
+                headers["Last-Event-ID"] = self._last_id
+            elif self.cursor is not None:
                 headers["Last-Event-ID"] = format_cursor(self.cursor)
             stack = AsyncExitStack()
             try:
@@ -217,8 +253,12 @@ class RemoteStream(FrameReceiver):
                     message = _error_message(response)
                     if status == 401:
                         raise RemoteAuthError(status, message)
-                    if 400 <= status < 500 and status not in _RETRIED_4XX:
+                    retry_after = _retry_after(response)
+                    if 400 <= status < 500 and status not in _RETRIED_4XX and retry_after is None:
                         raise RemoteError(status, message)
+                    # The server's wish, within this stream's longest wait.
+                    self._not_before = min(retry_after or 0.0, self._backoff.maximum)
+                    self.refusal = f"{status}: {message}"
                     await _close(stack)
                     continue
                 content_type = response.headers.get("content-type", "").partition(";")[0]
@@ -239,6 +279,7 @@ class RemoteStream(FrameReceiver):
                 raise
             self._connection = stack
             self.connected = True
+            self.refusal = None
             self._resumed = response.headers.get("x-workflow-hub-resumed") == "true"
             if self._ever_connected:
                 self.reconnects += 1
@@ -348,9 +389,11 @@ async def open_remote(
     """``async with open_remote(url) as stream: async for frame in stream:`` — a remote hub's frames.
 
     ``url`` is the server's base URL (what ``serve_hub`` returned). The stream reconnects by
-    itself and resumes from the last cursor it yielded; ``since`` resumes from an earlier run's
+    itself and resumes after the last frame it yielded; ``since`` resumes from an earlier run's
     cursor. A 401 raises :class:`RemoteAuthError` at once; another 4xx but 408/429 raises
-    :class:`RemoteError`; 5xx and network errors are retried with ``backoff``.
+    :class:`RemoteError`, unless it carries ``Retry-After`` (a fleet's source not discovered
+    yet: "not yet", not "never"); those, 5xx and network errors are retried with ``backoff``,
+    never sooner than ``Retry-After`` asks (up to ``backoff.maximum``).
     """
     remote = RemoteHub(url, token=token, backoff=backoff, read_timeout=read_timeout)
     async with remote.subscribe(since=since) as stream:

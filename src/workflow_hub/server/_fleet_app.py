@@ -64,9 +64,8 @@ from ._requests import (
     document_response,
     error_response,
     json_response,
-    parse_position,
     problem,
-    resume_text,
+    resume_fleet_position,
 )
 from ._serve import check_binding, run_asgi
 from ._streams import RETRY_FIELD, StreamHead, StreamTracker
@@ -83,6 +82,12 @@ FLEET_STREAM_PATH: Final = "/v1/fleet"
 
 LIVENESS_CHECK: Final = 0.25
 """Seconds between two looks at what changes without a frame (readable, stale)."""
+
+NOT_YET_RETRY: Final = 1
+"""``Retry-After`` (seconds) of the answers about a source the fleet does not hold now (404)
+or has no snapshot of yet (503): the fleet looks for sources every second, so a source that
+is starting, or that a restarted fleet server has not discovered yet, is "not yet", and a
+client that keeps watching (``RemoteHub``) tries again rather than giving up."""
 
 # The page of one source and its files: readable without the token, like the single hub's page.
 _SOURCE_PAGE: Final = re.compile(r"^/sources/[^/]+/(static/.*)?$")
@@ -105,14 +110,22 @@ class _Relay(HeldEvents[bytes]):
 
     An id from another relay (or server run) names a different sequence: a fresh snapshot."""
 
-    __slots__ = ("_snapshot", "_snapshot_json", "source", "view")
+    __slots__ = ("_snapshot", "_snapshot_json", "retired", "source", "view")
 
     def __init__(self, source: str, history: int) -> None:
         super().__init__(history)
         self.source = source
         self.view = ActivityView()
+        self.retired = False
         self._snapshot: bytes | None = None
         self._snapshot_json: str | None = None
+
+    def retire(self) -> None:
+        """The source left the fleet: streams end once they sent what they hold, so that
+        their clients come back and find the source again if it returns (a new relay)."""
+        self.retired = True
+        self._changed.set()
+        self._changed = trio.Event()
 
     def push(self, frame: Frame) -> str:
         """Fold and keep ``frame``; its JSON text (encoded once, for the fleet's stream too)."""
@@ -203,6 +216,8 @@ class _SourceStream(SseResponse):
         while True:
             body, position = relay.take(position)
             if body is None:
+                if relay.retired:
+                    return  # the client reconnects: "not yet" until the source returns
                 if not await quiet_for(keepalive, relay.wait):
                     continue
                 body = self._fleet.keepalive_bytes
@@ -318,6 +333,7 @@ class FleetApp(StreamTracker):
                 if cursor is not None:
                     unknown = SnapshotFrame(cursor=cursor, availability=Availability.UNAVAILABLE)
                     feed.frame(source, unknown.kind, relay.push(unknown))
+                relay.retire()
                 feed.retired(source)
                 logger.info("fleet source %r retired", source)
             return
@@ -366,7 +382,7 @@ class FleetApp(StreamTracker):
         source = request.path_params["source"]
         relay = self.relays.get(source)
         if relay is None:
-            return error_response(404, f"no source {source!r} in this fleet (yet)", "source")
+            return _no_source_yet(source)
         return relay
 
     async def _healthz(self, request: Request) -> Response:
@@ -407,8 +423,7 @@ class FleetApp(StreamTracker):
     async def _fleet_stream(self, request: Request) -> Response:
         try:
             selection = parse_selection(request.query_params)
-            given = resume_text(request.query_params, request.headers)
-            since = None if given is None else parse_position(given[1], given[0])
+            since = resume_fleet_position(request.query_params, request.headers)
         except ContractError as error:
             return contract_problem(error)
         if request.method == "HEAD":
@@ -421,7 +436,12 @@ class FleetApp(StreamTracker):
             return relay
         frame = relay.view.snapshot_frame()
         if frame is None:
-            return error_response(503, "no snapshot of this source yet", "source")
+            return error_response(
+                503,
+                "no snapshot of this source yet",
+                "source",
+                **{"Retry-After": str(NOT_YET_RETRY)},
+            )
         etag = f'"{cursor_text(frame.cursor)}"'
         return json_response(
             request, relay.snapshot_json() or dumps(frame), etag=etag, cache_control="no-cache"
@@ -432,8 +452,7 @@ class FleetApp(StreamTracker):
         if not isinstance(relay, _Relay):
             return relay
         try:
-            given = resume_text(request.query_params, request.headers)
-            since = None if given is None else parse_position(given[1], given[0])
+            since = resume_fleet_position(request.query_params, request.headers)
         except ContractError as error:
             return contract_problem(error)
         if request.method == "HEAD":
@@ -443,7 +462,7 @@ class FleetApp(StreamTracker):
     async def _source_events(self, request: Request) -> Response:
         source = request.path_params["source"]
         if source not in self.relays and source not in self.events.sources():
-            return error_response(404, f"no source {source!r} in this fleet (yet)", "source")
+            return _no_source_yet(source)
         return self.events.response(request, self, self.keepalive, source)
 
     async def _fleet_events(self, request: Request) -> Response:
@@ -471,6 +490,18 @@ class FleetApp(StreamTracker):
         if not page.is_file():
             return error_response(404, "no web page is installed")
         return FileResponse(page, media_type="text/html")
+
+
+def _no_source_yet(source: str) -> Response:
+    """404 with ``Retry-After``: the source is not in the fleet now, which is "not yet" (it may
+    be starting, or this server may not have discovered it yet since it started), never
+    "never"; a one-shot request reads the 404, a watching client tries again."""
+    return error_response(
+        404,
+        f"no source {source!r} in this fleet (yet)",
+        "source",
+        **{"Retry-After": str(NOT_YET_RETRY)},
+    )
 
 
 def _version() -> str:

@@ -34,7 +34,7 @@ from .._contract import ContractError, dumps
 from ..fleet import ContinuityLost, EventFollower, EventItem, FleetEngine
 from ._encode import sse_comment, sse_event
 from ._fleet_stream import Positions, SseResponse, quiet_for
-from ._requests import contract_problem, parse_position, resume_text
+from ._requests import contract_problem, resume_fleet_position
 from ._streams import RETRY_FIELD, StreamHead, StreamTracker
 
 __all__ = ["DEFAULT_EVENTS_HISTORY", "FleetEvents"]
@@ -174,8 +174,7 @@ class FleetEvents(Positions):
     ) -> Response:
         """``/v1/events`` (``source=None``) or ``/sources/{source}/v1/events``."""
         try:
-            given = resume_text(request.query_params, request.headers)
-            since = None if given is None else parse_position(given[1], given[0])
+            since = resume_fleet_position(request.query_params, request.headers)
         except ContractError as error:
             return contract_problem(error)
         if request.method == "HEAD":

@@ -199,10 +199,19 @@ _POSITION: Final[Schema] = {
     "in": "query",
     "required": False,
     "description": "Resume after this event id ('<boot>-<position>', as the stream sent it). "
-    "Wins over Last-Event-ID. An id the server does not hold gets a fresh start; text that is "
-    "not an id is a 400 naming the field.",
+    "Wins over Last-Event-ID. An id the server does not hold (another run, trimmed) and a hub's "
+    "cursor ('<epoch>:<revision>', what clients that resume by cursor send) get a fresh start; "
+    "text that is neither is a 400 naming the field.",
     "schema": {"type": "string"},
 }
+
+
+_NOT_YET: Final[Schema] = problem_answer(
+    "No such source in this fleet (yet): not now, maybe soon (starting, or not discovered yet "
+    "by a server that just started). Retry-After says when to ask again; a client that "
+    "follows the source (RemoteHub) does, a one-shot request reads the 404.",
+    **{"Retry-After": header("Seconds before asking again (the fleet looks every second).")},
+)
 
 
 def _query(name: str, description: str, schema: Schema, *, repeated: bool = False) -> Schema:
@@ -251,7 +260,7 @@ def _source_stream(
                     description, events, **{"X-Workflow-Hub-Resumed": RESUMED_HEADER}
                 ),
                 "400": problem_answer("The resume position is not an event id."),
-                "404": problem_answer("No such source in this fleet (yet)."),
+                "404": _NOT_YET,
                 **guarded,
             },
             parameters=[_SOURCE, _POSITION, LAST_EVENT_ID],
@@ -372,8 +381,11 @@ def fleet_openapi_document(*, version: str, token: bool, page: bool) -> Schema:
                         **{"Cache-Control": CACHE_HEADER},
                     ),
                     "304": {"description": "If-None-Match matched the current cursor."},
-                    "404": problem_answer("No such source in this fleet (yet)."),
-                    "503": problem_answer("No snapshot of this source yet."),
+                    "404": _NOT_YET,
+                    "503": problem_answer(
+                        "No snapshot of this source yet.",
+                        **{"Retry-After": header("Seconds before asking again.")},
+                    ),
                     **guarded,
                 },
                 parameters=[_SOURCE],

@@ -123,7 +123,8 @@ _SINCE: Final[Schema] = {
     "in": "query",
     "required": False,
     "description": "Resume after this cursor ('<epoch>:<revision>'; empty: from a snapshot). "
-    "Wins over Last-Event-ID. Anything that is not a cursor is a 400 naming the field.",
+    "Wins over Last-Event-ID. A fleet server's event id ('<boot>-<position>') starts from a "
+    "snapshot; anything else that is not a cursor is a 400 naming the field.",
     "schema": {"type": "string"},
 }
 _CONFLATE: Final[Schema] = {

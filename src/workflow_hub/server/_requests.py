@@ -4,7 +4,11 @@
   ``status``, ``detail``, and ``field`` naming the input to blame when there is one (``error``
   repeats ``detail`` for clients written against the first release).
 - Resume positions: a hub's cursor (``<epoch>:<revision>``, R4) or a fleet relay's position
-  (``<boot>-<position>``), from ``since`` or ``Last-Event-ID``. Anything that is not one is a
+  (``<boot>-<position>``), from ``since`` or ``Last-Event-ID``. A position of the other kind
+  (a cursor sent to a fleet's stream, a fleet's id sent to a hub's) is no position *here*: the
+  stream starts over with a fresh snapshot, as for a position of another server run, because a
+  client that resends what a server gave it must never be refused for it (a browser's
+  EventSource and ``RemoteHub`` stop at a 4xx). Text that is neither is a
   :class:`~workflow_hub.ContractError` naming the field, which the endpoints answer with a 400.
 - Conditional requests (RFC 9110 section 13.1.2): ``If-None-Match`` with weak comparison,
   lists and ``*``.
@@ -28,6 +32,7 @@ from .._contract import ContractError, Cursor, parse_cursor
 
 __all__ = [
     "EXCEPTION_HANDLERS",
+    "FOREIGN_POSITION",
     "MAX_POSITION",
     "PROBLEM_JSON",
     "contract_problem",
@@ -39,6 +44,7 @@ __all__ = [
     "parse_position",
     "parse_request_cursor",
     "problem",
+    "resume_fleet_position",
     "resume_position",
     "resume_text",
 ]
@@ -50,6 +56,12 @@ MAX_POSITION: Final = 2**63 - 1
 
 _MAX_DIGITS: Final = len(str(MAX_POSITION))
 _DIGITS: Final = frozenset("0123456789")
+_BOOT: Final = frozenset("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+
+FOREIGN_POSITION: Final = ("", 0)
+"""What a fleet's stream resumes from when the client sent a hub's cursor: a boot no server
+run has (boots are ASCII letters and digits), so every stream starts over from it and says so
+(a fresh snapshot, a fresh picture, a ``dropped`` notice), as for an id of another run."""
 
 GZIP_MINIMUM: Final = 1024
 """JSON bodies smaller than this are sent as they are: compressing them saves nothing."""
@@ -143,19 +155,54 @@ def resume_text(query: QueryParams, headers: Headers) -> tuple[str, str] | None:
 
 
 def resume_position(query: QueryParams, headers: Headers) -> Cursor | None:
-    """Where a hub's stream resumes; text that is not a cursor raises naming the field."""
+    """Where a hub's stream resumes: ``None`` (a fresh snapshot) for no position and for a fleet
+    server's event id (what this URL's EventSource kept when a fleet served it before); text
+    that is neither raises naming the field."""
     given = resume_text(query, headers)
-    return None if given is None else parse_request_cursor(given[1], given[0])
+    if given is None:
+        return None
+    field, text = given
+    if ":" not in text and _is_position(text):
+        return None
+    return parse_request_cursor(text, field)
+
+
+def resume_fleet_position(query: QueryParams, headers: Headers) -> tuple[str, int] | None:
+    """Where a fleet's stream resumes: an event id of a fleet (``<boot>-<position>``), or
+    :data:`FOREIGN_POSITION` for a hub's cursor (``RemoteHub`` and other clients that resume
+    by cursor; a single hub served this URL before), so that the stream starts over; ``None``
+    for no position. Text that is neither raises naming the field."""
+    given = resume_text(query, headers)
+    if given is None:
+        return None
+    field, text = given
+    if ":" in text:
+        try:
+            parse_cursor(text)
+        except ContractError:
+            pass
+        else:
+            return FOREIGN_POSITION
+    return parse_position(text, field)
+
+
+def _is_position(text: str) -> bool:
+    try:
+        parse_position(text, "")
+    except ContractError:
+        return False
+    return True
 
 
 def parse_position(text: str, field: str) -> tuple[str, int]:
     """A fleet relay's event id, ``<boot>-<position>``: the boot and the position.
 
-    The position is ASCII decimal digits, at most :data:`MAX_POSITION`; anything else (other
-    scripts' digits, signs, thousands of digits) raises :class:`ContractError` naming ``field``.
+    The boot is ASCII letters and digits (every server run draws a new one); the position is
+    ASCII decimal digits, at most :data:`MAX_POSITION`. Anything else (other scripts' digits,
+    signs, thousands of digits) raises :class:`ContractError` naming ``field``.
     """
     boot, dash, digits = text.rpartition("-")
-    if not dash or not boot or boot != boot.strip():
+    if not dash or not boot or not _BOOT.issuperset(boot):
         raise ContractError(field, "expected '<boot>-<position>' (an event id of this stream)")
     if not digits or not _DIGITS.issuperset(digits):
         raise ContractError(field, "the position after '-' must be ASCII decimal digits")
