@@ -1,9 +1,10 @@
 """Shared pytest configuration: hypothesis profiles, and the fixtures most hub tests start from.
 
-``dev`` keeps everyday runs quick; ``ci`` tries more examples and is the default where the ``CI``
-environment variable is set (as it is for ``.ci/run``). ``HYPOTHESIS_PROFILE`` overrides both, e.g.
-``HYPOTHESIS_PROFILE=ci make test``. Neither has a
-deadline: timings on a loaded 2-core CI machine are noise, not a property of the code.
+``dev`` keeps everyday runs quick; ``ci`` tries hypothesis' default of 100 examples and is the
+default where the ``CI`` environment variable is set (as it is for ``.ci/run``); ``deep`` tries
+1 000 (``make test-deep``, about ten times the property tests' time). ``HYPOTHESIS_PROFILE``
+overrides them, e.g. ``HYPOTHESIS_PROFILE=ci make test``. None has a deadline: timings on a
+loaded 2-core CI machine are noise, not a property of the code.
 
 ``hub`` is a running hub on the defaults, except that its epochs count (``epoch-0``, ``epoch-1``…)
 so frames compare by value; a module or test that needs other options says so with
@@ -39,7 +40,8 @@ if TYPE_CHECKING:
 from workflow_hub import WorkflowActivityHub, open_hub
 
 settings.register_profile("dev", max_examples=50, deadline=None)
-settings.register_profile("ci", max_examples=200, deadline=None)
+settings.register_profile("ci", max_examples=100, deadline=None)
+settings.register_profile("deep", max_examples=1000, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
 
 
