@@ -12,12 +12,12 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-from typing import Any
 
 import attrs
 import pytest
 
 from tests.cli.test_demo_view import hook_event, output_with, render
+from tests.support.builders import stage_node
 from tests.support.dashboard import DASHBOARD, require_program
 from workflow_hub import (
     FailureDetail,
@@ -31,19 +31,6 @@ from workflow_hub import (
 from workflow_hub._cli import _words
 from workflow_hub._cli._output import describe_event, root_attention
 from workflow_hub.wire import to_wire
-
-
-def stage(run: str, name: str, status: str, **extra: Any) -> StageNode:
-    return StageNode(
-        id=f"{run}:{name}",
-        run_id=run,
-        node_id=name,
-        name=name,
-        parent_ids=(),
-        depth=0,
-        status=status,
-        **extra,
-    )
 
 
 def root(
@@ -77,12 +64,14 @@ def on_call_roots() -> tuple[RootActivity, ...]:
     prompt = NodePrompt(id="p", kind="confirm", message=QUESTION, created_at=1)
     return (
         root("docs-site", "idle", "paused"),
-        root("load-test", "working", "executing", nodes=(stage("load-test", "ramp", "running"),)),
+        root(
+            "load-test", "working", "executing", nodes=(stage_node("load-test", "ramp", "running"),)
+        ),
         root(
             "nightly-build",
             "working",
             "retrying",
-            nodes=(stage("nightly-build", "pytest", "running"),),
+            nodes=(stage_node("nightly-build", "pytest", "running"),),
             labels={"team": "infra", "env": "ci"},
         ),
         root(
@@ -90,7 +79,7 @@ def on_call_roots() -> tuple[RootActivity, ...]:
             "idle",
             "quiescent",
             attention=True,
-            nodes=(stage("smoke-check", "probe", "failed", error=ERROR),),
+            nodes=(stage_node("smoke-check", "probe", "failed", error=ERROR),),
             labels={"team": "web"},
         ),
         root("release-train", "blocked", "manual_intervention", attention=True, nodes=()),
@@ -99,7 +88,7 @@ def on_call_roots() -> tuple[RootActivity, ...]:
             "blocked",
             "awaiting_input",
             attention=True,
-            nodes=(stage("data-migration", "apply", "awaiting_input", pending_prompt=prompt),),
+            nodes=(stage_node("data-migration", "apply", "awaiting_input", pending_prompt=prompt),),
         ),
     )
 
@@ -285,8 +274,8 @@ def test_a_failure_that_needs_a_person_before_a_retry_that_does_not() -> None:
         on_call_roots()[2],
         graph=RootGraph(
             nodes=(
-                stage("nightly-build", "shard-1", "failed", error=ERROR),
-                stage("nightly-build", "pytest", "running"),
+                stage_node("nightly-build", "shard-1", "failed", error=ERROR),
+                stage_node("nightly-build", "pytest", "running"),
             )
         ),
     )

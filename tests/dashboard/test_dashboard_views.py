@@ -24,6 +24,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.support.browser import BROWSER_TIMEOUT_MS, Browser, Server
+from tests.support.builders import stage_node
 from tests.support.dashboard import DASHBOARD, missing, require_program
 from tests.support.processes import stop_group
 from workflow_hub import (
@@ -249,19 +250,6 @@ def test_a_hand_edited_fragment_shows_more_not_nothing(node_views: NodeViews) ->
 # --- what needs a person (issue 39) --------------------------------------------------------------
 
 
-def _stage(run: str, name: str, status: str, **extra: Any) -> StageNode:
-    return StageNode(
-        id=f"{run}:{name}",
-        run_id=run,
-        node_id=name,
-        name=name,
-        parent_ids=(),
-        depth=0,
-        status=status,
-        **extra,
-    )
-
-
 def oncall_root(
     root_run_id: str,
     state: str,
@@ -293,7 +281,7 @@ ONCALL = [
         "blocked",
         "awaiting_input",
         attention=True,
-        nodes=[_stage("ask", "approve", "awaiting_input", pending_prompt=_PROMPT)],
+        nodes=[stage_node("ask", "approve", "awaiting_input", pending_prompt=_PROMPT)],
     ),
     oncall_root(
         "deploy",
@@ -301,7 +289,7 @@ ONCALL = [
         "manual_intervention",
         attention=True,
         nodes=[
-            _stage(
+            stage_node(
                 "deploy",
                 "deploy",
                 "failed",
@@ -316,7 +304,7 @@ ONCALL = [
         "quiescent",
         attention=True,
         nodes=[
-            _stage("smoke", "probe", "failed", error=FailureDetail(message="503 from /healthz"))
+            stage_node("smoke", "probe", "failed", error=FailureDetail(message="503 from /healthz"))
         ],
         labels={"team": "platform", "env": "staging"},
     ),
@@ -327,8 +315,8 @@ ONCALL = [
         "executing",
         attention=True,
         nodes=[
-            _stage("asks-while-working", "build", "running"),
-            _stage("asks-while-working", "sign", "awaiting_input", pending_prompt=_PROMPT),
+            stage_node("asks-while-working", "build", "running"),
+            stage_node("asks-while-working", "sign", "awaiting_input", pending_prompt=_PROMPT),
         ],
     ),
 ]

@@ -23,6 +23,7 @@ import trio
 
 from tests.dashboard.test_dashboard_views import AXE_RUN, axe_source
 from tests.support.browser import BROWSER_TIMEOUT_MS, Browser
+from tests.support.builders import stage_node
 from tests.support.fleet import stopped_source
 from tests.support.redis_server import RedisServer
 from workflow_hub import (
@@ -32,7 +33,6 @@ from workflow_hub import (
     NodePrompt,
     RootActivity,
     RootGraph,
-    StageNode,
     WorkflowActivityPublisher,
     open_hub,
 )
@@ -50,19 +50,6 @@ CLOCK = r"\d\d:\d\d:\d\d"
 
 def _labels(index: int) -> Labels:
     return Labels({"team": TEAMS[index % 3], "env": "prod" if index % 2 == 0 else "staging"})
-
-
-def _stage(run: str, name: str, status: str, **extra: Any) -> StageNode:
-    return StageNode(
-        id=f"{run}:{name}",
-        run_id=run,
-        node_id=name,
-        name=name,
-        parent_ids=(),
-        depth=0,
-        status=status,
-        **extra,
-    )
 
 
 def _root(
@@ -84,7 +71,7 @@ def _root(
 def roots_of(name: str) -> list[RootActivity]:
     index = NAMES.index(name)
     if name == FAILED:
-        failed = _stage(
+        failed = stage_node(
             "release",
             "deploy",
             "failed",
@@ -104,7 +91,7 @@ def roots_of(name: str) -> list[RootActivity]:
         prompt = NodePrompt(
             id="p", kind="confirm", message="Ship it?", created_at=1_700_000_000_000
         )
-        asking = _stage("approve", "approve", "awaiting_input", pending_prompt=prompt)
+        asking = stage_node("approve", "approve", "awaiting_input", pending_prompt=prompt)
         return [
             _root(
                 "approve",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterator
+from typing import Any
 
 from workflow_hub import (
     Availability,
@@ -16,6 +17,7 @@ from workflow_hub import (
     RootActivity,
     RunTarget,
     SnapshotFrame,
+    StageNode,
     StageTarget,
 )
 
@@ -37,6 +39,20 @@ def root(
         active_execution_count=active,
         actionable_block_count=blocks,
         needs_attention=attention,
+    )
+
+
+def stage_node(run: str, name: str, status: str, **extra: Any) -> StageNode:
+    """A top-level stage ``name`` of ``run`` (id ``run:name``); ``extra`` adds ``error`` etc."""
+    return StageNode(
+        id=f"{run}:{name}",
+        run_id=run,
+        node_id=name,
+        name=name,
+        parent_ids=(),
+        depth=0,
+        status=status,
+        **extra,
     )
 
 
