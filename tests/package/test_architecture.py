@@ -92,6 +92,10 @@ CORE_PRIVATE_ENTRIES: frozenset[tuple[str, str]] = frozenset(
     {
         # "A private entry for the tracker's lifecycle events" (issue 29, perf4).
         ("tracker._publication", "_publish_checked_lifecycle"),
+        # "The hosts' threads" (issue 37): a fact is refused before the tracker folds it; the
+        # check lives in Publication.require_started and its written-out copy in the ledger.
+        ("tracker._publication", "_require_hub_thread"),
+        ("tracker._ledger", "_require_hub_thread"),
     }
 )
 

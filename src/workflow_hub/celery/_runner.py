@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import signal
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -23,6 +22,7 @@ from typing import Any, final
 
 import attrs
 
+from .._threads import signals_to_the_main_thread
 from ..tracker import SchedulerFacts as Facts
 from ._bridge import BridgeStatistics, CeleryBridge, Inspection, WorkerStatus
 
@@ -43,27 +43,6 @@ _DRAIN_SLICE = 0.25
 
 def _call_here(function: Callable[[], None]) -> None:
     function()
-
-
-@contextmanager
-def signals_to_the_main_thread() -> Iterator[None]:
-    """Threads started inside (and the threads they start) block SIGINT and SIGTERM, so the
-    operating system hands those to the main thread.
-
-    Python runs signal handlers in the main thread only. A signal that lands in another thread
-    waits until the main thread next checks, and CPython (3.11) may not tell it to check: a
-    program sleeping until Ctrl-C was seen to sleep on for good. The mask of the calling thread
-    is restored on leaving (a signal that came meanwhile is delivered then).
-    """
-    mask = getattr(signal, "pthread_sigmask", None)
-    if mask is None:  # no POSIX threads' masks (Windows): nothing to steer
-        yield
-        return
-    previous = mask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
-    try:
-        yield
-    finally:
-        mask(signal.SIG_SETMASK, previous)
 
 
 @final

@@ -21,15 +21,11 @@ import trio
 
 from .. import HookRunner, WorkflowActivityHub
 from .._defaults import DEFAULT_PORT
+from .._threads import signals_to_the_main_thread
 from ..sync import HostClosedError, Hub, open_hub
 from ..tracker import RunTracker
 from ._events import check_label_options
-from ._runner import (
-    DEFAULT_INSPECT_TIMEOUT,
-    CeleryWatch,
-    signals_to_the_main_thread,
-    watch_celery,
-)
+from ._runner import DEFAULT_INSPECT_TIMEOUT, CeleryWatch, watch_celery
 
 __all__ = ["CeleryServer", "serve_celery"]
 
