@@ -311,7 +311,13 @@ class FollowState:
     def deliver(self, frame: Frame) -> None:
         if self.stale:
             # A stale source's backlog (what it appended before it stopped refreshing) keeps the
-            # view exact for later, but is not shown: never its last state as current (N4).
+            # view exact for later, but is not shown: never its last state as current (N4). The
+            # reader is told "unavailable" before anything is hidden from it, so that the source
+            # coming back always restores the state in full: a frame hidden without it was a
+            # gap the next change papered over (N2).
+            self.say_unavailable()
+            if self.cursor is None:
+                self.unavailable = True  # nothing shown yet: coming back starts the reader off
             self.view.apply(frame)
             self.cursor = frame.cursor
             return
