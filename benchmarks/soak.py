@@ -406,12 +406,16 @@ def main(argv: list[str] | None = None) -> int:
         for thread in threads:
             thread.start()
 
+        fleet_rss: list[int] = []  # the fleet server's, every 10 s
+
         def sample() -> None:
             while not stop.wait(10):
                 fleet = processes.started.get("serve --fleet")
+                if fleet is not None:
+                    fleet_rss.append(_rss(fleet.pid))
                 say(
                     f"hub RSS {_rss(hub.pid) / MiB:7.1f} MiB, {_sockets(hub.pid):4d} sockets; "
-                    f"fleet server RSS {_rss(fleet.pid) / MiB if fleet else 0:6.1f} MiB; "
+                    f"fleet server RSS {fleet_rss[-1] / MiB if fleet_rss else 0:6.1f} MiB; "
                     f"churned {churned[0]}, live events {live.count}, watch lines {watch.count}, "
                     f"watch redis:// lines {pair.watch.count}"
                 )
@@ -515,6 +519,15 @@ def main(argv: list[str] | None = None) -> int:
                 )
         else:
             failures.append("no round of stalled clients ran: give more --seconds")
+        if len(fleet_rss) > 1:
+            fleet_growth = (fleet_rss[-1] - fleet_rss[0]) / MiB
+            print(
+                f"  the fleet server's RSS: {fleet_rss[0] / MiB:.1f} MiB at the first sample, "
+                f"{fleet_rss[-1] / MiB:.1f} MiB at the last ({fleet_growth:+.1f} MiB through "
+                f"{len(pair.recoveries)} Redis restarts; fail above {args.max_growth:g})"
+            )
+            if fleet_growth > args.max_growth:
+                failures.append(f"the fleet server's RSS grew by {fleet_growth:.1f} MiB")
         print(f"  connect/drop clients: {churned[0]}")
         print(
             f"  longest silence: live reader {live.longest:.1f}s, watch {watch.longest:.1f}s, "
