@@ -24,7 +24,7 @@ import pytest
 
 from tests.support.processes import owned_process
 from tests.support.redis_server import RedisServer, free_port
-from workflow_hub._cli import main
+from workflow_hub._cli import _urls, main
 
 PASSWORD = "right-one"
 
@@ -185,3 +185,20 @@ def test_status_of_a_redis_that_is_down_is_unknown_with_the_reason() -> None:
     assert out.startswith("activity unknown: ")
     assert len(err.splitlines()) == 1
     assert "cannot connect to redis://" in err
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("redis://:secret@127.0.0.1:6379/0", "redis://:***@127.0.0.1:6379/0"),
+        ("redis://user:secret@[::1]:6379/2", "redis://user:***@[::1]:6379/2"),
+        ("redis://127.0.0.1:6379/0", "redis://127.0.0.1:6379/0"),
+        ("redis://user@127.0.0.1:6379/0", "redis://user@127.0.0.1:6379/0"),
+        ("http://[::1", "http://[::1"),
+    ],
+)
+def test_a_password_in_a_url_is_never_shown(url: str, shown: str) -> None:
+    """What the commands print of a URL (serve --fleet's "serving the fleet … from …", every
+    refusal above) hides its password; a URL without one, or one that does not parse, is shown
+    as typed."""
+    assert _urls.shown_url(url) == shown
