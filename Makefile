@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo docs test test-under-load test-deep lint types pytest conformance bench venv clean redis-server browsers tmux screenshot node-clients promtool
+.PHONY: demo docs test test-under-load test-deep lint types pytest conformance bench soak venv clean redis-server browsers tmux screenshot node-clients promtool
 
 venv: $(STAMP)
 
@@ -132,6 +132,13 @@ $(BENCH_STAMP): pyproject.toml $(STAMP)
 bench: $(BENCH_STAMP) redis-server
 	$(BIN)/python benchmarks/run_all.py
 	$(BIN)/python benchmarks/plot.py
+
+# The soak (issue 37): a served hub with thousands of roots under stalled, churning and live
+# clients, and a Redis mirror and fleet through Redis restarts, for SOAK_SECONDS (default 180);
+# it prints RSS and sockets over time and fails on a broken promise. docs/performance.md explains.
+SOAK_SECONDS ?= 180
+soak: $(STAMP) redis-server
+	$(BIN)/python benchmarks/soak.py --seconds $(SOAK_SECONDS)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis

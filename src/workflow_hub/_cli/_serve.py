@@ -23,7 +23,7 @@ from ._options import add_bind_arguments, seconds
 from ._serve_mirror import add_serve_arguments, refuse_serve_flags, run_serve
 from ._served_hub import dashboard_url
 from ._signals import ended_by_signals
-from ._urls import check_fleet_url, fleet_settings, open_fleet
+from ._urls import check_fleet_url, fleet_settings, open_fleet, shown_url
 
 __all__ = ["add_arguments", "run"]
 
@@ -184,7 +184,7 @@ async def _serve_fleet(args: argparse.Namespace) -> None:
                     )
                 print(url, flush=True)
                 print(
-                    f"workflow-hub: serving the fleet {engine.prefix!r} from {args.fleet} at "
+                    f"workflow-hub: serving the fleet {engine.prefix!r} from {shown_url(args.fleet)} at "
                     f"{url} (dashboard: {dashboard_url(url)})",
                     file=sys.stderr,
                     flush=True,

@@ -18,7 +18,7 @@ import trio
 from ..redis import DEFAULT_PREFIX, Mirror, mirror_hub
 from ._errors import os_errors_as, until_ctrl_c
 from ._signals import ended_by_signals
-from ._urls import open_redis
+from ._urls import open_redis, refuse_misconfigured
 
 __all__ = ["add_serve_arguments", "refuse_serve_flags", "run_serve"]
 
@@ -115,6 +115,9 @@ async def _mirror_the_demo(args: argparse.Namespace, playing: trio.CancelScope) 
         open_redis(args.redis, option="--redis") as redis,
         trio.open_nursery() as nursery,
     ):
+        # A password or database Redis refuses is one line now, not a retry for ever (a Redis
+        # that is down is an outage: the mirror retries until it is back).
+        await refuse_misconfigured(redis, args.redis)
         # One runner for the hub's hook handlers: the mirror copies its events into Redis
         # (and the HTTP server, when there is one, serves them on /v1/events).
         runner = HookRunner(hub)
