@@ -94,6 +94,17 @@ def redis_server() -> Iterator[RedisServer]:
         server.close()
 
 
+@pytest.fixture
+def own_redis_server() -> Iterator[RedisServer]:
+    """A redis-server of the test's own, for tests that stop, restart or reconfigure it."""
+    server = RedisServer()
+    server.start()
+    try:
+        yield server
+    finally:
+        server.close()
+
+
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
     """Debian's chromium driven by Playwright, for the test module."""

@@ -12,7 +12,7 @@ import functools
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import coredis
@@ -21,7 +21,7 @@ import trio
 from prometheus_client import CollectorRegistry
 
 from tests.support.builders import root
-from tests.support.redis_server import RedisServer
+from tests.support.redis_server import RedisServer, eventually
 from workflow_hub import Availability, WorkflowActivityHub, open_hub
 from workflow_hub.redis import (
     FleetStream,
@@ -45,12 +45,6 @@ def prefix() -> str:
 async def client(url: str) -> AsyncIterator[coredis.Redis[bytes]]:
     async with coredis.Redis.from_url(url) as redis:
         yield redis
-
-
-async def eventually(predicate: Callable[[], bool]) -> None:
-    """Poll ``predicate`` under the caller's ``fail_after`` (the other side is redis-server)."""
-    while not predicate():  # noqa: ASYNC110
-        await trio.sleep(0.01)
 
 
 def folded(view: ActivityView, hub: WorkflowActivityHub) -> bool:

@@ -9,23 +9,16 @@ from __future__ import annotations
 import functools
 import random
 import uuid
-from collections.abc import Callable
 
 import coredis
 import trio
 
 from tests.support.builders import root
-from tests.support.redis_server import RedisServer
+from tests.support.redis_server import RedisServer, eventually
 from workflow_hub import Availability, WorkflowActivityHub, WorkflowActivityPublisher, open_hub
 from workflow_hub.redis import FleetView, follow_fleet, mirror_hub
 
 SOURCES = 1_000
-
-
-async def eventually(predicate: Callable[[], bool]) -> None:
-    """Poll ``predicate`` under the caller's ``fail_after`` (the other side is redis-server)."""
-    while not predicate():  # noqa: ASYNC110
-        await trio.sleep(0.05)
 
 
 async def run_hubs(count: int, *, task_status: trio.TaskStatus[list[WorkflowActivityHub]]) -> None:
@@ -85,11 +78,11 @@ async def test_a_thousand_sources_are_followed_over_at_most_four_connections(
                     for name, hub in zip(names, hubs, strict=True)
                 )
 
-            await eventually(all_folded)
+            await eventually(all_folded, every=0.05)
             for publisher in publishers:
                 for _ in range(rng.randrange(1, 4)):
                     publisher.publish_changed(root(f"r{rng.randrange(5)}"))
-            await eventually(all_folded)
+            await eventually(all_folded, every=0.05)
             for name, hub in zip(names, hubs, strict=True):
                 assert fleet_view.views[name].roots == hub.snapshot_frame().roots, name
             clients = await mirrors.client_list()

@@ -12,7 +12,6 @@ from __future__ import annotations
 import functools
 import logging
 import uuid
-from collections.abc import Callable, Iterator
 
 import coredis
 import pytest
@@ -21,7 +20,7 @@ from prometheus_client import CollectorRegistry
 
 from tests.redis.test_events import gaps, names, start_scheduler
 from tests.support.builders import root
-from tests.support.redis_server import RedisServer
+from tests.support.redis_server import RedisServer, eventually
 from workflow_hub import Availability, WorkflowActivityHub, open_hub
 from workflow_hub.fleet import EventItem
 from workflow_hub.redis import (
@@ -44,23 +43,6 @@ UNEXPECTED = "unexpected error"
 @pytest.fixture
 def prefix() -> str:
     return f"fail-{uuid.uuid4().hex[:8]}"
-
-
-@pytest.fixture
-def own_redis_server() -> Iterator[RedisServer]:
-    """A server of the test's own, for tests that stop it."""
-    server = RedisServer()
-    server.start()
-    try:
-        yield server
-    finally:
-        server.close()
-
-
-async def eventually(predicate: Callable[[], bool]) -> None:
-    """Poll ``predicate`` under the caller's ``fail_after`` (the other side is redis-server)."""
-    while not predicate():  # noqa: ASYNC110
-        await trio.sleep(0.01)
 
 
 async def run_hub(*, task_status: trio.TaskStatus[WorkflowActivityHub]) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
 import coredis
@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 
 from tests.support.builders import root
-from tests.support.redis_server import CuttableProxy, RedisServer
+from tests.support.redis_server import CuttableProxy, RedisServer, eventually
 from workflow_hub import (
     ActivityChangedEvent,
     ContractError,
@@ -47,23 +47,6 @@ READ_TIMEOUT = 1.0
 @pytest.fixture
 def prefix() -> str:
     return f"ev-{uuid.uuid4().hex[:8]}"
-
-
-@pytest.fixture
-def own_redis_server() -> Iterator[RedisServer]:
-    """A server of the test's own, for tests that stop it."""
-    server = RedisServer()
-    server.start()
-    try:
-        yield server
-    finally:
-        server.close()
-
-
-async def eventually(predicate: Callable[[], bool]) -> None:
-    """Poll ``predicate`` under the caller's ``fail_after`` (the other side is redis-server)."""
-    while not predicate():  # noqa: ASYNC110
-        await trio.sleep(0.02)
 
 
 class Scheduler:

@@ -13,14 +13,14 @@ hint at still arrives.
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import coredis
 import trio
 
 from tests.support.builders import root
-from tests.support.redis_server import RedisServer
+from tests.support.redis_server import RedisServer, eventually
 from workflow_hub import Availability, ChangedFrame, Cursor, Frame, SnapshotFrame, wire
 from workflow_hub.redis import FleetView, follow_fleet
 from workflow_hub.reporting import ActivityView
@@ -112,12 +112,6 @@ class RawFleet:
 
     async def refresh(self, names: list[str]) -> None:
         await self.redis.eval(_REFRESH, keys=[f"{self.prefix}:sources"], args=names)
-
-
-async def eventually(predicate: Callable[[], bool]) -> None:
-    """Poll ``predicate`` under the caller's ``fail_after`` (the other side is redis-server)."""
-    while not predicate():  # noqa: ASYNC110
-        await trio.sleep(0.02)
 
 
 @asynccontextmanager

@@ -30,7 +30,7 @@ from tests.support.builders import root
 from tests.support.fleet import mirrored
 from tests.support.netutil import CuttingProxy, served, sse
 from tests.support.processes import open_owned_process
-from tests.support.redis_server import RedisServer, free_port
+from tests.support.redis_server import RedisServer, eventually, free_port
 from workflow_hub import Availability, Frame, SnapshotFrame, open_hub
 from workflow_hub.redis import mirror_hub
 from workflow_hub.remote import Backoff, RemoteHub, RemoteStream
@@ -75,13 +75,6 @@ async def until(
         view.apply(frame)
         frames.append(frame)
     return frames
-
-
-async def eventually(predicate: Callable[[], bool]) -> None:
-    """Until ``predicate()`` holds, under the caller's ``fail_after`` (it reads state another
-    task or process changes: a stream's refusal, a server's answer)."""
-    while not predicate():  # noqa: ASYNC110
-        await trio.sleep(0.01)
 
 
 def has(*names: str) -> Callable[[ActivityView], bool]:

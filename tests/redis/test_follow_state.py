@@ -66,7 +66,8 @@ async def test_a_stale_source_is_said_unavailable_before_anything_is_hidden() ->
 
 
 async def test_a_source_stale_from_its_first_frame_starts_its_reader_off_when_fresh() -> None:
-    """N2: a first frame hidden by a stale spell is not lost: the reader starts from a snapshot."""
+    """N2, N4: a source stale from its first frame is unknown to its reader, and nothing hidden
+    is lost: coming back starts the reader off with the whole state."""
     follower = state()
     follower.last_id = "1-0"
     follower.mark_stale()
@@ -76,8 +77,10 @@ async def test_a_source_stale_from_its_first_frame_starts_its_reader_off_when_fr
         )
     )
     follower.deliver(ChangedFrame(cursor=Cursor(epoch="e", revision=2), root=root("r1")))
-    assert not follower.ready
+    first = follower.ready[0]
+    assert isinstance(first, SnapshotFrame)
+    assert first.availability is Availability.UNAVAILABLE  # unknown from the first frame (N4)
+    assert len(follower.ready) == 1
     follower.mark_fresh()
-    assert isinstance(follower.ready[0], SnapshotFrame)
     view = shown(follower)
     assert [activity.root_run_id for activity in view.roots] == ["r1"]

@@ -14,7 +14,7 @@ import logging
 import subprocess
 import sys
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -25,7 +25,7 @@ import trio
 
 from tests.support.builders import root
 from tests.support.fleet import HangingProxy
-from tests.support.redis_server import RedisServer
+from tests.support.redis_server import RedisServer, eventually
 from workflow_hub import Availability, WorkflowActivityHub, open_hub
 from workflow_hub.redis import (
     FleetStream,
@@ -46,27 +46,10 @@ def prefix() -> str:
     return f"live-{uuid.uuid4().hex[:8]}"
 
 
-@pytest.fixture
-def own_redis_server() -> Iterator[RedisServer]:
-    """A server of the test's own, for tests that stop it."""
-    server = RedisServer()
-    server.start()
-    try:
-        yield server
-    finally:
-        server.close()
-
-
 @asynccontextmanager
 async def client(url: str, **options: float) -> AsyncIterator[coredis.Redis[bytes]]:
     async with coredis.Redis.from_url(url, **options) as redis:
         yield redis
-
-
-async def eventually(predicate: Callable[[], bool]) -> None:
-    """Poll ``predicate`` under the caller's ``fail_after`` (the other side is redis-server)."""
-    while not predicate():  # noqa: ASYNC110
-        await trio.sleep(0.01)
 
 
 async def until(predicate: Callable[[], Awaitable[bool]]) -> None:

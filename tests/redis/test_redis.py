@@ -14,7 +14,7 @@ import signal
 import subprocess
 import sys
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import coredis
@@ -26,7 +26,7 @@ from prometheus_client import CollectorRegistry
 
 from tests.support.builders import root
 from tests.support.processes import OwnedProcesses, lines_until
-from tests.support.redis_server import CuttableProxy, RedisServer
+from tests.support.redis_server import CuttableProxy, RedisServer, eventually
 from workflow_hub import (
     Availability,
     ChangedFrame,
@@ -58,17 +58,6 @@ STATES = [
     ("idle", "quiescent", 0, 0),
     ("idle", "paused", 0, 0),
 ]
-
-
-@pytest.fixture
-def own_redis_server() -> Iterator[RedisServer]:
-    """A server of the test's own, for tests that restart it."""
-    server = RedisServer()
-    server.start()
-    try:
-        yield server
-    finally:
-        server.close()
 
 
 @pytest.fixture
@@ -130,13 +119,6 @@ class ContinuityChecker:
                 f"gap: revision {frame.cursor.revision} after {self.cursor.revision}"
             )
         self.cursor = frame.cursor
-
-
-async def eventually(predicate: Callable[[], bool]) -> None:
-    """Poll ``predicate`` (under the caller's ``fail_after``): what it waits for happens in
-    another process (redis-server) and over sockets, so there is no event to wait on."""
-    while not predicate():  # noqa: ASYNC110
-        await trio.sleep(0.01)
 
 
 async def wait_until_folded(view: ActivityView, hub: WorkflowActivityHub, seconds: float) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import coredis
@@ -19,7 +19,7 @@ import pytest
 import trio
 
 from tests.support.builders import root
-from tests.support.redis_server import RedisServer
+from tests.support.redis_server import RedisServer, eventually
 from workflow_hub import Availability, WorkflowActivityHub, open_hub
 from workflow_hub.redis import FleetStream, FleetView, Mirror, follow_fleet, mirror_hub
 
@@ -35,12 +35,6 @@ def prefix() -> str:
 async def client(url: str) -> AsyncIterator[coredis.Redis[bytes]]:
     async with coredis.Redis.from_url(url) as redis:
         yield redis
-
-
-async def eventually(predicate: Callable[[], bool]) -> None:
-    """Poll ``predicate`` under the caller's ``fail_after`` (the other side is redis-server)."""
-    while not predicate():  # noqa: ASYNC110
-        await trio.sleep(0.01)
 
 
 async def keys_of(redis: coredis.Redis[bytes], prefix: str) -> set[bytes]:

@@ -13,12 +13,20 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import trio
 
 from tests.support.processes import stop_group
+
+
+async def eventually(predicate: Callable[[], bool], *, every: float = 0.01) -> None:
+    """Poll ``predicate`` under the caller's ``fail_after``: what a Redis test waits for happens
+    in another process (redis-server) and over sockets, so there is no event to wait on."""
+    while not predicate():  # noqa: ASYNC110
+        await trio.sleep(every)
 
 
 def require_redis_server() -> str:

@@ -312,14 +312,12 @@ class FollowState:
         if self.stale:
             # A stale source's backlog (what it appended before it stopped refreshing) keeps the
             # view exact for later, but is not shown: never its last state as current (N4). The
-            # reader is told "unavailable" before anything is hidden from it, so that the source
-            # coming back always restores the state in full: a frame hidden without it was a
-            # gap the next change papered over (N2).
-            self.say_unavailable()
-            if self.cursor is None:
-                self.unavailable = True  # nothing shown yet: coming back starts the reader off
+            # reader is told "unavailable" with the first frame hidden from it, so that the
+            # source coming back always restores the state in full: a frame hidden without it
+            # was a gap the next change papered over (N2).
             self.view.apply(frame)
             self.cursor = frame.cursor
+            self.say_unavailable()
             return
         self.ready.append(frame)
         self.view.apply(frame)
