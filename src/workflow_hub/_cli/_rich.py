@@ -33,6 +33,7 @@ from ._output import (
     describe_running,
     first_failure,
     root_attention,
+    root_name,
     short_ids,
 )
 from ._served_hub import dashboard_url, watch_command
@@ -253,7 +254,7 @@ class Screen:
                 root,
                 (
                     attention if root.state == "blocked" or root.needs_attention else "",
-                    root.root_run_id,
+                    root_name(root),
                     shown_state(root.state, root.needs_attention),
                     _reason(root),
                     _now(root),
@@ -323,7 +324,9 @@ class Screen:
         for root, (flag, name, state, reason, now, active, blocks) in rows:
             table.add_row(
                 Text(flag, style="bold red"),
-                Text(name),
+                # A generated id the column cannot hold whole is cut to its first 8 characters
+                # after the task's name, rather than losing its end to an ellipsis.
+                Text(name if len(name) <= root_width else root_name(root, short_ids)),
                 Text(state, style=_STATE_STYLES.get(state, "")),
                 Text(reason),
                 Text(now, style="red" if now.startswith("failed at ") else ""),
