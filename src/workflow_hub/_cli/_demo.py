@@ -112,6 +112,9 @@ async def play_demo(args: argparse.Namespace, output: Output) -> None:
             ):
                 interrupted = trio.Event()
                 nursery.start_soon(_stop_on_ctrl_c, interrupts, interrupted, nursery.cancel_scope)
+                draw_changes = getattr(output, "draw_changes", None)
+                if draw_changes is not None:  # the live view: redraws coalesced (``_rich``)
+                    nursery.start_soon(draw_changes)
                 with output:
                     await _play(hub, output, rng, args.duration, interrupted, args, metrics)
                 nursery.cancel_scope.cancel()

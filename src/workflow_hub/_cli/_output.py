@@ -51,6 +51,7 @@ __all__ = [
     "event_error",
     "first_failure",
     "root_attention",
+    "root_name",
     "short_ids",
 ]
 
@@ -73,11 +74,48 @@ class Output(Protocol):
 
 
 def describe_root(root: RootActivity) -> str:
+    """A root on one line: its whole id (a log is searched for it), then, when the id is a
+    generated one, its name in brackets (``3f2a…-… (proj.export)``), its state and counts."""
     attention = " !attention" if root.needs_attention else ""
+    name = _generated_root_name(root)
+    named = f" ({name})" if name is not None else ""
     return (
-        f"{root.root_run_id} {root.state}/{root.reason} active={root.active_execution_count}"
+        f"{root.root_run_id}{named} {root.state}/{root.reason} active={root.active_execution_count}"
         f" blocks={root.actionable_block_count}{attention}"
     )
+
+
+def root_name(root: RootActivity, ids: Callable[[str], str] = str) -> str:
+    """A root as people know it, as :func:`name_node` names a node: a written id alone and whole
+    (``nightly-build``); a generated one (its last part longer than 16 characters, a Celery
+    task's UUID) through ``ids``, after the name of its first task when its graph has one
+    (``proj.export 3f2a9c1e…``)."""
+    root_id = root.root_run_id
+    if not _generated(root_id):
+        return root_id
+    name = _generated_root_name(root)
+    return ids(root_id) if name is None else f"{name} {ids(root_id)}"
+
+
+def _generated(node_id: str) -> bool:
+    return len(node_id.rpartition(":")[2]) > 16
+
+
+def _generated_root_name(root: RootActivity) -> str | None:
+    """The name a root with a generated id goes by: the node of the root's own run whose id is
+    the root's (the task that started a Celery root), else that run's first top-level node;
+    ``None`` for a written id or a root without a graph."""
+    root_id = root.root_run_id
+    if not _generated(root_id) or root.graph is None:
+        return None
+    first: str | None = None
+    for node in root.graph.nodes:
+        if node.run_id != root_id or node.depth != 0:
+            continue
+        if node.node_id == root_id:
+            return node.name
+        first = first if first is not None else node.name
+    return first
 
 
 def describe_running(root: RootActivity) -> str:
@@ -171,7 +209,7 @@ def name_node(node_id: str, name: str, ids: Callable[[str], str] = str) -> str:
     ``nightly-build:lint``) and stands alone; a generated one (its last part longer than 16
     characters, a Celery task's UUID) follows the node's name (``proj.step d18f8889…``)."""
     shown = ids(node_id)
-    return shown if len(node_id.rpartition(":")[2]) <= 16 else f"{name} {shown}"
+    return f"{name} {shown}" if _generated(node_id) else shown
 
 
 def describe_event(event: WorkflowEvent, ids: Callable[[str], str] = str) -> str:

@@ -21,6 +21,7 @@ from rich import box
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.live import Live
 from rich.panel import Panel
+from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
@@ -33,6 +34,7 @@ from ._output import (
     describe_running,
     first_failure,
     root_attention,
+    root_name,
     short_ids,
 )
 from ._served_hub import dashboard_url, watch_command
@@ -54,6 +56,8 @@ _ROOT_MIN_WIDTH = 12
 # What a table of seven columns spends on rules and padding, by layout (wide or not).
 _RULES = {True: 22, False: 18}
 _PANE_MIN_LINES = 3
+# The lines a table takes besides its rows: rules and the column headers, by layout (wide or not).
+_TABLE_LINES = {True: 4, False: 2}
 # The reason's words wrap at a space below their longest, never below this ("intervention").
 _REASON_MIN_WIDTH = 12
 # What a root id may take before "now" gets its room (a UUID is cut to it, with an ellipsis).
@@ -163,21 +167,32 @@ class Screen:
         header = self._header(wide=wide, width=width)
         # As many roots as leave the hook pane its lines, those that need a person first; the
         # line under the table says how many more there are (and of which kind).
-        # Each row takes a line at least, below the header and the table's own two: the first
-        # guess is never short of room, and a few wrapped rows cost a few more tries.
+        # Each row takes a line at least, below the header, the table's own lines (its rules
+        # and column headers) and the footer's first line (there is one when roots are left
+        # out, and the legend when the terminal is narrow): the first guess is never short of
+        # room and, when no row wraps, exact. Each try renders the whole table (what the
+        # view costs to draw), so rows that wrap are taken off two lines of excess at a time.
         header_lines = len(console.render_lines(header, options.update(height=None), pad=False))
-        shown = min(len(rows), max(0, height - _PANE_MIN_LINES - header_lines - 2))
+        room = height - _PANE_MIN_LINES - header_lines - _TABLE_LINES[wide]
+        footer = 1 if not wide or len(rows) > room else 0
+        shown = min(len(rows), max(0, room - footer))
         while True:
             top = Group(
                 header,
                 self._table(rows[:shown], wide=wide, width=width),
                 *self._footer(_hidden(sizes, shown), wide=wide, width=width),
             )
-            used = len(console.render_lines(top, options.update(height=None), pad=False))
-            if shown == 0 or used <= height - _PANE_MIN_LINES:
+            lines = console.render_lines(top, options.update(height=None))
+            used = len(lines)
+            excess = used - (height - _PANE_MIN_LINES)
+            if shown == 0 or excess <= 0:
                 break
-            shown -= 1
-        yield top
+            shown = max(0, shown - max(1, excess // 2))
+        # The lines just measured are the ones drawn: the table is not rendered once more.
+        newline = Segment.line()
+        for line in lines:
+            yield from line
+            yield newline
         yield self._pane(max(_PANE_MIN_LINES, height - used))
 
     def _header(self, *, wide: bool = True, width: int = 80) -> Text:
@@ -253,7 +268,7 @@ class Screen:
                 root,
                 (
                     attention if root.state == "blocked" or root.needs_attention else "",
-                    root.root_run_id,
+                    root_name(root),
                     shown_state(root.state, root.needs_attention),
                     _reason(root),
                     _now(root),
@@ -323,7 +338,9 @@ class Screen:
         for root, (flag, name, state, reason, now, active, blocks) in rows:
             table.add_row(
                 Text(flag, style="bold red"),
-                Text(name),
+                # A generated id the column cannot hold whole is cut to its first 8 characters
+                # after the task's name, rather than losing its end to an ellipsis.
+                Text(name if len(name) <= root_width else root_name(root, short_ids)),
                 Text(state, style=_STATE_STYLES.get(state, "")),
                 Text(reason),
                 Text(now, style="red" if now.startswith("failed at ") else ""),
@@ -371,42 +388,71 @@ class Screen:
         return Panel(body, title="hook events", height=lines)
 
 
+REDRAW_EVERY = 0.25
+"""Seconds between two redraws of the live view at most: frames that arrive within one are drawn
+once, and nothing is drawn while nothing changes."""
+
+
 class RichOutput(Screen):
     """The screen, drawn live on the terminal; what ``demo`` and ``watch`` set on their output
-    (``title``, ``url``, ``connection``) is the screen's own."""
+    (``title``, ``url``, ``connection``) is the screen's own.
 
-    def __init__(self, *, pane_lines: int, events: deque[str]) -> None:
+    A frame, a hook event or a new connection state only marks the screen changed; the task
+    :meth:`draw_changes` (which the command starts beside its stream) draws it, at most once
+    per :data:`REDRAW_EVERY`. A busy hub's hundreds of frames a second cost four redraws a
+    second, not one each, and a quiet one costs none: rich's own refresh thread, which
+    redrew ten times a second whatever happened, is not used.
+    """
+
+    def __init__(
+        self, *, pane_lines: int, events: deque[str], console: Console | None = None
+    ) -> None:
         super().__init__(events)
         self._pane_lines = pane_lines
         self._event_lines = events
         self.closed = trio.Event()  # a terminal does not go away; Ctrl-C ends the demo
-        self._live = Live(self, refresh_per_second=10, transient=False)
+        self._live = Live(self, console=console, auto_refresh=False, transient=False)
+        self._changed = trio.Event()
+        self.draws = 0
+        """How many times the screen was drawn (the first and the last included)."""
 
     def __enter__(self) -> RichOutput:
         self._live.__enter__()
+        self.draws += 1
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._live.update(self, refresh=True)
+        self.draws += 1
         self._live.__exit__(None, None, None)
+
+    async def draw_changes(self, every: float = REDRAW_EVERY) -> None:
+        """Draw the screen when it changed, at most once per ``every`` seconds, until cancelled."""
+        while True:
+            await self._changed.wait()
+            self._changed = trio.Event()
+            if self._live.is_started:
+                self._live.refresh()
+                self.draws += 1
+            await trio.sleep(every)
 
     def frame(self, frame: Frame, view: ActivityView) -> None:
         self.view = view
         self.updated_at = time.time()
-        self._live.update(self)
+        self._changed.set()
 
     def refresh(self) -> None:
-        """Redraw now: the connection state changed without a frame."""
-        self._live.update(self)
+        """Redraw soon: the connection state changed without a frame."""
+        self._changed.set()
 
     def hooks_off(self, why: str) -> None:
         """The server sends no hook events (``why``): a line says so where the pane was."""
         self.hooks_off_why = why
-        self._live.update(self)
+        self._changed.set()
 
     def hook(self, event: WorkflowEvent) -> None:
         self._event_lines.append(describe_event(event, short_ids))
-        self._live.update(self)
+        self._changed.set()
 
     def renderable(self) -> RenderableType:
         """The screen, for tests that render it on a console of their own."""

@@ -113,6 +113,9 @@ async def _watch(args: argparse.Namespace, output: Output) -> int:
             nursery.start_soon(_show_connection, stream, output, args.url, args.token)
             nursery.start_soon(_show_hook_events, args.url, args.token, output)
             nursery.start_soon(_end_when_closed, output, nursery.cancel_scope)
+            draw_changes = getattr(output, "draw_changes", None)
+            if draw_changes is not None:  # the live view: redraws coalesced (``_rich``)
+                nursery.start_soon(draw_changes)
             async for frame in stream:
                 view.apply(frame)
                 output.frame(frame, view)
