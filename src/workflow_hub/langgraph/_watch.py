@@ -27,6 +27,7 @@ from ._gates import Gate, LoopGate, ThreadGate
 from ._handler import WatchHandler
 from ._mapping import Outcome, ThreadMapper
 from ._retry import retry_policies
+from ._shared import Shared, shared_state
 
 __all__ = ["WatchedGraph", "watch"]
 
@@ -106,7 +107,7 @@ class WatchedGraph:
     (``workflow_hub.asyncio``'s tracker is fine, and so is a thread-safe one).
     """
 
-    __slots__ = ("_active", "_graph", "_heartbeat", "_mappers", "_policies", "_prefix", "_sink")
+    __slots__ = ("_active", "_graph", "_heartbeat", "_policies", "_prefix", "_shared", "_sink")
 
     def __init__(
         self,
@@ -127,7 +128,7 @@ class WatchedGraph:
         self._heartbeat = heartbeat_interval_minutes
         self._prefix = root_prefix
         self._policies = retry_policies(graph)
-        self._mappers: dict[str, ThreadMapper] = {}
+        self._shared: Shared = shared_state(tracker)
         self._active: set[Gate] = set()
 
     @property
@@ -157,14 +158,17 @@ class WatchedGraph:
                 heartbeat_interval_minutes=self._heartbeat,
             )
         else:
-            found = self._mappers.get(root)
+            # Every wrapper over this tracker reports the thread through the same mapper.
+            with self._shared.lock:
+                found = self._shared.mappers.get(root)
             if found is None:
                 found = ThreadMapper(self._sink, root, heartbeat_interval_minutes=self._heartbeat)
             mapper = found
         # Reported here, not queued: a tracker that refuses the root raises to the caller.
         mapper.begin(resume=input is None or isinstance(input, Command))
         if root is not None:
-            self._mappers[root] = mapper  # only once the tracker took the root
+            with self._shared.lock:
+                self._shared.mappers[root] = mapper  # only once the tracker took the root
         gate: Gate
         if asynchronous:
             gate = LoopGate(asyncio.get_running_loop(), mapper.outer_batch)
