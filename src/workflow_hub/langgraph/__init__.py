@@ -9,10 +9,11 @@ See docs/langgraph.md.
 
 from .._public import fixup_module_metadata
 from ._facts import FactSink as FactSink
+from ._shared import WatchStatistics as WatchStatistics
 from ._watch import WatchedGraph as WatchedGraph
 from ._watch import watch as watch
 
-__all__ = ["FactSink", "WatchedGraph", "watch"]
+__all__ = ["FactSink", "WatchStatistics", "WatchedGraph", "watch"]
 
 fixup_module_metadata(__name__, globals())
 del fixup_module_metadata

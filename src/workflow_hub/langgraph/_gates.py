@@ -6,7 +6,8 @@ A callback only queues its call; the gate applies the queue in order, a whole ba
 * a :class:`ThreadGate` (sync invocations) drains in a reporter thread of its own, at most a
   few milliseconds after a call was queued, so a node's thread never waits for the hub
   (``workflow_hub.sync``'s tracker queues the facts for the hub's thread in turn, and the end of
-  the drain's batch waits for them and raises a failed one's error, which is logged);
+  the drain's batch waits for them and raises a failed one's error, which is told to the
+  gate's ``failed``: logged and counted);
 * a :class:`LoopGate` (async invocations) drains on the event loop's thread, soon after the call
   was queued (sync nodes and tools run in executor threads and queue from there), so the tracker
   is only ever called on the loop's thread, as ``workflow_hub.asyncio``'s must be.
@@ -18,7 +19,6 @@ it returns, so what it did is published when ``invoke`` returns.
 from __future__ import annotations
 
 import asyncio
-import logging
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -27,9 +27,8 @@ from typing import Protocol, final
 
 __all__ = ["Gate", "LoopGate", "ThreadGate"]
 
-logger = logging.getLogger("workflow_hub")
-
 Batch = Callable[[], AbstractContextManager[None]]
+Failed = Callable[[BaseException], None]
 
 LINGER = 0.005
 """Seconds a reporter thread lets calls gather before it applies them: invisible to a person
@@ -47,28 +46,38 @@ class Gate(Protocol):
         """Run what is queued and stop; nothing queued afterwards runs."""
 
 
-def _apply(calls: list[Callable[[], None]], batch: Batch) -> None:
+def _apply(calls: list[Callable[[], None]], batch: Batch, failed: Failed) -> None:
     try:
         with batch():
             for call in calls:
                 try:
                     call()
-                except Exception:  # one bad fact must not lose the ones after it
-                    logger.exception("reporting a LangGraph event to the tracker failed")
-    except Exception:
+                except Exception as error:  # one bad fact must not lose the ones after it
+                    failed(error)
+    except Exception as error:
         # A tracker that queues its facts (workflow_hub.sync's) raises a failed fact's error
         # at the end of the batch, once every fact of it was applied: nothing else is lost.
-        logger.exception("reporting a LangGraph event to the tracker failed")
+        failed(error)
 
 
 @final
 class ThreadGate:
     """Applies queued calls in a reporter thread of its own."""
 
-    __slots__ = ("_batch", "_busy", "_calls", "_changed", "_closed", "_flushing", "_thread")
+    __slots__ = (
+        "_batch",
+        "_busy",
+        "_calls",
+        "_changed",
+        "_closed",
+        "_failed",
+        "_flushing",
+        "_thread",
+    )
 
-    def __init__(self, batch: Batch) -> None:
+    def __init__(self, batch: Batch, failed: Failed) -> None:
         self._batch = batch
+        self._failed = failed
         self._calls: deque[Callable[[], None]] = deque()
         self._changed = threading.Condition()
         self._busy = False
@@ -97,7 +106,7 @@ class ThreadGate:
                 self._calls.clear()
                 self._busy = True
             try:
-                _apply(calls, self._batch)
+                _apply(calls, self._batch, self._failed)
             finally:
                 with self._changed:
                     self._busy = False
@@ -126,11 +135,21 @@ class ThreadGate:
 class LoopGate:
     """Applies queued calls on the event loop's thread, soon after they were queued."""
 
-    __slots__ = ("_batch", "_calls", "_closed", "_lock", "_loop", "_scheduled", "_thread")
+    __slots__ = (
+        "_batch",
+        "_calls",
+        "_closed",
+        "_failed",
+        "_lock",
+        "_loop",
+        "_scheduled",
+        "_thread",
+    )
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, batch: Batch) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, batch: Batch, failed: Failed) -> None:
         self._loop = loop
         self._batch = batch
+        self._failed = failed
         self._thread = threading.get_ident()
         self._calls: deque[Callable[[], None]] = deque()
         self._lock = threading.Lock()
@@ -156,7 +175,7 @@ class LoopGate:
             self._calls.clear()
             self._scheduled = False
         if calls:
-            _apply(calls, self._batch)
+            _apply(calls, self._batch, self._failed)
 
     def flush(self, timeout: float | None = None) -> None:
         """On the loop's thread, apply the queue now (elsewhere calls reach the loop in order)."""
