@@ -33,7 +33,11 @@ from ._mapping import Outcome, ThreadMapper
 from ._retry import retry_policies
 from ._shared import Shared, WatchStatistics, shared_state
 
-__all__ = ["WatchedGraph", "watch"]
+__all__ = ["KEEP_TURNS", "WatchedGraph", "watch"]
+
+KEEP_TURNS = 3
+"""Turns of a thread its root shows by default (the current one and the two before it); the
+earlier ones are folded into one summary stage, so a thread's root stays bounded."""
 
 
 def _thread_id(config: dict[str, Any] | None) -> str | None:
@@ -119,7 +123,16 @@ class WatchedGraph:
     (``workflow_hub.asyncio``'s tracker is fine, and so is a thread-safe one).
     """
 
-    __slots__ = ("_active", "_graph", "_heartbeat", "_policies", "_prefix", "_shared", "_sink")
+    __slots__ = (
+        "_active",
+        "_graph",
+        "_heartbeat",
+        "_keep_turns",
+        "_policies",
+        "_prefix",
+        "_shared",
+        "_sink",
+    )
 
     def __init__(
         self,
@@ -128,7 +141,12 @@ class WatchedGraph:
         *,
         heartbeat_interval_minutes: float | None = None,
         root_prefix: str = "",
+        keep_turns: int | None = KEEP_TURNS,
     ) -> None:
+        if keep_turns is not None and (
+            not isinstance(keep_turns, int) or isinstance(keep_turns, bool) or keep_turns < 1
+        ):
+            raise ValueError(f"keep_turns must be a positive int or None, got {keep_turns!r}")
         if not callable(getattr(graph, "invoke", None)) or not callable(
             getattr(graph, "stream", None)
         ):
@@ -139,6 +157,7 @@ class WatchedGraph:
         self._sink = tracker
         self._heartbeat = heartbeat_interval_minutes
         self._prefix = root_prefix
+        self._keep_turns = keep_turns
         self._policies = retry_policies(graph)
         self._shared: Shared = shared_state(tracker)
         self._active: set[Gate] = set()
@@ -168,6 +187,7 @@ class WatchedGraph:
                 self._sink,
                 f"{self._prefix}langgraph-{uuid.uuid4()}",
                 heartbeat_interval_minutes=self._heartbeat,
+                keep_turns=self._keep_turns,
             )
             mapper.begin(resume=resume)
             return mapper
@@ -182,7 +202,12 @@ class WatchedGraph:
             except Exception as error:
                 # The root may be gone (``remove_run``): start the thread over, once.
                 shared.failed(error)
-        mapper = ThreadMapper(self._sink, root, heartbeat_interval_minutes=self._heartbeat)
+        mapper = ThreadMapper(
+            self._sink,
+            root,
+            heartbeat_interval_minutes=self._heartbeat,
+            keep_turns=self._keep_turns,
+        )
         mapper.begin(resume=resume)
         with shared.lock:
             shared.mappers[root] = mapper  # only once the tracker took the root
@@ -328,17 +353,21 @@ def watch(
     *,
     heartbeat_interval_minutes: float | None = None,
     root_prefix: str = "",
+    keep_turns: int | None = KEEP_TURNS,
 ) -> WatchedGraph:
     """Watch a compiled LangGraph graph: every invocation reports to ``tracker`` as it runs.
 
     ``tracker`` is anything with RunTracker's fact methods (a :class:`workflow_hub.RunTracker`,
     or the tracker of ``workflow_hub.asyncio`` or ``workflow_hub.sync``). A thread's root is
     ``root_prefix + thread_id``; ``heartbeat_interval_minutes`` makes each root beat while its
-    thread runs (or waits for an answer). See docs/langgraph.md for what is reported.
+    thread runs (or waits for an answer). Each new input on a thread is a turn, a run nested
+    in its root; the root keeps the last ``keep_turns`` turns (None: all of them) and folds the
+    earlier ones into one summary stage. See docs/langgraph.md for what is reported.
     """
     return WatchedGraph(
         graph,
         tracker,
         heartbeat_interval_minutes=heartbeat_interval_minutes,
         root_prefix=root_prefix,
+        keep_turns=keep_turns,
     )
