@@ -3,8 +3,9 @@
 A callback only queues its call; the gate applies the queue in order, a whole backlog in one
 ``tracker.batch()`` (one published change for it), away from the code LangGraph is running:
 
-* a :class:`ThreadGate` (sync invocations) drains in a reporter thread of its own, at most a
-  few milliseconds after a call was queued, so a node's thread never waits for the hub
+* a :class:`ThreadGate` (sync invocations) drains in its tracker's reporter thread (one for all
+  the invocations reporting to a tracker, started on demand), at most a few milliseconds after
+  a call was queued, so a node's thread never waits for the hub
   (``workflow_hub.sync``'s tracker queues the facts for the hub's thread in turn, and the end of
   the drain's batch waits for them and raises a failed one's error, which is told to the
   gate's ``failed``: logged and counted);
@@ -25,7 +26,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Protocol, final
 
-__all__ = ["Gate", "LoopGate", "ThreadGate"]
+__all__ = ["Gate", "LoopGate", "Reporter", "ThreadGate"]
 
 Batch = Callable[[], AbstractContextManager[None]]
 Failed = Callable[[BaseException], None]
@@ -60,75 +61,135 @@ def _apply(calls: list[Callable[[], None]], batch: Batch, failed: Failed) -> Non
         failed(error)
 
 
+IDLE = 1.0
+"""Seconds a reporter thread with nothing to do waits before it ends (the next call starts it)."""
+
+
 @final
-class ThreadGate:
-    """Applies queued calls in a reporter thread of its own."""
+class Reporter:
+    """One thread that applies the queued calls of many :class:`ThreadGate` (one tracker's).
 
-    __slots__ = (
-        "_batch",
-        "_busy",
-        "_calls",
-        "_changed",
-        "_closed",
-        "_failed",
-        "_flushing",
-        "_thread",
-    )
+    Started on demand and ended after :data:`IDLE` seconds without work, so an invocation does
+    not pay for a thread of its own (starting and joining one was most of what a short
+    invocation cost). Gates are drained in the order they became ready, each backlog in its
+    own batch.
+    """
 
-    def __init__(self, batch: Batch, failed: Failed) -> None:
-        self._batch = batch
-        self._failed = failed
-        self._calls: deque[Callable[[], None]] = deque()
+    __slots__ = ("_changed", "_ready", "_thread")
+
+    def __init__(self) -> None:
         self._changed = threading.Condition()
-        self._busy = False
-        self._closed = False
-        self._flushing = 0
-        self._thread = threading.Thread(
-            target=self._run, name="workflow-hub-langgraph", daemon=True
-        )
-        self._thread.start()
+        self._ready: deque[ThreadGate] = deque()
+        self._thread: threading.Thread | None = None
 
-    def submit(self, call: Callable[[], None]) -> None:
-        with self._changed:
-            if not self._closed:
-                self._calls.append(call)
-                self._changed.notify_all()
+    def gate(self, batch: Batch, failed: Failed) -> ThreadGate:
+        return ThreadGate(self, batch, failed)
+
+    @property
+    def changed(self) -> threading.Condition:
+        return self._changed
+
+    def in_reporter(self) -> bool:
+        return threading.current_thread() is self._thread
+
+    def ready(self, gate: ThreadGate) -> None:
+        """``gate`` has calls (hold ``changed``)."""
+        self._ready.append(gate)
+        self._changed.notify_all()
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self._run, name="workflow-hub-langgraph", daemon=True
+            )
+            self._thread.start()
 
     def _run(self) -> None:
+        changed = self._changed
         while True:
-            with self._changed:
-                self._changed.wait_for(lambda: self._calls or self._closed)
-                if not self._calls:
+            with changed:
+                if not changed.wait_for(lambda: self._ready, IDLE):
+                    self._thread = None
                     return
-                # Let a burst gather: one drain (one batch, one published change) for all of it.
-                self._changed.wait_for(lambda: self._closed or self._flushing > 0, LINGER)
-                calls = list(self._calls)
-                self._calls.clear()
-                self._busy = True
-            try:
-                _apply(calls, self._batch, self._failed)
-            finally:
-                with self._changed:
-                    self._busy = False
-                    self._changed.notify_all()
+                # Let a burst gather: one drain (one batch, one published change) per gate.
+                changed.wait_for(lambda: any(gate.urgent for gate in self._ready), LINGER)
+                gates = list(self._ready)
+                self._ready.clear()
+                work = [(gate, gate.take()) for gate in gates]
+            for gate, calls in work:
+                try:
+                    _apply(calls, gate.batch, gate.failed)
+                finally:
+                    with changed:
+                        gate.busy = False
+                        changed.notify_all()
+
+
+@final
+class ThreadGate:
+    """Applies queued calls in its tracker's reporter thread (see :class:`Reporter`)."""
+
+    __slots__ = (
+        "_calls",
+        "_closed",
+        "_flushing",
+        "_queued",
+        "_reporter",
+        "batch",
+        "busy",
+        "failed",
+    )
+
+    def __init__(self, reporter: Reporter, batch: Batch, failed: Failed) -> None:
+        self._reporter = reporter
+        self.batch = batch
+        self.failed = failed
+        self._calls: deque[Callable[[], None]] = deque()
+        self.busy = False
+        self._closed = False
+        self._flushing = 0
+        self._queued = False  # in the reporter's ready queue
+
+    @property
+    def urgent(self) -> bool:
+        """Someone waits for this gate's calls: apply them without lingering."""
+        return self._closed or self._flushing > 0
+
+    def take(self) -> list[Callable[[], None]]:
+        """The calls to apply now (the reporter holds ``changed``)."""
+        calls = list(self._calls)
+        self._calls.clear()
+        self._queued = False
+        self.busy = True
+        return calls
+
+    def submit(self, call: Callable[[], None]) -> None:
+        with self._reporter.changed:
+            if self._closed:
+                return
+            self._calls.append(call)
+            if not self._queued:
+                self._queued = True
+                self._reporter.ready(self)
+
+    def _wait(self, timeout: float | None) -> None:
+        changed = self._reporter.changed
+        self._flushing += 1
+        changed.notify_all()
+        try:
+            changed.wait_for(lambda: not self._calls and not self.busy, timeout)
+        finally:
+            self._flushing -= 1
 
     def flush(self, timeout: float | None = None) -> None:
-        if threading.current_thread() is self._thread:
+        if self._reporter.in_reporter():
             return
-        with self._changed:
-            self._flushing += 1
-            self._changed.notify_all()
-            try:
-                self._changed.wait_for(lambda: not self._calls and not self._busy, timeout)
-            finally:
-                self._flushing -= 1
+        with self._reporter.changed:
+            self._wait(timeout)
 
     def close(self) -> None:
-        with self._changed:
+        with self._reporter.changed:
             self._closed = True
-            self._changed.notify_all()
-        if threading.current_thread() is not self._thread:
-            self._thread.join()
+            if not self._reporter.in_reporter():
+                self._wait(None)
 
 
 @final

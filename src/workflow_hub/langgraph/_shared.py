@@ -23,6 +23,7 @@ from typing import final
 import attrs
 
 from .._failure_log import FailureLog
+from ._gates import Reporter
 from ._mapping import ThreadMapper
 
 __all__ = ["Shared", "WatchStatistics", "shared_state"]
@@ -50,11 +51,12 @@ class Shared:
     """The threads one tracker's wrappers report (use ``lock`` around ``mappers``), and what
     went wrong while reporting them."""
 
-    __slots__ = ("_failures", "_log", "_unreported", "lock", "mappers")
+    __slots__ = ("_failures", "_log", "_unreported", "lock", "mappers", "reporter")
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.mappers: dict[str, ThreadMapper] = {}
+        self.reporter = Reporter()  # applies the sync invocations' facts
         self._log = FailureLog(logger, "reporting a LangGraph event to the tracker")
         self._failures = 0
         self._unreported = 0

@@ -27,7 +27,7 @@ from langgraph.types import Command
 
 from .._contract import FailureDetail
 from ..tracker import SchedulerFacts as FactSink
-from ._gates import Gate, LoopGate, ThreadGate
+from ._gates import Gate, LoopGate
 from ._handler import WatchHandler
 from ._mapping import Outcome, ThreadMapper
 from ._retry import retry_policies
@@ -230,7 +230,7 @@ class WatchedGraph:
             if asynchronous:
                 gate = LoopGate(asyncio.get_running_loop(), mapper.outer_batch, self._shared.failed)
             else:
-                gate = ThreadGate(mapper.outer_batch, self._shared.failed)
+                gate = self._shared.reporter.gate(mapper.outer_batch, self._shared.failed)
             self._active.add(gate)
             handler = WatchHandler(mapper, gate, self._policies, self._shared.failed)
             invocation = _Invocation(self, mapper, gate, handler)
