@@ -32,9 +32,18 @@ def summary(root: RootActivity | None) -> tuple[str, str, int, int, bool] | None
     )
 
 
+THREAD = "thread"
+
+
 def nodes(root: RootActivity) -> list[StageNode | ToolNode]:
+    """The graph's nodes of the thread's turns: the root's own ``thread`` stage (which hosts
+    the turns) left out."""
     assert root.graph is not None
-    return list(root.graph.nodes)
+    return [
+        node
+        for node in root.graph.nodes
+        if not (node.run_id == root.root_run_id and node.node_id == THREAD)
+    ]
 
 
 def by_name(root: RootActivity) -> dict[str, StageNode | ToolNode]:

@@ -17,7 +17,7 @@ from langgraph.types import Command, interrupt
 from workflow_hub import RunTarget
 
 from .conftest import AsyncioScene, Scene, SyncScene, asyncio_scene
-from .graphs import State, by_name, chain, config, log, parents, statuses, summary
+from .graphs import State, by_name, chain, config, log, nodes, parents, statuses, summary
 
 
 @tool
@@ -47,7 +47,7 @@ def shape(scene: Scene, root_run_id: str) -> list[tuple[str, str, str, int, froz
     assert root.graph is not None
     return [
         (node.kind, node.name, str(node.status), node.depth, frozenset(parents(root, node.name)))
-        for node in root.graph.nodes
+        for node in nodes(root)
     ]
 
 
@@ -176,7 +176,7 @@ def test_cancelling_ainvoke_is_a_kill_request() -> None:
         assert summary(end) == ("idle", "quiescent", 0, 0, False)
         assert end is not None
         assert str(by_name(end)["forever"].status) == "skipped"
-        runs = [e.target for e in scene.lifecycle() if isinstance(e.target, RunTarget)]
+        runs = [e.target for e in scene.lifecycle("t") if isinstance(e.target, RunTarget)]
         assert [(str(t.status), str(t.action) if t.action else None) for t in runs][-2:] == [
             ("running", "kill"),
             ("killed", None),

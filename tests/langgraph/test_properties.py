@@ -170,7 +170,9 @@ def stage_runs(hooks: RecordingDispatcher) -> Counter[str]:
     return Counter(
         event.target.stage_name
         for event in hooks.lifecycle()
-        if isinstance(event.target, StageTarget) and str(event.target.status) == "running"
+        if isinstance(event.target, StageTarget)
+        and str(event.target.status) == "running"
+        and event.target.run_id != "t"  # the root's own stage, which hosts the turns
     )
 
 

@@ -12,14 +12,24 @@ from .conftest import SyncScene
 from .graphs import chain, config, log, statuses
 
 
-def test_a_root_the_tracker_refuses_raises_from_invoke(scene: SyncScene) -> None:
+def test_a_root_the_tracker_refuses_runs_the_graph_unreported(
+    scene: SyncScene, caplog: pytest.LogCaptureFixture
+) -> None:
     """C1: the root starting is reported in the caller's thread, inside a batch whose end waits
-    for the hub's thread, so a refusal (a root already tracked) is raised by ``invoke``."""
+    for the hub's thread; a refusal (a root already tracked) is logged and counted, and the
+    invocation runs unreported: ``invoke`` returns LangGraph's result, the other root is
+    untouched."""
     scene.facts.add_run("t", status="running")  # someone else's root, same id
     scene.facts.flush()
     watched = watch(chain(("a", log("a"))), scene.facts)
-    with pytest.raises(ValueError, match="already tracked"):
-        watched.invoke({"log": []}, config("t"))
+    with caplog.at_level(logging.WARNING, logger="workflow_hub"):
+        assert watched.invoke({"log": []}, config("t")) == {"log": ["a"]}
+    assert [r.exc_info[0] for r in caplog.records if r.exc_info] == [ValueError]
+    assert "already tracked" in caplog.text
+    statistics = watched.statistics()
+    assert (statistics.failures, statistics.unreported_invocations) == (1, 1)
+    assert scene.facts.activity("t").graph is None or not statuses(scene.facts.activity("t"))
+    assert scene.facts.run_status("t") == "running"
 
 
 def test_a_failed_fact_in_the_reporter_is_logged_and_the_rest_applied(
@@ -39,11 +49,12 @@ def test_a_failed_fact_in_the_reporter_is_logged_and_the_rest_applied(
         return {"log": ["a"]}
 
     watched = watch(chain(("a", a), ("b", log("b"))), scene.facts)
-    with caplog.at_level(logging.ERROR, logger="workflow_hub"):
+    with caplog.at_level(logging.WARNING, logger="workflow_hub"):
         result = watched.invoke({"log": []}, config("t"))
     assert result == {"log": ["a", "b"]}
     assert calls == ["a"]
     assert any("reporting a LangGraph event" in r.message for r in caplog.records)
+    assert watched.statistics().failures >= 1
     assert "t" not in scene.facts
 
 

@@ -26,7 +26,7 @@ from workflow_hub import FailureDetail, PromptTarget, RunTarget, StageTarget, To
 from workflow_hub import ToolNode as HubToolNode
 
 from .conftest import SyncScene
-from .graphs import State, by_name, chain, config, fork, log, parents, statuses, summary
+from .graphs import State, by_name, chain, config, fork, log, nodes, parents, statuses, summary
 
 WORKING = ("working", "executing")
 
@@ -66,10 +66,14 @@ def test_the_runs_lifecycle_events_tell_each_change_once(scene: SyncScene) -> No
     targets = [event.target for event in scene.lifecycle()]
     runs = [(t.previous_status, t.status) for t in targets if isinstance(t, RunTarget)]
     stages = [
-        (t.stage_name, t.previous_status, t.status) for t in targets if isinstance(t, StageTarget)
+        (t.stage_name, t.previous_status, t.status)
+        for t in targets
+        if isinstance(t, StageTarget) and t.run_id != "t"  # the thread's stage aside
     ]
     assert [(str(p) if p else None, str(s)) for p, s in runs] == [
-        (None, "running"),
+        (None, "running"),  # the thread's root
+        (None, "running"),  # its first turn
+        ("running", "completed"),
         ("running", "completed"),
     ]
     assert [(n, str(p) if p else None, str(s)) for n, p, s in stages] == [
@@ -79,7 +83,7 @@ def test_the_runs_lifecycle_events_tell_each_change_once(scene: SyncScene) -> No
         ("b", "running", "completed"),
     ]
     completed = [e for e in scene.hooks.events if e.type == "workflow_stage_completed"]
-    assert len(completed) == 2
+    assert len(completed) == 3  # a, b and the thread's stage that hosted the turn
 
 
 def test_parallel_branches_are_parallel_stages(scene: SyncScene, barrier: Any) -> None:
@@ -126,9 +130,9 @@ def test_a_subgraph_is_a_nested_run_hosted_by_its_stage(scene: SyncScene) -> Non
     during = scene.seen("inside the subgraph")
     assert summary(during) == ("working", "executing", 1, 0, False)
     nodes = by_name(during)
-    assert nodes["sub"].depth == 0
+    assert nodes["sub"].depth == 1  # the turn is a run nested in the root
     assert str(nodes["sub"].status) == "running"
-    assert nodes["inner"].depth == 1
+    assert nodes["inner"].depth == 2
     nested = nodes["inner"].run_id
     assert nested != "t"
     assert nested.startswith("t|sub:")
@@ -157,9 +161,9 @@ def test_a_node_that_calls_a_subgraph_twice_hosts_two_nested_runs(scene: SyncSce
     assert summary(end) == ("idle", "quiescent", 0, 0, False)
     assert end is not None
     assert end.graph is not None
-    stages = [(node.name, node.depth, str(node.status)) for node in end.graph.nodes]
-    assert stages == [("twice", 0, "completed"), ("step", 1, "completed"), ("step", 1, "completed")]
-    nested = {node.run_id for node in end.graph.nodes if node.depth == 1}
+    stages = [(node.name, node.depth, str(node.status)) for node in nodes(end)]
+    assert stages == [("twice", 1, "completed"), ("step", 2, "completed"), ("step", 2, "completed")]
+    nested = {node.run_id for node in nodes(end) if node.depth == 2}
     assert len(nested) == 2
 
 
@@ -276,7 +280,7 @@ def test_an_interrupt_in_a_subgraph_is_a_prompt_of_the_nested_run(scene: SyncSce
     assert summary(waiting) == ("blocked", "awaiting_input", 0, 1, True)
     assert waiting is not None
     nodes = by_name(waiting)
-    assert nodes["approve"].depth == 1
+    assert nodes["approve"].depth == 2
     assert nodes["approve"].pending_prompt is not None
     assert str(nodes["review"].status) == "running"
     scene.run(watched.invoke, Command(resume="yes"), config())
@@ -300,17 +304,19 @@ def test_a_node_that_raises_fails_its_stage_and_its_run(scene: SyncScene) -> Non
     assert summary(end) == ("idle", "quiescent", 0, 0, True)
     assert end is not None
     assert statuses(end) == {"ok": "completed", "broken": "failed"}
-    runs = [e.target for e in scene.lifecycle() if isinstance(e.target, RunTarget)]
+    runs = [e.target for e in scene.lifecycle("t") if isinstance(e.target, RunTarget)]
     assert str(runs[-1].status) == "failed"
     assert scene.tracker.run_status("t") == "failed"
     # C3: why, on the failed stage's node and event and on the run's event.
     why = FailureDetail(message="'missing'", type="KeyError")
     assert end.graph is not None
-    assert [n.error for n in end.graph.nodes if n.status == "failed"] == [why]
+    assert [n.error for n in nodes(end) if n.status == "failed"] == [why]
     failed = [e.target for e in scene.lifecycle() if getattr(e.target, "status", None) == "failed"]
     assert [(type(t).__name__, t.error) for t in failed] == [  # type: ignore[union-attr]
-        ("StageTarget", why),
-        ("RunTarget", why),
+        ("StageTarget", why),  # the node's stage
+        ("RunTarget", why),  # the turn
+        ("StageTarget", why),  # the thread's stage that hosted it
+        ("RunTarget", why),  # the thread's root
     ]
 
 
@@ -336,7 +342,7 @@ def test_a_retried_node_is_a_retrying_stage(scene: SyncScene) -> None:
     stage_events = [
         (str(t.previous_status) if t.previous_status else None, str(t.status))
         for e in scene.lifecycle()
-        if isinstance(t := e.target, StageTarget)
+        if isinstance(t := e.target, StageTarget) and t.run_id != "t"
     ]
     assert stage_events == [
         (None, "running"),
@@ -366,9 +372,7 @@ def test_a_node_whose_retries_run_out_fails(scene: SyncScene) -> None:
     assert statuses(end) == {"hopeless": "failed"}
     # C3: the retried attempts carry no error (they are pending, retrying); the last one does.
     assert end.graph is not None
-    assert [n.error for n in end.graph.nodes] == [
-        FailureDetail(message="down", type="ConnectionError")
-    ]
+    assert [n.error for n in nodes(end)] == [FailureDetail(message="down", type="ConnectionError")]
 
 
 def test_closing_a_stream_early_is_a_kill_request(scene: SyncScene) -> None:
@@ -385,7 +389,7 @@ def test_closing_a_stream_early_is_a_kill_request(scene: SyncScene) -> None:
     assert scene.run(first_chunk_only) == {"a": {"log": ["a"]}}
     end = scene.look("end")
     assert summary(end) == ("idle", "quiescent", 0, 0, False)
-    runs = [e.target for e in scene.lifecycle() if isinstance(e.target, RunTarget)]
+    runs = [e.target for e in scene.lifecycle("t") if isinstance(e.target, RunTarget)]
     assert [(str(t.status), str(t.action) if t.action else None) for t in runs][-2:] == [
         ("running", "kill"),
         ("killed", None),
@@ -419,11 +423,11 @@ def test_new_input_on_a_thread_continues_its_root(scene: SyncScene) -> None:
     roots = scene.hub.snapshot_frame().roots
     assert roots is not None
     assert [r.root_run_id for r in roots] == ["t"]
-    runs = [e.target for e in scene.lifecycle() if isinstance(e.target, RunTarget)]
+    runs = [e.target for e in scene.lifecycle("t") if isinstance(e.target, RunTarget)]
     assert [str(t.status) for t in runs] == ["running", "completed", "running", "completed"]
     end = scene.look("end")
     assert end is not None
-    assert [node.name for node in end.graph.nodes] == ["a", "a"]  # type: ignore[union-attr]
+    assert [node.name for node in nodes(end)] == ["a", "a"]  # type: ignore[union-attr]
     assert parents(end, "a") == set()  # new input: not a child of the last invocation
 
 
@@ -570,8 +574,8 @@ def test_the_functional_api_reports_its_tasks_under_the_entrypoint(scene: SyncSc
     assert summary(end) == ("idle", "quiescent", 0, 0, False)
     assert end is not None
     assert end.graph is not None
-    assert [(n.name, n.depth, str(n.status)) for n in end.graph.nodes] == [
-        ("flow", 0, "completed"),
-        ("double", 1, "completed"),
-        ("double", 1, "completed"),
+    assert [(n.name, n.depth, str(n.status)) for n in nodes(end)] == [
+        ("flow", 1, "completed"),
+        ("double", 2, "completed"),
+        ("double", 2, "completed"),
     ]

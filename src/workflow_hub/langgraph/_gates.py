@@ -3,10 +3,12 @@
 A callback only queues its call; the gate applies the queue in order, a whole backlog in one
 ``tracker.batch()`` (one published change for it), away from the code LangGraph is running:
 
-* a :class:`ThreadGate` (sync invocations) drains in a reporter thread of its own, at most a
-  few milliseconds after a call was queued, so a node's thread never waits for the hub
+* a :class:`ThreadGate` (sync invocations) drains in its tracker's reporter thread (one for all
+  the invocations reporting to a tracker, started on demand), at most a few milliseconds after
+  a call was queued, so a node's thread never waits for the hub
   (``workflow_hub.sync``'s tracker queues the facts for the hub's thread in turn, and the end of
-  the drain's batch waits for them and raises a failed one's error, which is logged);
+  the drain's batch waits for them and raises a failed one's error, which is told to the
+  gate's ``failed``: logged and counted);
 * a :class:`LoopGate` (async invocations) drains on the event loop's thread, soon after the call
   was queued (sync nodes and tools run in executor threads and queue from there), so the tracker
   is only ever called on the loop's thread, as ``workflow_hub.asyncio``'s must be.
@@ -18,18 +20,16 @@ it returns, so what it did is published when ``invoke`` returns.
 from __future__ import annotations
 
 import asyncio
-import logging
 import threading
 from collections import deque
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Protocol, final
 
-__all__ = ["Gate", "LoopGate", "ThreadGate"]
-
-logger = logging.getLogger("workflow_hub")
+__all__ = ["Gate", "LoopGate", "Reporter", "ThreadGate"]
 
 Batch = Callable[[], AbstractContextManager[None]]
+Failed = Callable[[BaseException], None]
 
 LINGER = 0.005
 """Seconds a reporter thread lets calls gather before it applies them: invisible to a person
@@ -47,90 +47,170 @@ class Gate(Protocol):
         """Run what is queued and stop; nothing queued afterwards runs."""
 
 
-def _apply(calls: list[Callable[[], None]], batch: Batch) -> None:
+def _apply(calls: list[Callable[[], None]], batch: Batch, failed: Failed) -> None:
     try:
         with batch():
             for call in calls:
                 try:
                     call()
-                except Exception:  # one bad fact must not lose the ones after it
-                    logger.exception("reporting a LangGraph event to the tracker failed")
-    except Exception:
+                except Exception as error:  # one bad fact must not lose the ones after it
+                    failed(error)
+    except Exception as error:
         # A tracker that queues its facts (workflow_hub.sync's) raises a failed fact's error
         # at the end of the batch, once every fact of it was applied: nothing else is lost.
-        logger.exception("reporting a LangGraph event to the tracker failed")
+        failed(error)
+
+
+IDLE = 1.0
+"""Seconds a reporter thread with nothing to do waits before it ends (the next call starts it)."""
+
+
+@final
+class Reporter:
+    """One thread that applies the queued calls of many :class:`ThreadGate` (one tracker's).
+
+    Started on demand and ended after :data:`IDLE` seconds without work, so an invocation does
+    not pay for a thread of its own (starting and joining one was most of what a short
+    invocation cost). Gates are drained in the order they became ready, each backlog in its
+    own batch.
+    """
+
+    __slots__ = ("_changed", "_ready", "_thread")
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._ready: deque[ThreadGate] = deque()
+        self._thread: threading.Thread | None = None
+
+    def gate(self, batch: Batch, failed: Failed) -> ThreadGate:
+        return ThreadGate(self, batch, failed)
+
+    @property
+    def changed(self) -> threading.Condition:
+        return self._changed
+
+    def in_reporter(self) -> bool:
+        return threading.current_thread() is self._thread
+
+    def ready(self, gate: ThreadGate) -> None:
+        """``gate`` has calls (hold ``changed``)."""
+        self._ready.append(gate)
+        self._changed.notify_all()
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self._run, name="workflow-hub-langgraph", daemon=True
+            )
+            self._thread.start()
+
+    def _run(self) -> None:
+        changed = self._changed
+        while True:
+            with changed:
+                if not changed.wait_for(lambda: self._ready, IDLE):
+                    self._thread = None
+                    return
+                # Let a burst gather: one drain (one batch, one published change) per gate.
+                changed.wait_for(lambda: any(gate.urgent for gate in self._ready), LINGER)
+                gates = list(self._ready)
+                self._ready.clear()
+                work = [(gate, gate.take()) for gate in gates]
+            for gate, calls in work:
+                try:
+                    _apply(calls, gate.batch, gate.failed)
+                finally:
+                    with changed:
+                        gate.busy = False
+                        changed.notify_all()
 
 
 @final
 class ThreadGate:
-    """Applies queued calls in a reporter thread of its own."""
+    """Applies queued calls in its tracker's reporter thread (see :class:`Reporter`)."""
 
-    __slots__ = ("_batch", "_busy", "_calls", "_changed", "_closed", "_flushing", "_thread")
+    __slots__ = (
+        "_calls",
+        "_closed",
+        "_flushing",
+        "_queued",
+        "_reporter",
+        "batch",
+        "busy",
+        "failed",
+    )
 
-    def __init__(self, batch: Batch) -> None:
-        self._batch = batch
+    def __init__(self, reporter: Reporter, batch: Batch, failed: Failed) -> None:
+        self._reporter = reporter
+        self.batch = batch
+        self.failed = failed
         self._calls: deque[Callable[[], None]] = deque()
-        self._changed = threading.Condition()
-        self._busy = False
+        self.busy = False
         self._closed = False
         self._flushing = 0
-        self._thread = threading.Thread(
-            target=self._run, name="workflow-hub-langgraph", daemon=True
-        )
-        self._thread.start()
+        self._queued = False  # in the reporter's ready queue
+
+    @property
+    def urgent(self) -> bool:
+        """Someone waits for this gate's calls: apply them without lingering."""
+        return self._closed or self._flushing > 0
+
+    def take(self) -> list[Callable[[], None]]:
+        """The calls to apply now (the reporter holds ``changed``)."""
+        calls = list(self._calls)
+        self._calls.clear()
+        self._queued = False
+        self.busy = True
+        return calls
 
     def submit(self, call: Callable[[], None]) -> None:
-        with self._changed:
-            if not self._closed:
-                self._calls.append(call)
-                self._changed.notify_all()
+        with self._reporter.changed:
+            if self._closed:
+                return
+            self._calls.append(call)
+            if not self._queued:
+                self._queued = True
+                self._reporter.ready(self)
 
-    def _run(self) -> None:
-        while True:
-            with self._changed:
-                self._changed.wait_for(lambda: self._calls or self._closed)
-                if not self._calls:
-                    return
-                # Let a burst gather: one drain (one batch, one published change) for all of it.
-                self._changed.wait_for(lambda: self._closed or self._flushing > 0, LINGER)
-                calls = list(self._calls)
-                self._calls.clear()
-                self._busy = True
-            try:
-                _apply(calls, self._batch)
-            finally:
-                with self._changed:
-                    self._busy = False
-                    self._changed.notify_all()
+    def _wait(self, timeout: float | None) -> None:
+        changed = self._reporter.changed
+        self._flushing += 1
+        changed.notify_all()
+        try:
+            changed.wait_for(lambda: not self._calls and not self.busy, timeout)
+        finally:
+            self._flushing -= 1
 
     def flush(self, timeout: float | None = None) -> None:
-        if threading.current_thread() is self._thread:
+        if self._reporter.in_reporter():
             return
-        with self._changed:
-            self._flushing += 1
-            self._changed.notify_all()
-            try:
-                self._changed.wait_for(lambda: not self._calls and not self._busy, timeout)
-            finally:
-                self._flushing -= 1
+        with self._reporter.changed:
+            self._wait(timeout)
 
     def close(self) -> None:
-        with self._changed:
+        with self._reporter.changed:
             self._closed = True
-            self._changed.notify_all()
-        if threading.current_thread() is not self._thread:
-            self._thread.join()
+            if not self._reporter.in_reporter():
+                self._wait(None)
 
 
 @final
 class LoopGate:
     """Applies queued calls on the event loop's thread, soon after they were queued."""
 
-    __slots__ = ("_batch", "_calls", "_closed", "_lock", "_loop", "_scheduled", "_thread")
+    __slots__ = (
+        "_batch",
+        "_calls",
+        "_closed",
+        "_failed",
+        "_lock",
+        "_loop",
+        "_scheduled",
+        "_thread",
+    )
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, batch: Batch) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, batch: Batch, failed: Failed) -> None:
         self._loop = loop
         self._batch = batch
+        self._failed = failed
         self._thread = threading.get_ident()
         self._calls: deque[Callable[[], None]] = deque()
         self._lock = threading.Lock()
@@ -156,7 +236,7 @@ class LoopGate:
             self._calls.clear()
             self._scheduled = False
         if calls:
-            _apply(calls, self._batch)
+            _apply(calls, self._batch, self._failed)
 
     def flush(self, timeout: float | None = None) -> None:
         """On the loop's thread, apply the queue now (elsewhere calls reach the loop in order)."""

@@ -10,13 +10,16 @@ raises ``GraphInterrupt`` is interrupted; any other ``Exception`` is a failed at
 not as the node's ``RetryPolicy`` says. Tools report their own start and end.
 
 Every call goes through the invocation's gate, and nothing arrives once the invocation ended
-(a sync task LangGraph abandoned may still finish in its thread afterwards).
+(a sync task LangGraph abandoned may still finish in its thread afterwards). No callback raises:
+what goes wrong in one is told to the handler's ``failed`` (logged and counted), so LangChain
+never sees it and the graph runs on.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar, cast
 from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
@@ -28,6 +31,8 @@ from ._mapping import PromptSpec, ThreadMapper
 from ._retry import RetryPolicies
 
 __all__ = ["WatchHandler", "prompt_specs"]
+
+Callback = TypeVar("Callback", bound=Callable[..., None])
 
 _PROMPT_KINDS = frozenset({"input", "confirm", "select", "editor", "custom"})
 _NS_KEY = "langgraph_checkpoint_ns"
@@ -70,13 +75,33 @@ def prompt_specs(task_ns: str, error: GraphInterrupt) -> list[PromptSpec]:
     return [_prompt(index, task_ns, item) for index, item in enumerate(items)]
 
 
+def _contained(callback: Callback) -> Callback:
+    """A callback that never raises: its failure is the handler's ``failed``."""
+
+    @functools.wraps(callback)
+    def contained(self: WatchHandler, *args: Any, **kwargs: Any) -> None:
+        try:
+            callback(self, *args, **kwargs)
+        except Exception as error:
+            self.failed(error)
+
+    return cast("Callback", contained)
+
+
 class WatchHandler(BaseCallbackHandler):
     """Reports the tasks, tools, retries and interrupts of one invocation to a mapper."""
 
     # Called inline by LangChain's async manager too: the gate decides where a call runs.
     run_inline = True
 
-    def __init__(self, mapper: ThreadMapper, gate: Gate, policies: RetryPolicies) -> None:
+    def __init__(
+        self,
+        mapper: ThreadMapper,
+        gate: Gate,
+        policies: RetryPolicies,
+        failed: Callable[[BaseException], None],
+    ) -> None:
+        self.failed = failed
         self._mapper = mapper
         self._gate = gate
         self._policies = policies
@@ -100,6 +125,7 @@ class WatchHandler(BaseCallbackHandler):
 
     # --- chains -----------------------------------------------------------------------------
 
+    @_contained
     def on_chain_start(
         self,
         serialized: dict[str, Any] | None,
@@ -129,6 +155,7 @@ class WatchHandler(BaseCallbackHandler):
             step if isinstance(step, int) and not isinstance(step, bool) else None,
         )
 
+    @_contained
     def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
         self._chain_ns.pop(run_id, None)
         task = self._tasks.pop(run_id, None)
@@ -136,6 +163,7 @@ class WatchHandler(BaseCallbackHandler):
             self._failures.pop(task[0], None)
             self._submit(self._mapper.task_finished, task[0])
 
+    @_contained
     def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         self._chain_ns.pop(run_id, None)
         task = self._tasks.pop(run_id, None)
@@ -162,6 +190,7 @@ class WatchHandler(BaseCallbackHandler):
 
     # --- tools ------------------------------------------------------------------------------
 
+    @_contained
     def on_tool_start(
         self,
         serialized: dict[str, Any] | None,
@@ -177,9 +206,11 @@ class WatchHandler(BaseCallbackHandler):
         name = (serialized or {}).get("name") or kwargs.get("name") or "tool"
         self._submit(self._mapper.tool_started, task_ns, str(run_id), _text(name))
 
+    @_contained
     def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
         self._submit(self._mapper.tool_ended, str(run_id), "completed")
 
+    @_contained
     def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         # An interrupt inside a tool cuts the call short; the tool runs again on resume.
         if isinstance(error, GraphBubbleUp):

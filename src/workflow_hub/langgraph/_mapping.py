@@ -8,8 +8,13 @@ to turn them into RunTracker facts (docs/langgraph.md has the table):
 * the thread is the root run; every invocation of the thread sets it ``running`` and ends it
   ``completed`` (or ``paused`` at a breakpoint, ``failed`` with its executor ended, ``killed``);
   while an interrupt waits for an answer it stays ``running`` with the prompt open;
-* a task is a stage of the run of its graph: its id is the task id, its name the node, its parents
-  the stages of the previous super-step of the same graph;
+* a turn (new input, and the resumes that continue it) is a run nested in the root, hosted by
+  the root's one stage, ``thread``, which runs while a turn does and ends as the turn ends; the
+  root keeps its last ``keep_turns`` turns, and the turns before them are folded into one
+  summary stage of a run that is history (no events), so a thread that lives for months stays
+  the size of a few turns;
+* a task is a stage of the run of its graph (the turn's, or a subgraph's): its id is the task
+  id, its name the node, its parents the stages of the previous super-step of the same graph;
 * a subgraph's tasks belong to a nested run hosted by the task that runs the subgraph;
 * a tool call inside a task is a tool of that stage;
 * an interrupt is a prompt on its stage (``awaiting_input``), answered when the task runs again.
@@ -19,6 +24,7 @@ The mapper is not thread-safe: its caller serialises the calls (see ``_gates.py`
 
 from __future__ import annotations
 
+from collections import Counter, deque
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Literal
@@ -36,6 +42,16 @@ NS_END = ":"
 Outcome = Literal["completed", "paused", "failed", "killed"]
 
 # A nested run still open when its thread's invocation ends takes this status.
+THREAD_STAGE = "thread"
+
+# The thread's stage when a turn ends so.
+_THREAD_STAGE: dict[str, str] = {
+    "completed": "completed",
+    "paused": "paused",
+    "failed": "failed",
+    "killed": "skipped",
+}
+
 _LEFTOVER_RUN: dict[str, str] = {
     "completed": "completed",
     "paused": "paused",
@@ -101,22 +117,42 @@ class ThreadMapper:
     """Reports one LangGraph thread (a root) to ``sink``, fact by fact."""
 
     __slots__ = (
+        "_folded",
         "_heartbeat",
+        "_host",
+        "_keep_turns",
         "_prompts",
+        "_root",
         "_runs",
         "_sink",
         "_stages",
+        "_summary",
         "_tools",
+        "_turn_count",
+        "_turns",
         "batching",
         "root_run_id",
     )
 
     def __init__(
-        self, sink: FactSink, root_run_id: str, *, heartbeat_interval_minutes: float | None
+        self,
+        sink: FactSink,
+        root_run_id: str,
+        *,
+        heartbeat_interval_minutes: float | None,
+        keep_turns: int | None = None,
     ) -> None:
         self._sink = sink
         self.root_run_id = root_run_id
         self._heartbeat = heartbeat_interval_minutes
+        self._keep_turns = keep_turns
+        self._root: _Run | None = None
+        self._host: _Stage | None = None  # the root's stage that hosts the turns
+        self._turns: deque[_Run] = deque()  # the turns the root keeps, oldest first
+        self._turn_count = 0
+        self._folded: Counter[str] = Counter()  # turns folded into the summary, by status
+        self._summary: str | None = None  # the summary's run
+        # by namespace prefix: "" is the current turn's run, the others its subgraphs' runs
         self._runs: dict[str, _Run] = {}
         self._stages: dict[str, _Stage] = {}  # by task checkpoint namespace
         self._tools: dict[str, _Stage] = {}  # by callback run id
@@ -148,29 +184,72 @@ class ThreadMapper:
 
     def begin(self, *, resume: bool) -> None:
         """An invocation of the thread starts; ``resume`` when it continues the thread (a
-        ``Command`` or ``None`` input), not when it brings new input."""
+        ``Command`` or ``None`` input), not when it brings new input: that starts a turn."""
         sink = self._sink
         with self._batch():
-            root = self._runs.get("")
+            root = self._root
             if root is None:
                 sink.add_run(
                     self.root_run_id,
                     status="running",
                     heartbeat_interval_minutes=self._heartbeat,
                 )
-                self._runs[""] = _Run("", self.root_run_id, "running", None)
+                sink.add_stage(self.root_run_id, THREAD_STAGE, THREAD_STAGE, status="running")
+                self._root = root = _Run("", self.root_run_id, "running", None)
+                self._host = _Stage(root, THREAD_STAGE, "running")
+                self._new_turn()
                 return
-            if not resume:
-                # New input abandons what the thread was waiting for.
-                self._abandon_prompts()
-                for run in self._runs.values():
-                    if run.host is not None and run.status == "running":
-                        self._set_run(run, "cancelled")
-                root.steps.clear()
-                self._runs = {"": root}
-                self._stages.clear()
-                self._tools.clear()
+            assert self._host is not None
+            turn = self._runs.get("")
+            if resume and turn is not None:
+                self._set_run(root, "running")
+                self._set_stage(self._host, "running")
+                self._set_run(turn, "running")
+                return
+            # New input abandons what the thread was waiting for.
+            self._abandon_prompts()
+            for run in self._runs.values():
+                if run.status == "running":
+                    self._set_run(run, "cancelled")
+            self._runs = {}
+            self._stages.clear()
+            self._tools.clear()
             self._set_run(root, "running")
+            self._set_stage(self._host, "running")
+            self._new_turn()
+
+    def _new_turn(self) -> None:
+        self._turn_count += 1
+        run_id = f"{self.root_run_id}{NS_SEP}turn-{self._turn_count}"
+        self._sink.add_run(
+            run_id, parent_run_id=self.root_run_id, host_stage_id=THREAD_STAGE, status="running"
+        )
+        turn = _Run("", run_id, "running", None)
+        self._runs[""] = turn
+        self._turns.append(turn)
+        keep = self._keep_turns
+        if keep is not None and len(self._turns) > keep:
+            while len(self._turns) > keep:
+                old = self._turns.popleft()
+                self._folded[old.status] += 1
+                self._sink.remove_run(old.run_id)
+            self._fold()
+
+    def _fold(self) -> None:
+        """The summary of the folded turns: one stage of a run that is history (no events)."""
+        sink = self._sink
+        if self._summary is not None:
+            sink.remove_run(self._summary)
+        total = sum(self._folded.values())
+        counts = ", ".join(f"{n} {status}" for status, n in sorted(self._folded.items()))
+        self._summary = f"{self.root_run_id}{NS_SEP}earlier-turns-{total}"
+        sink.add_run(self._summary, parent_run_id=self.root_run_id, live=False, status="completed")
+        sink.add_stage(
+            self._summary,
+            "summary",
+            f"{total} earlier turn{'' if total == 1 else 's'} ({counts})",
+            status="completed",
+        )
 
     def end(self, outcome: Outcome, error: FailureDetail | None = None) -> None:
         """The invocation ended: normally (``completed``, or ``paused`` at a breakpoint),
@@ -184,7 +263,10 @@ class ThreadMapper:
         a ``failed`` invocation failed (C3), on the thread's run.
         """
         sink = self._sink
-        root = self._runs[""]
+        root, host = self._root, self._host
+        turn = self._runs[""]
+        assert root is not None
+        assert host is not None
         with self._batch():
             if outcome == "killed":
                 sink.request_control(root.run_id, "kill")
@@ -208,7 +290,10 @@ class ThreadMapper:
             if outcome == "completed" and self._prompts:
                 return  # waiting for an answer: the thread's run goes on
             failed = outcome == "failed"
-            self._set_run(root, outcome, executor_ended=failed, error=error if failed else None)
+            detail = error if failed else None
+            self._set_run(turn, outcome, executor_ended=failed, error=detail)
+            self._set_stage(host, _THREAD_STAGE[outcome], error=detail)
+            self._set_run(root, outcome, executor_ended=failed, error=detail)
 
     # --- tasks -----------------------------------------------------------------------------
 

@@ -8,6 +8,10 @@ breakpoint: the thread has next tasks but no interrupt waits), ``failed`` with t
 (the invocation raised), or a kill request and ``killed`` (the caller cancelled it: an asyncio
 cancellation, a ``KeyboardInterrupt``, a stream closed before its end). A thread whose interrupt
 waits for an answer stays ``running`` with its prompt open.
+
+Nothing the integration does raises into the caller's invocation: a failure to report (a root
+the tracker refuses, a hub that is gone, a bug) is logged and counted (``statistics()``), and
+an invocation whose root could not be started runs unreported, with the caller's own config.
 """
 
 from __future__ import annotations
@@ -23,12 +27,17 @@ from langgraph.types import Command
 
 from .._contract import FailureDetail
 from ..tracker import SchedulerFacts as FactSink
-from ._gates import Gate, LoopGate, ThreadGate
+from ._gates import Gate, LoopGate
 from ._handler import WatchHandler
 from ._mapping import Outcome, ThreadMapper
 from ._retry import retry_policies
+from ._shared import Shared, WatchStatistics, shared_state
 
-__all__ = ["WatchedGraph", "watch"]
+__all__ = ["KEEP_TURNS", "WatchedGraph", "watch"]
+
+KEEP_TURNS = 3
+"""Turns of a thread its root shows by default (the current one and the two before it); the
+earlier ones are folded into one summary stage, so a thread's root stays bounded."""
 
 
 def _thread_id(config: dict[str, Any] | None) -> str | None:
@@ -75,18 +84,26 @@ class _Invocation:
     def end(
         self, outcome: Outcome, *, paused: bool = False, error: BaseException | None = None
     ) -> None:
-        detail = None if outcome != "failed" or error is None else FailureDetail.of(error)
+        """Report how the invocation ended, and wait until everything reached the tracker.
 
-        def finish() -> None:
-            self.handler.close()
-            final = outcome
-            if outcome == "completed" and paused and not self.mapper.waiting:
-                final = "paused"
-            self.mapper.end(final, detail)
+        Never raises: what goes wrong is the shared state's ``failed``.
+        """
+        try:
+            detail = None if outcome != "failed" or error is None else FailureDetail.of(error)
 
-        self.gate.submit(finish)
-        self.gate.close()  # everything reported before the invocation returns
-        self.owner._active.discard(self.gate)
+            def finish() -> None:
+                self.handler.close()
+                final = outcome
+                if outcome == "completed" and paused and not self.mapper.waiting:
+                    final = "paused"
+                self.mapper.end(final, detail)
+
+            self.gate.submit(finish)
+            self.gate.close()  # everything reported before the invocation returns
+        except Exception as failure:
+            self.owner._shared.failed(failure)
+        finally:
+            self.owner._active.discard(self.gate)
 
 
 @final
@@ -106,7 +123,16 @@ class WatchedGraph:
     (``workflow_hub.asyncio``'s tracker is fine, and so is a thread-safe one).
     """
 
-    __slots__ = ("_active", "_graph", "_heartbeat", "_mappers", "_policies", "_prefix", "_sink")
+    __slots__ = (
+        "_active",
+        "_graph",
+        "_heartbeat",
+        "_keep_turns",
+        "_policies",
+        "_prefix",
+        "_shared",
+        "_sink",
+    )
 
     def __init__(
         self,
@@ -115,7 +141,12 @@ class WatchedGraph:
         *,
         heartbeat_interval_minutes: float | None = None,
         root_prefix: str = "",
+        keep_turns: int | None = KEEP_TURNS,
     ) -> None:
+        if keep_turns is not None and (
+            not isinstance(keep_turns, int) or isinstance(keep_turns, bool) or keep_turns < 1
+        ):
+            raise ValueError(f"keep_turns must be a positive int or None, got {keep_turns!r}")
         if not callable(getattr(graph, "invoke", None)) or not callable(
             getattr(graph, "stream", None)
         ):
@@ -126,8 +157,9 @@ class WatchedGraph:
         self._sink = tracker
         self._heartbeat = heartbeat_interval_minutes
         self._prefix = root_prefix
+        self._keep_turns = keep_turns
         self._policies = retry_policies(graph)
-        self._mappers: dict[str, ThreadMapper] = {}
+        self._shared: Shared = shared_state(tracker)
         self._active: set[Gate] = set()
 
     @property
@@ -146,34 +178,76 @@ class WatchedGraph:
 
     # --- invocations ------------------------------------------------------------------------
 
-    def _begin(
-        self, input: Any, config: dict[str, Any] | None, *, asynchronous: bool
-    ) -> _Invocation:
+    def _started_mapper(self, input: Any, config: dict[str, Any] | None) -> ThreadMapper:
+        """The thread's mapper, its root reported ``running`` (raises what the tracker raised)."""
+        resume = input is None or isinstance(input, Command)
         root = self.root_run_id(config)
         if root is None:
             mapper = ThreadMapper(
                 self._sink,
                 f"{self._prefix}langgraph-{uuid.uuid4()}",
                 heartbeat_interval_minutes=self._heartbeat,
+                keep_turns=self._keep_turns,
             )
-        else:
-            found = self._mappers.get(root)
-            if found is None:
-                found = ThreadMapper(self._sink, root, heartbeat_interval_minutes=self._heartbeat)
-            mapper = found
-        # Reported here, not queued: a tracker that refuses the root raises to the caller.
-        mapper.begin(resume=input is None or isinstance(input, Command))
-        if root is not None:
-            self._mappers[root] = mapper  # only once the tracker took the root
-        gate: Gate
-        if asynchronous:
-            gate = LoopGate(asyncio.get_running_loop(), mapper.outer_batch)
-        else:
-            gate = ThreadGate(mapper.outer_batch)
-        self._active.add(gate)
-        invocation = _Invocation(self, mapper, gate, WatchHandler(mapper, gate, self._policies))
-        invocation.config = _with_handler(config, invocation.handler)
+            mapper.begin(resume=resume)
+            return mapper
+        # Every wrapper over this tracker reports the thread through the same mapper.
+        shared = self._shared
+        with shared.lock:
+            known = shared.mappers.get(root)
+        if known is not None:
+            try:
+                known.begin(resume=resume)
+                return known
+            except Exception as error:
+                # The root may be gone (``remove_run``): start the thread over, once.
+                shared.failed(error)
+        mapper = ThreadMapper(
+            self._sink,
+            root,
+            heartbeat_interval_minutes=self._heartbeat,
+            keep_turns=self._keep_turns,
+        )
+        mapper.begin(resume=resume)
+        with shared.lock:
+            shared.mappers[root] = mapper  # only once the tracker took the root
+        return mapper
+
+    def _begin(
+        self, input: Any, config: dict[str, Any] | None, *, asynchronous: bool
+    ) -> _Invocation | None:
+        """The invocation, reported; None (logged, counted) when it cannot be."""
+        try:
+            # Reported here, not queued, so that a refused root leaves the invocation
+            # unreported rather than reported in part.
+            mapper = self._started_mapper(input, config)
+        except Exception as error:
+            self._shared.failed(error)
+            self._shared.unreported()
+            return None
+        gate: Gate | None = None
+        try:
+            if asynchronous:
+                gate = LoopGate(asyncio.get_running_loop(), mapper.outer_batch, self._shared.failed)
+            else:
+                gate = self._shared.reporter.gate(mapper.outer_batch, self._shared.failed)
+            self._active.add(gate)
+            handler = WatchHandler(mapper, gate, self._policies, self._shared.failed)
+            invocation = _Invocation(self, mapper, gate, handler)
+            invocation.config = _with_handler(config, handler)
+        except Exception as error:
+            self._shared.failed(error)
+            self._shared.unreported()
+            if gate is not None:
+                self._active.discard(gate)
+                gate.close()
+            return None
         return invocation
+
+    def statistics(self) -> WatchStatistics:
+        """What went wrong while reporting, and how many threads are kept, for every wrapper
+        over this wrapper's tracker (they share it)."""
+        return self._shared.statistics()
 
     def flush(self, timeout: float | None = None) -> None:
         """Wait until what every running invocation queued so far has reached the tracker.
@@ -204,6 +278,8 @@ class WatchedGraph:
     def invoke(self, input: Any, config: dict[str, Any] | None = None, **kwargs: Any) -> Any:
         """``graph.invoke(input, config, **kwargs)``, reported as it runs."""
         invocation = self._begin(input, config, asynchronous=False)
+        if invocation is None:
+            return self._graph.invoke(input, config, **kwargs)
         try:
             result = self._graph.invoke(input, invocation.config, **kwargs)
         except BaseException as error:
@@ -216,6 +292,8 @@ class WatchedGraph:
         """``await graph.ainvoke(input, config, **kwargs)``, reported as it runs."""
         invocation = self._begin(input, config, asynchronous=True)
         call: Callable[..., Awaitable[Any]] = self._graph.ainvoke
+        if invocation is None:
+            return await call(input, config, **kwargs)
         try:
             result = await call(input, invocation.config, **kwargs)
         except BaseException as error:
@@ -233,6 +311,10 @@ class WatchedGraph:
         caller: the thread's run gets a kill request and ends ``killed``.
         """
         invocation = self._begin(input, config, asynchronous=False)
+        if invocation is None:
+            with closing(self._graph.stream(input, config, **kwargs)) as unreported:
+                yield from unreported
+            return
         try:
             with closing(self._graph.stream(input, invocation.config, **kwargs)) as chunks:
                 yield from chunks
@@ -250,6 +332,11 @@ class WatchedGraph:
         it is a cancellation by the caller, reported as for :meth:`stream`.
         """
         invocation = self._begin(input, config, asynchronous=True)
+        if invocation is None:
+            async with aclosing(self._graph.astream(input, config, **kwargs)) as unreported:
+                async for chunk in unreported:
+                    yield chunk
+            return
         try:
             async with aclosing(self._graph.astream(input, invocation.config, **kwargs)) as chunks:
                 async for chunk in chunks:
@@ -266,17 +353,21 @@ def watch(
     *,
     heartbeat_interval_minutes: float | None = None,
     root_prefix: str = "",
+    keep_turns: int | None = KEEP_TURNS,
 ) -> WatchedGraph:
     """Watch a compiled LangGraph graph: every invocation reports to ``tracker`` as it runs.
 
     ``tracker`` is anything with RunTracker's fact methods (a :class:`workflow_hub.RunTracker`,
     or the tracker of ``workflow_hub.asyncio`` or ``workflow_hub.sync``). A thread's root is
     ``root_prefix + thread_id``; ``heartbeat_interval_minutes`` makes each root beat while its
-    thread runs (or waits for an answer). See docs/langgraph.md for what is reported.
+    thread runs (or waits for an answer). Each new input on a thread is a turn, a run nested
+    in its root; the root keeps the last ``keep_turns`` turns (None: all of them) and folds the
+    earlier ones into one summary stage. See docs/langgraph.md for what is reported.
     """
     return WatchedGraph(
         graph,
         tracker,
         heartbeat_interval_minutes=heartbeat_interval_minutes,
         root_prefix=root_prefix,
+        keep_turns=keep_turns,
     )

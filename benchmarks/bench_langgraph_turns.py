@@ -1,0 +1,141 @@
+"""One LangGraph thread, turn after turn (issue 38): does a turn cost more as the thread ages?
+
+A chat thread lives for months. One thread of a four-node graph with a checkpointer is given
+new input ``--turns`` times through ``watch(graph, tracker).invoke`` on the thread host
+(``workflow_hub.sync``); for the first and the last ``--window`` turns it measures, per turn,
+the wall time, the CPU time of the whole process, the root's snapshot size on the wire
+(``wire.dumps`` of its ``RootActivity``) and its node count. The plain graph's turns, measured
+the same way in the same run, are the reference: LangGraph's own checkpointer grows with the
+thread too, so the figure that belongs to the integration is the watched turn's cost over the
+plain turn's, at the start and at the end. Goal: turn N costs <= 1.2x turn 1.
+
+Run alone: ``.venv/bin/python benchmarks/bench_langgraph_turns.py [--turns 1000]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any, TypedDict
+
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, StateGraph
+
+import workflow_hub.sync
+from workflow_hub import wire
+from workflow_hub.langgraph import watch
+
+
+class State(TypedDict):
+    # The last node's name, not a growing list: the plain graph's turn stays the same size, so
+    # what grows (or not) with the thread is the integration's.
+    last: str
+
+
+def node(name: str) -> Callable[[State], dict[str, str]]:
+    def run(state: State) -> dict[str, str]:
+        return {"last": name}
+
+    return run
+
+
+def graph() -> Any:
+    builder = StateGraph(State)
+    previous = START
+    for name in ("plan", "search", "act", "reply"):
+        builder.add_node(name, node(name))
+        builder.add_edge(previous, name)
+        previous = name
+    builder.add_edge(previous, END)
+    return builder.compile(checkpointer=InMemorySaver())
+
+
+def timed(call: Callable[[], None]) -> tuple[float, float]:
+    wall, cpu = time.perf_counter(), time.process_time()
+    call()
+    return 1000 * (time.perf_counter() - wall), 1000 * (time.process_time() - cpu)
+
+
+def turns(
+    plain: Callable[[], None],
+    watched: Callable[[], None],
+    count: int,
+    window: int,
+    look: Callable[[], tuple[int, int]],
+) -> dict[str, list[float]]:
+    """Per end (first and last ``window`` turns): median plain wall and CPU ms, median watched
+    wall and CPU ms, then the root's nodes and bytes after the window. The plain and the
+    watched turn alternate, so both see the same machine."""
+    found: dict[str, list[float]] = {}
+    rows: list[tuple[float, float, float, float]] = []
+    for turn in range(1, count + 1):
+        rows.append((*timed(plain), *timed(watched)))
+        if turn in (window, count):
+            recent = rows[-window:]
+            medians = [statistics.median(row[i] for row in recent) for i in range(4)]
+            found["first" if turn == window else "last"] = [*medians, *look()]
+    return found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=1000)
+    parser.add_argument("--window", type=int, default=20, help="turns measured at each end")
+    parser.add_argument(
+        "--keep-turns",
+        type=lambda text: None if text == "none" else int(text),
+        default=3,
+        help="turns a root keeps ('none': all of them, the unbounded behaviour before issue 38)",
+    )
+    options = parser.parse_args()
+    config = {"configurable": {"thread_id": "chat"}}
+    # LangGraph's checkpoints grow with the thread on both sides alike: one thread each.
+    with workflow_hub.sync.open_hub() as hub:
+        tracker = hub.tracker(owner_session_id="bench", include_graph=True)
+        tracker.start()
+        plain = graph()
+        watched_graph = graph()
+
+        def plain_turn() -> None:
+            plain.invoke({"last": ""}, config)
+
+        def watched_turn() -> None:
+            watch(watched_graph, tracker, keep_turns=options.keep_turns).invoke(
+                {"last": ""}, config
+            )
+
+        def look() -> tuple[int, int]:
+            root = tracker.activity("chat")
+            assert root.graph is not None
+            return len(root.graph.nodes), len(wire.dumps(root))
+
+        measured = turns(plain_turn, watched_turn, options.turns, options.window, look)
+
+    print(f"one thread, {options.turns} turns of 4 nodes, keep_turns={options.keep_turns}")
+    print(f"medians of {options.window} turns at each end, ms per turn")
+    header = "turns", "plain wall", "plain CPU", "watched wall", "watched CPU", "nodes", "bytes"
+    print("{:>8} {:>11} {:>10} {:>13} {:>12} {:>6} {:>8}".format(*header))
+    for end in ("first", "last"):
+        plain_wall, plain_cpu, wall, cpu, nodes, size = measured[end]
+        label = f"1-{options.window}" if end == "first" else f"-{options.window}"
+        print(
+            f"{label:>8} {plain_wall:11.2f} {plain_cpu:10.2f} {wall:13.2f} {cpu:12.2f} "
+            f"{nodes:6.0f} {size:8.0f}"
+        )
+    first, last = measured["first"], measured["last"]
+    print(
+        f"turn {options.turns} / turn 1 (goal <= 1.2): watched wall {last[2] / first[2]:.2f}, "
+        f"watched CPU {last[3] / first[3]:.2f}, snapshot {last[5] / first[5]:.2f}; "
+        f"plain wall {last[0] / first[0]:.2f}"
+    )
+    print(
+        f"watched / plain wall: first {first[2] / first[0]:.2f}, last {last[2] / last[0]:.2f}; "
+        f"CPU the watching adds per turn: first {first[3] - first[1]:.2f} ms, "
+        f"last {last[3] - last[1]:.2f} ms"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,119 @@
+"""What every wrapper over one tracker shares: each thread's mapper, and the failures.
+
+A web service builds ``watch(graph, tracker)`` per request; the wrappers of one tracker must
+behave as one, so what the integration knows about a thread (its root, its open prompts, its
+stages) lives here, found by the tracker's identity, not in the wrapper. A tracker that takes
+weak references is forgotten with it; one that does not (``__slots__`` without ``__weakref__``)
+is kept for the life of the process, as its threads' roots are kept by the tracker itself.
+
+Whatever goes wrong inside the integration (a fact the tracker refuses, a hub that is gone, a
+bug of ours) is caught where it happens and told to :meth:`Shared.failed`: logged on the
+``workflow_hub`` logger (a traceback for the first failure of each kind, then counts) and
+counted, never raised into the graph.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import weakref
+from collections.abc import Callable
+from typing import final
+
+import attrs
+
+from .._failure_log import FailureLog
+from ._gates import Reporter
+from ._mapping import ThreadMapper
+
+__all__ = ["Shared", "WatchStatistics", "shared_state"]
+
+logger = logging.getLogger("workflow_hub")
+
+
+@final
+@attrs.frozen
+class WatchStatistics:
+    """Counts since the first wrapper over a tracker was built, for all its wrappers."""
+
+    failures: int
+    """Exceptions the integration caught while reporting (a fact the tracker refused, a hub
+    that is gone, a bug): each logged (the first of its kind with a traceback) and never raised
+    into the graph."""
+    unreported_invocations: int
+    """Invocations that ran without being reported: the tracker refused their thread's root."""
+    threads: int
+    """Threads whose state the integration keeps (one per thread id it has reported)."""
+
+
+@final
+class Shared:
+    """The threads one tracker's wrappers report (use ``lock`` around ``mappers``), and what
+    went wrong while reporting them."""
+
+    __slots__ = ("_failures", "_log", "_unreported", "lock", "mappers", "reporter")
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.mappers: dict[str, ThreadMapper] = {}
+        self.reporter = Reporter()  # applies the sync invocations' facts
+        self._log = FailureLog(logger, "reporting a LangGraph event to the tracker")
+        self._failures = 0
+        self._unreported = 0
+
+    def failed(self, error: BaseException) -> None:
+        """Something inside the integration raised ``error``: log it (once per kind), count it.
+
+        Call it from the ``except`` block that caught it, from any thread.
+        """
+        with self.lock:
+            self._failures += 1
+            self._log.failed(error)
+
+    def unreported(self) -> None:
+        """An invocation runs without being reported (its failure was told to :meth:`failed`)."""
+        with self.lock:
+            self._unreported += 1
+
+    def statistics(self) -> WatchStatistics:
+        with self.lock:
+            return WatchStatistics(self._failures, self._unreported, len(self.mappers))
+
+
+_registry_lock = threading.Lock()
+# id(tracker) -> (something that gives the tracker back while it lives, its shared state)
+_registry: dict[int, tuple[Callable[[], object | None], Shared]] = {}
+
+
+def _forget(
+    key: int,
+    lock: threading.Lock = _registry_lock,
+    registry: dict[int, tuple[Callable[[], object | None], Shared]] = _registry,
+) -> Callable[[object], None]:
+    # The lock and the registry are bound here: at interpreter exit the module may be gone.
+    def forget(ref: object) -> None:
+        with lock:
+            found = registry.get(key)
+            if found is not None and found[0] is ref:
+                del registry[key]
+
+    return forget
+
+
+def shared_state(tracker: object) -> Shared:
+    """The shared state of ``tracker``'s wrappers (made on first use)."""
+    key = id(tracker)
+    with _registry_lock:
+        found = _registry.get(key)
+        if found is not None and found[0]() is tracker:
+            return found[1]
+        shared = Shared()
+        try:
+            ref: Callable[[], object | None] = weakref.ref(tracker, _forget(key))
+        except TypeError:  # no weak references: keep it
+
+            def ref() -> object:
+                return tracker
+
+        _registry[key] = (ref, shared)
+        return shared
