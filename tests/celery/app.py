@@ -66,6 +66,8 @@ def launch(kind: str) -> str:
     canvas sent by a client gives each group member a root of its own: docs/celery.md)."""
     if kind == "group":
         group(add.s(i, i) for i in range(3)).apply_async()
+    elif kind == "naps":
+        group(nap.s(30), nap.s(30)).apply_async()
     elif kind == "chord":
         chord([add.s(1, 1), add.s(2, 2), nap.s(0.3)], total.s()).apply_async()
     elif kind == "chord-failing":

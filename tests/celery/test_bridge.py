@@ -145,9 +145,10 @@ def test_a_workers_interval_is_the_smallest_it_announced() -> None:
     assert not bridge.workers()[0].lost  # nothing was in flight on it
 
 
-def test_a_terminated_task_is_a_kill_request_and_its_running_siblings_are_stopping() -> None:
-    """§5 D1/D8: ``task-revoked`` with ``terminated`` is a kill request on the root's run: the
-    siblings still running are stopping executions; once they end the run is killed."""
+def test_a_terminated_task_is_killed_alone_and_its_running_siblings_keep_executing() -> None:
+    """§5 D1/D4/D8: ``task-revoked`` with ``terminated`` kills that task only: its siblings still
+    running are executions of their own (``working / executing``, never ``stopping``); once
+    they end the run ends ``killed``, with its kill request (attribution ``user``)."""
     bridge, tracker = setup()
     bridge.apply(
         [
@@ -158,7 +159,8 @@ def test_a_terminated_task_is_a_kill_request_and_its_running_siblings_are_stoppi
         0.0,
     )
     root = tracker.activity("r")
-    assert (root.state, root.reason, root.active_execution_count) == ("working", "stopping", 1)
+    assert (root.state, root.reason, root.active_execution_count) == ("working", "executing", 1)
+    assert statuses(root) == {"a": "skipped", "b": "running"}
     bridge.apply([event("task-succeeded", "b")], 0.5)
     assert tracker.run_status("r") == "killed"
     root = tracker.activity("r")

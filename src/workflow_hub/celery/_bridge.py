@@ -417,8 +417,6 @@ class CeleryBridge:
         new = self._task(task.task_id, event, now)
         for field in ("retries", "retried", "worker", "terminated", "expired", "final", "phase"):
             setattr(new, field, getattr(task, field))
-        if task.terminated:
-            self._tracker.request_control(new.root_id, "kill", attribution="user")
         self._set(new, task.state, error=task.error)
         return new
 
@@ -532,10 +530,9 @@ class CeleryBridge:
         if task.final:
             return
         task.final = True
-        terminated = event.get("terminated") is True
-        if terminated and not task.terminated:
-            task.terminated = True
-            self._tracker.request_control(task.root_id, "kill", attribution="user")
+        # Terminated: that task is killed, not its root. Its siblings keep their own reason (a
+        # group's other members go on executing); the root's kill is recorded when it ends.
+        task.terminated = task.terminated or event.get("terminated") is True
         task.expired = event.get("expired") is True
         self._set(task, REVOKED)
 
@@ -618,6 +615,8 @@ class CeleryBridge:
         self._ended[root.root_id] = None
         # A failed root says why: the error of its first failed task that has one.
         error = next((task.error for task in states if task.error is not None), None)
+        if status == "killed":
+            self._tracker.request_control(root.root_id, "kill", attribution="user")
         self._tracker.set_run_status(root.root_id, status, executor_ended=True, error=error)
 
     def _retire(self, now: float) -> None:
