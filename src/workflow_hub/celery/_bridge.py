@@ -23,10 +23,10 @@ from ._events import (
     RefusalLog,
     check_label_options,
     check_new_task,
-    check_text,
     failure_of,
     labelled,
 )
+from ._workers import Roster, Worker, WorkerStatus
 
 __all__ = ["BridgeStatistics", "CeleryBridge", "Inspection", "WorkerStatus"]
 
@@ -39,11 +39,6 @@ REVOKED: Final = "revoked"
 LOST: Final = "lost"
 _ENDED = frozenset({SUCCEEDED, FAILED, REVOKED})
 _STOPPED = frozenset({FAILED, REVOKED})  # ends with no continuation to wait for
-
-# Celery's own rule (celery.events.state): a worker is offline once twice its heartbeat interval
-# has passed without a heartbeat.
-HEARTBEAT_WINDOW: Final = 2.0
-DEFAULT_FREQ: Final = 2.0
 
 Inspection = Mapping[str, Mapping[str, Iterable[Mapping[str, Any]]]]
 """What the workers hold, as Celery's remote control reports it: per worker hostname, per kind
@@ -77,23 +72,6 @@ class BridgeStatistics:
     """The bridge has published its first ready snapshot."""
 
 
-@final
-@attrs.frozen
-class WorkerStatus:
-    """What the bridge knows of one worker (as Flower's worker list shows it)."""
-
-    hostname: str
-    online: bool
-    """Heard from within twice its heartbeat interval (and no ``worker-offline`` since)."""
-    lost: bool
-    """Went away with tasks in flight (they need attention) and has not come back."""
-    heartbeat_interval: float
-    """Seconds between its heartbeats: the smallest ``freq`` it announced since it came online
-    (a heartbeat answering a wake-up call says 5), Celery's default 2 until it announced one."""
-    last_seen: float
-    """When its last event was applied (the bridge's clock)."""
-
-
 @attrs.define(slots=True, eq=False)
 class _Task:
     task_id: str
@@ -124,15 +102,6 @@ class _Root:
     quiet_since: float | None = None  # when the last open task ended
     ended_at: float = 0.0
     labels: Labels | None = None
-
-
-@attrs.define(slots=True, eq=False)
-class _Worker:
-    hostname: str
-    last_seen: float
-    freq: float | None = None  # the smallest heartbeat interval announced since it came online
-    online: bool = True
-    lost: bool = False  # went away with tasks in flight; resync when it returns
 
 
 @final
@@ -173,12 +142,11 @@ class CeleryBridge:
         # Ended roots in the order they ended: the oldest is removed first.
         self._ended: OrderedDict[str, None] = OrderedDict()
         self._quiet: dict[str, None] = {}  # roots waiting out their settle time
-        self._workers: dict[str, _Worker] = {}
+        self._roster = Roster()
         self._hydration: AbstractContextManager[None] | None = None
         self._ready = False
         self._events = 0
         self._ignored = 0
-        self._resync: list[str] = []
         self._reported: set[str] = set()  # task ids in the last inspection
         self._suspects: set[str] = set()
 
@@ -249,31 +217,22 @@ class CeleryBridge:
 
     def take_resync_requests(self) -> list[str]:
         """Workers that came back since the last call: the runner inspects each of them."""
-        requests, self._resync = self._resync, []
-        return requests
+        return self._roster.take_resync_requests()
 
     def workers(self) -> tuple[WorkerStatus, ...]:
         """Every worker heard from, in the order first heard."""
-        return tuple(
-            WorkerStatus(
-                hostname=worker.hostname,
-                online=worker.online,
-                lost=worker.lost,
-                heartbeat_interval=DEFAULT_FREQ if worker.freq is None else worker.freq,
-                last_seen=worker.last_seen,
-            )
-            for worker in self._workers.values()
-        )
+        return self._roster.statuses()
 
     def statistics(self) -> BridgeStatistics:
+        online, lost = self._roster.counts()
         return BridgeStatistics(
             events=self._events,
             ignored=self._ignored,
             refused=self._refusals.count,
             roots=len(self._roots),
             live_roots=sum(1 for root in self._roots.values() if not root.ended),
-            workers_online=sum(1 for worker in self._workers.values() if worker.online),
-            workers_lost=sum(1 for worker in self._workers.values() if worker.lost),
+            workers_online=online,
+            workers_lost=lost,
             ready=self._ready,
         )
 
@@ -296,10 +255,8 @@ class CeleryBridge:
     def tick(self, now: float) -> None:
         """Time passes: silent workers become lost, quiet roots end, old ended roots go."""
         with self._tracker.batch():
-            for worker in self._workers.values():
-                freq = DEFAULT_FREQ if worker.freq is None else worker.freq
-                if worker.online and now > worker.last_seen + HEARTBEAT_WINDOW * freq:
-                    self._worker_gone(worker)
+            for worker in self._roster.silent(now):
+                self._worker_gone(worker)
             self._settle_roots(now)
             self._retire(now)
 
@@ -312,7 +269,9 @@ class CeleryBridge:
             return
         if kind.startswith("worker-"):
             if isinstance(hostname, str):
-                self._worker_event(kind, hostname, event, now)
+                worker = self._roster.event(kind, hostname, event, now)
+                if not worker.online:
+                    self._worker_gone(worker)
             return
         handler = _TASK_HANDLERS.get(kind)
         task_id = event.get("uuid")
@@ -324,7 +283,7 @@ class CeleryBridge:
             check_new_task(event)  # before anything changes: refused whole
         # Any event from a worker shows it alive (task-sent comes from whoever sent the task).
         if isinstance(hostname, str) and kind != "task-sent":
-            self._heard(hostname, now)
+            self._roster.heard(hostname, now)
         self._suspects.discard(task_id)
         task = self._task(task_id, event, now)
         if self._labels_from:
@@ -333,36 +292,7 @@ class CeleryBridge:
 
     # --- workers ---------------------------------------------------------------------------
 
-    def _worker_event(self, kind: str, hostname: str, event: Mapping[str, Any], now: float) -> None:
-        if kind == "worker-online":
-            known = self._workers.get(hostname)
-            if known is not None:
-                known.freq = None  # a new process: its interval may have changed
-        worker = self._heard(hostname, now)
-        freq = event.get("freq")
-        if isinstance(freq, int | float) and not isinstance(freq, bool) and freq > 0:
-            # The smallest: a heartbeat that answers a wake-up broadcast announces 5 s.
-            worker.freq = float(freq) if worker.freq is None else min(worker.freq, float(freq))
-        if kind == "worker-offline":
-            self._worker_gone(worker)
-
-    def _heard(self, hostname: str, now: float) -> _Worker:
-        worker = self._workers.get(hostname)
-        if worker is None:
-            if not hostname.isascii():
-                check_text(hostname, "hostname")  # before anything changes: refused whole
-            worker = self._workers[hostname] = _Worker(hostname, now)
-            return worker
-        worker.last_seen = now
-        if not worker.online:
-            worker.online = True
-            if worker.lost:
-                worker.lost = False
-                self._resync.append(hostname)
-        return worker
-
-    def _worker_gone(self, worker: _Worker) -> None:
-        worker.online = False
+    def _worker_gone(self, worker: Worker) -> None:
         for task in self._tasks.values():
             if task.worker == worker.hostname and task.state in (PENDING, RUNNING):
                 worker.lost = True
@@ -563,7 +493,7 @@ class CeleryBridge:
     def _apply_inspection(self, inspection: Inspection, now: float, resync: str | None) -> None:
         held = self._reported = set()
         for hostname, lists in inspection.items():
-            self._heard(hostname, now)
+            self._roster.heard(hostname, now)
             for key, state in (("active", RUNNING), ("reserved", PENDING), ("scheduled", PENDING)):
                 for request in lists.get(key, ()):
                     # scheduled() wraps each request: {"eta": ..., "request": {...}}
