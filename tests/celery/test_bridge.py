@@ -523,3 +523,35 @@ def test_a_lone_task_seen_first_from_its_end_takes_its_name_when_received_arrive
     assert [(n.name, n.status) for n in root.graph.nodes] == [("job", "completed")]
     assert tracker.run_status("x") == "completed"
     assert (root.state, root.reason) == ("idle", "quiescent")
+
+
+def test_work_queued_while_no_worker_is_alive_needs_attention_until_one_is(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """§5 D3/D6/D8, N4 (issue 38): a task waiting in the broker is progressing only while a
+    worker is alive to run it; with none (none answered the inspection, or the last one went
+    silent) it is blocked with an intervention, said once in the log; a worker that comes
+    back makes it wait again (``working / automatic_continuation``)."""
+    caplog.set_level(logging.INFO, "workflow_hub.celery")
+    bridge, tracker = setup()
+    bridge.apply([event("task-sent", "a", name="t", root_id="a")], 0.0)
+    bridge.apply([event("task-sent", "b", name="t", root_id="b")], 0.0)
+    root = tracker.activity("a")
+    assert (root.state, root.reason, root.needs_attention) == (
+        "blocked",
+        "manual_intervention",
+        True,
+    )
+    assert statuses(root) == {"a": "blocked"}
+    bridge.apply([{"type": "worker-heartbeat", "hostname": "w1@h", "freq": 1.0}], 1.0)
+    root = tracker.activity("a")
+    assert (root.state, root.reason, root.needs_attention) == (
+        "working",
+        "automatic_continuation",
+        False,
+    )
+    bridge.tick(3.5)  # the worker's window (2 x 1 s) passed: silent, offline
+    assert tracker.activity("b").state == "blocked"
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 2, warnings  # once per outage of workers, not once per task
+    assert all("no celery worker is alive" in r.getMessage() for r in warnings)

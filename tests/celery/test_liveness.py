@@ -128,3 +128,29 @@ async def test_a_lost_broker_makes_the_source_recovering_until_it_is_back() -> N
     finally:
         await stopped(worker)
         server.close()
+
+
+async def test_queued_work_with_no_live_worker_needs_attention_then_runs(
+    owned_broker: RedisServer,
+) -> None:
+    """§5 D3/D8 (issue 38): a task sent while no worker is alive is never shown progressing
+    (it was ``working / automatic_continuation``): it is blocked and needs attention; a worker
+    that starts then runs it, and the root ends completed without attention."""
+    other = Celery("unserved", broker=owned_broker.url, backend=owned_broker.url)
+    other.conf.task_send_sent_event = True  # queued work is known from task-sent only
+    worker = CeleryWorker(owned_broker.url, "w4@workflow-hub-tests", heartbeat=HEARTBEAT)
+    try:
+        async with bridged(other, tick=TICK) as (roots, _watch, tracker):
+            result = await blocking(other.send_task, "tests.celery.app.add", (2, 3))
+            root = await roots.wait_root(
+                result.id, lambda r: r.state == "blocked", "blocked", within=10
+            )
+            assert (root.reason, root.needs_attention) == ("manual_intervention", True)
+            assert stages(root)[result.id].status == "blocked"
+            await blocking(worker.start)
+            root = await roots.wait_root(result.id, ended, "run by the new worker")
+            assert stages(root)[result.id].status == "completed"
+            assert not root.needs_attention
+            assert tracker.run_status(result.id) == "completed"
+    finally:
+        await stopped(worker)

@@ -10,6 +10,7 @@ argument, so tests drive it deterministically.
 
 from __future__ import annotations
 
+import logging
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from contextlib import AbstractContextManager
@@ -30,15 +31,20 @@ from ._workers import Roster, Worker, WorkerStatus
 
 __all__ = ["BridgeStatistics", "CeleryBridge", "Inspection", "WorkerStatus"]
 
-# A task's life as the bridge knows it. "lost": in flight on a worker that stopped answering.
+# A task's life as the bridge knows it. "lost": in flight on a worker that stopped answering;
+# "unserved": queued in the broker while no worker is alive to run it.
 PENDING: Final = "pending"
 RUNNING: Final = "running"
 SUCCEEDED: Final = "succeeded"
 FAILED: Final = "failed"
 REVOKED: Final = "revoked"
 LOST: Final = "lost"
+UNSERVED: Final = "unserved"
 _ENDED = frozenset({SUCCEEDED, FAILED, REVOKED})
 _STOPPED = frozenset({FAILED, REVOKED})  # ends with no continuation to wait for
+_BLOCKED = frozenset({LOST, UNSERVED})  # need attention: nothing will move them on its own
+
+logger = logging.getLogger("workflow_hub.celery")
 
 Inspection = Mapping[str, Mapping[str, Iterable[Mapping[str, Any]]]]
 """What the workers hold, as Celery's remote control reports it: per worker hostname, per kind
@@ -149,6 +155,8 @@ class CeleryBridge:
         self._ignored = 0
         self._reported: set[str] = set()  # task ids in the last inspection
         self._suspects: set[str] = set()
+        self._serving = True  # a worker is alive (or the bridge cannot tell yet)
+        self._unserved_said = False  # the warning of this outage of workers was logged
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -192,6 +200,8 @@ class CeleryBridge:
         if hydration is not None:
             hydration.__exit__(None, None, None)
         self._ready = True
+        with self._tracker.batch():
+            self._check_served()
         return [task.task_id for task in unreported]
 
     def settle_from_results(self, states: Mapping[str, str], now: float) -> None:
@@ -214,6 +224,7 @@ class CeleryBridge:
         the ones it no longer holds are failed (their messages are gone, unless redelivered)."""
         with self._tracker.batch():
             self._apply_inspection(inspection, now, resync=hostname)
+            self._check_served()
 
     def take_resync_requests(self) -> list[str]:
         """Workers that came back since the last call: the runner inspects each of them."""
@@ -250,6 +261,7 @@ class CeleryBridge:
                     self._refusals.refused(event, error.path, str(error))
                 except Exception as error:  # a bug: it loses this event only, and says so
                     self._refusals.broke(error)
+            self._check_served()
             self._settle_roots(now)
 
     def tick(self, now: float) -> None:
@@ -257,6 +269,7 @@ class CeleryBridge:
         with self._tracker.batch():
             for worker in self._roster.silent(now):
                 self._worker_gone(worker)
+            self._check_served()
             self._settle_roots(now)
             self._retire(now)
 
@@ -297,6 +310,24 @@ class CeleryBridge:
             if task.worker == worker.hostname and task.state in (PENDING, RUNNING):
                 worker.lost = True
                 self._set(task, LOST)
+
+    def _check_served(self) -> None:
+        """Work queued in the broker progresses only while a worker is alive to run it: with
+        none alive (none answered the inspection, or each went silent or offline), every task
+        waiting in the broker is blocked and needs attention; when one is back, they wait
+        again (``pending``). Workers are not matched to queues (docs/celery.md, "Workers")."""
+        serving = not self._ready or self._roster.any_online()
+        if serving == self._serving:
+            return
+        self._serving = serving
+        for task in list(self._tasks.values()):
+            if serving and task.state == UNSERVED:
+                self._set(task, PENDING)
+            elif not serving and task.state == PENDING and task.worker is None:
+                self._set(task, UNSERVED)
+        if serving and self._unserved_said:
+            self._unserved_said = False
+            logger.info("a celery worker is alive again: the queued tasks can run")
 
     # --- tasks -----------------------------------------------------------------------------
 
@@ -373,14 +404,14 @@ class CeleryBridge:
         failed); keeps the root's open count."""
         root = self._roots[task.root_id]
         was_open = task.state not in _ENDED
-        was_lost = task.state == LOST
+        was_blocked = task.state in _BLOCKED
         if retries is not None:
             task.retries = retries
         root.stopped += (state in _STOPPED) - (task.state in _STOPPED)
         task.state = state
         task.error = error if state == FAILED else None
         is_open = state not in _ENDED
-        if was_lost and state != LOST:
+        if was_blocked and state not in _BLOCKED:
             self._tracker.clear_intervention(root.root_id, stage_id=task.task_id)
         if is_open and not was_open:
             root.open += 1
@@ -397,14 +428,22 @@ class CeleryBridge:
             self._tracker.set_stage_status(
                 root.root_id, task.task_id, reported[0], retrying=retrying, error=task.error
             )
-        if state == LOST and not was_lost:
+        if state in _BLOCKED and not was_blocked:
             self._tracker.require_intervention(root.root_id, stage_id=task.task_id)
+            if state == UNSERVED and not self._unserved_said:
+                self._unserved_said = True
+                logger.warning(
+                    "no celery worker is alive: tasks queued in the broker need attention"
+                )
         if root.open == 0 and not root.ended and root.root_id not in self._quiet:
             root.quiet_since = None
             self._quiet[root.root_id] = None
 
     def _on_sent(self, task: _Task, event: Mapping[str, Any], host: str | None, now: float) -> None:
-        pass  # announces the task (``_task`` added it); never changes a known task
+        # Announces the task (``_task`` added it); never changes a known task, except that
+        # one queued while no worker is alive is blocked (``_check_served``).
+        if not self._serving and task.state == PENDING and task.worker is None:
+            self._set(task, UNSERVED)
 
     # Events are applied by what they mean, not by arrival (workers' pool processes and clocks
     # differ): a final state (succeeded, failed, revoked, dropped) is never undone, and a late
@@ -574,6 +613,7 @@ _STAGE_STATUS: Final = {
     FAILED: "failed",
     REVOKED: "skipped",
     LOST: "blocked",
+    UNSERVED: "blocked",
 }
 
 # Result backend states (celery.states) a lost task can be settled with.
