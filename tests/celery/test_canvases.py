@@ -130,11 +130,13 @@ async def test_terminating_one_member_of_a_group_leaves_its_sibling_executing(
         result = await blocking(launch.delay, "naps")
 
         def naps(root: RootActivity) -> list[str]:
-            return [n.node_id for n in stages(root).values() if n.name.endswith(".nap")]
+            return [
+                n.node_id
+                for n in stages(root).values()
+                if n.name.endswith(".nap") and n.status == "running"
+            ]
 
-        root = await roots.wait_root(
-            result.id, lambda r: r.active_execution_count == 2, "both naps running"
-        )
+        root = await roots.wait_root(result.id, lambda r: len(naps(r)) == 2, "both naps running")
         first, second = naps(root)
         await blocking(app.control.revoke, first, terminate=True)
         root = await roots.wait_root(

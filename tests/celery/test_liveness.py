@@ -6,13 +6,18 @@ in-flight tasks then need attention (blocked stage, manual intervention), never 
 
 from __future__ import annotations
 
+import logging
 import time
+from collections.abc import Callable
 
+import pytest
 import trio
 from celery import Celery
 
 from tests.support.redis_server import RedisServer
-from workflow_hub.celery import CeleryWatch
+from workflow_hub import open_hub
+from workflow_hub.celery import CeleryWatch, watch_celery
+from workflow_hub.tracker import RunTracker
 
 from .app import nap
 from .support import CeleryWorker, blocking, bridged, ended, stages, stopped
@@ -154,3 +159,51 @@ async def test_queued_work_with_no_live_worker_needs_attention_then_runs(
             assert tracker.run_status(result.id) == "completed"
     finally:
         await stopped(worker)
+
+
+async def test_a_broker_that_is_down_is_said_once_with_its_reason_and_the_source_is_unknown(
+    owned_broker: RedisServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """N4 and consumer failures (issue 38): a bridge whose broker does not answer is
+    ``recovering`` (unknown: never idle, never working), says ``broker unreachable: <reason>``
+    in one warning however often kombu retries, and exposes it (``watch.broker_unreachable``);
+    when the broker is up it says so, inspects the workers and is ``ready``."""
+    caplog.set_level(logging.INFO, "workflow_hub.celery")
+    owned_broker.stop()
+    other = Celery("down", broker=owned_broker.url, backend=owned_broker.url)
+    other.conf.broker_connection_retry_on_startup = True
+    async with open_hub() as hub:
+        tracker = RunTracker(hub.register_publisher(), owner_session_id="celery")
+        token = trio.lowlevel.current_trio_token()
+
+        def call(function: Callable[[], None]) -> None:
+            trio.from_thread.run_sync(function, trio_token=token)
+
+        with watch_celery(other, tracker, call=call, inspect_timeout=0.5, tick=TICK) as watch:
+            assert await blocking(until, lambda: watch.broker_failures >= 2, 30)
+            assert hub.availability == "recovering"
+            assert not watch.ready.is_set()
+            reason = watch.broker_unreachable
+            assert reason is not None
+            assert reason.startswith("broker unreachable: "), reason
+            assert "Connection refused" in reason, reason
+            warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+            assert [w for w in warnings if "broker unreachable" in w] == [
+                f"{reason}; the source is recovering (unknown) until the broker is back"
+            ], warnings
+            await blocking(owned_broker.start)
+            assert await blocking(watch.ready.wait, 60)
+            assert watch.broker_unreachable is None
+            assert hub.availability == "ready"
+            assert any("reachable again" in r.getMessage() for r in caplog.records)
+
+
+def until(predicate: Callable[[], bool], within: float) -> bool:
+    """Whether ``predicate()`` held within ``within`` seconds (polled in a thread: the
+    receiver's retries publish no frame to wait on)."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return False
