@@ -24,6 +24,14 @@ app.conf.update(
     worker_prefetch_multiplier=1,
     result_expires=600,
 )
+if os.environ.get("WORKFLOW_HUB_TEST_VISIBILITY"):
+    # A worker that takes back, when it starts, the unacknowledged messages of a killed one
+    # older than this many seconds (Redis's visibility timeout: one hour by default).
+    app.conf.broker_transport_options = {
+        "visibility_timeout": float(os.environ["WORKFLOW_HUB_TEST_VISIBILITY"]),
+        "unacked_restore_interval": 1,
+        "unacked_restore_throttle": 1,
+    }
 
 
 @app.task

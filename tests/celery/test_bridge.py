@@ -555,3 +555,41 @@ def test_work_queued_while_no_worker_is_alive_needs_attention_until_one_is(
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 2, warnings  # once per outage of workers, not once per task
     assert all("no celery worker is alive" in r.getMessage() for r in warnings)
+
+
+def test_a_gone_workers_unacknowledged_tasks_wait_to_be_redelivered_and_continue() -> None:
+    """§5 D3/D5 (issue 38): when a worker goes, a task it had prefetched (received, not
+    started) or running with ``acks_late`` still has its message in the broker: it is not
+    failed nor lost but pending, retrying (waiting to be redelivered), and the redelivery
+    continues it; a running task whose message was acknowledged is lost (needs attention)."""
+    bridge, tracker = setup(acks_late=lambda name: name == "late")
+    bridge.apply(
+        [
+            {"type": "worker-heartbeat", "hostname": "w1@h", "freq": 1.0},
+            {"type": "worker-heartbeat", "hostname": "w2@h", "freq": 5.0},  # stays alive
+            event("task-started", "run", name="t", root_id="run"),
+            event("task-started", "late", name="late", root_id="late"),
+            event("task-received", "pre", name="t", root_id="pre"),
+        ],
+        0.0,
+    )
+    bridge.apply([{"type": "worker-heartbeat", "hostname": "w2@h", "freq": 5.0}], 2.5)
+    bridge.tick(2.5)  # w1's window (2 x 1 s) passed
+    assert tracker.activity("run").state == "blocked"
+    for root_id in ("late", "pre"):
+        root = tracker.activity(root_id)
+        assert (root.state, root.reason, root.needs_attention) == ("working", "retrying", False)
+        assert statuses(root) == {root_id: "pending"}
+        assert tracker.run_status(root_id) == "running"
+    bridge.apply(
+        [
+            {**event("task-received", "pre", name="t", root_id="pre"), "hostname": "w2@h"},
+            {**event("task-started", "pre"), "hostname": "w2@h"},
+            {**event("task-succeeded", "pre"), "hostname": "w2@h"},
+        ],
+        3.0,
+    )
+    bridge.tick(4.5)
+    assert tracker.run_status("pre") == "completed"
+    root = tracker.activity("pre")
+    assert (root.state, root.needs_attention) == ("idle", False)

@@ -19,7 +19,7 @@ from workflow_hub import open_hub
 from workflow_hub.celery import CeleryWatch, watch_celery
 from workflow_hub.tracker import RunTracker
 
-from .app import nap
+from .app import add, nap
 from .support import CeleryWorker, blocking, bridged, ended, stages, stopped
 
 HEARTBEAT = 1  # seconds: the workers here beat every second
@@ -207,3 +207,58 @@ def until(predicate: Callable[[], bool], within: float) -> bool:
             return True
         time.sleep(0.05)
     return False
+
+
+async def test_a_killed_workers_prefetched_task_waits_for_redelivery_and_runs(
+    broker: RedisServer, worker: CeleryWorker
+) -> None:
+    """§5 D3/D5 (issue 38): a worker killed with a task running (acknowledged when it started)
+    and one prefetched (received, its message unacknowledged): the running one is lost (needs
+    attention, failed when the worker is back without it); the prefetched one is never shown
+    failed: it waits to be redelivered (``working / retrying``, while another worker is alive)
+    and the redelivery runs it to completion."""
+    killed = CeleryWorker(
+        broker.url,
+        "w5@workflow-hub-tests",
+        queues="prefetch",
+        concurrency=1,
+        heartbeat=HEARTBEAT,
+        env={"WORKFLOW_HUB_TEST_VISIBILITY": "1"},
+    )
+    await blocking(killed.start)
+    try:
+        async with bridged(tick=TICK) as (roots, watch, tracker):
+            running = await blocking(nap.apply_async, (30,), queue="prefetch")
+            await roots.wait_root(running.id, lambda r: r.active_execution_count == 1, "running")
+            prefetched = await blocking(add.apply_async, (2, 2), queue="prefetch")
+            # Received (prefetched) by the worker, as the bridge knows: polled, as no frame
+            # need come of it (the task was pending already from task-sent).
+            assert await blocking(until, lambda: worker_of(watch, prefetched.id) == killed.name, 30)
+            await blocking(killed.kill)
+            root = await roots.wait_root(
+                running.id, lambda r: r.state == "blocked", "lost", within=LOST_BOUND + 5
+            )
+            root = await roots.wait_root(
+                prefetched.id,
+                lambda r: r.reason == "retrying",
+                "waiting to be redelivered",
+                within=LOST_BOUND + 5,
+            )
+            assert stages(root)[prefetched.id].status == "pending"
+            assert (root.state, root.needs_attention) == ("working", False)
+            await blocking(killed.start)
+            root = await roots.wait_root(prefetched.id, ended, "redelivered and run")
+            assert tracker.run_status(prefetched.id) == "completed"
+            assert all(
+                stages(v)[prefetched.id].status != "failed" for v in roots.history[prefetched.id]
+            )
+            root = await roots.wait_root(running.id, ended, "resynchronised without it")
+            assert tracker.run_status(running.id) == "failed"
+    finally:
+        await stopped(killed)
+
+
+def worker_of(watch: CeleryWatch, task_id: str) -> str | None:
+    """The worker the bridge says holds ``task_id`` (its received event was applied)."""
+    task = watch.bridge._tasks.get(task_id)  # the bridge's own record
+    return None if task is None else task.worker

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from contextlib import AbstractContextManager
 from typing import Any, Final, final
 
@@ -95,6 +95,8 @@ class _Task:
     final: bool = False
     phase: int = 0
     provisional: bool = False  # first seen without a name: its root is a guess (its own id)
+    name: str | None = None
+    redelivery: bool = False  # its worker went with its message unacked: the broker resends it
     error: FailureDetail | None = None
 
 
@@ -121,6 +123,8 @@ class CeleryBridge:
     ``labels_from`` names what else labels a root from its tasks' events: ``"queue"`` (the
     queue of ``task-sent``) and ``"worker"`` (the hostname of the worker that took its first
     task). A bad label is a ``ContractError`` naming the key, an unknown source a ``ValueError``.
+    ``acks_late(task_name)`` says whether a task's message is acknowledged only after it ran
+    (Celery's ``acks_late``): a running one whose worker went away is then redelivered, not lost.
 
     Lifecycle: :meth:`begin` publishes ``recovering``; events are applied as they come; then
     :meth:`recovered` adds what the workers' inspection reports and publishes ``ready``.
@@ -136,7 +140,9 @@ class CeleryBridge:
         max_ended: int = 1000,
         labels: Mapping[str, str] | None = None,
         labels_from: Iterable[str] = (),
+        acks_late: Callable[[str], bool] = lambda name: False,
     ) -> None:
+        self._acks_late = acks_late
         self._labels, self._labels_from = check_label_options(labels, labels_from)
         self._refusals = RefusalLog()
         self._tracker = tracker
@@ -307,15 +313,20 @@ class CeleryBridge:
 
     def _worker_gone(self, worker: Worker) -> None:
         for task in self._tasks.values():
-            if task.worker == worker.hostname and task.state in (PENDING, RUNNING):
+            if task.worker != worker.hostname or task.state not in (PENDING, RUNNING):
+                continue
+            if task.state == PENDING or self._acks_late(task.name or ""):
+                # Its message was not acknowledged (prefetched, or acks_late): the broker
+                # delivers it again, so it waits for that, as a retry does (docs/celery.md).
+                task.worker, task.redelivery, task.phase = None, True, 0
+                self._set(task, PENDING)
+            else:  # acknowledged when it started: nothing will run it again
                 worker.lost = True
                 self._set(task, LOST)
 
     def _check_served(self) -> None:
-        """Work queued in the broker progresses only while a worker is alive to run it: with
-        none alive (none answered the inspection, or each went silent or offline), every task
-        waiting in the broker is blocked and needs attention; when one is back, they wait
-        again (``pending``). Workers are not matched to queues (docs/celery.md, "Workers")."""
+        """Tasks waiting in the broker are blocked while no worker is alive to run them, and
+        pending again when one is (docs/celery.md, "Workers": "No worker alive")."""
         serving = not self._ready or self._roster.any_online()
         if serving == self._serving:
             return
@@ -352,7 +363,7 @@ class CeleryBridge:
         if isinstance(parent_id, str) and parent_id != task_id and parent_id in root.tasks:
             parents = (parent_id,)
         named = isinstance(name, str)
-        task = _Task(task_id, root_id, provisional=not named)
+        task = _Task(task_id, root_id, provisional=not named, name=name if named else None)
         self._tracker.add_stage(
             root_id, task_id, name if isinstance(name, str) else "?", parent_ids=parents
         )
@@ -421,7 +432,7 @@ class CeleryBridge:
                 self._reopen(root)
         elif was_open and not is_open:
             root.open -= 1
-        retrying = task.retries > 0 and state in (PENDING, RUNNING)
+        retrying = (task.retries > 0 or task.redelivery) and state in (PENDING, RUNNING)
         reported = (_STAGE_STATUS[state], retrying)
         if reported != task.reported:  # a new task is reported pending already
             task.reported = reported
@@ -440,8 +451,7 @@ class CeleryBridge:
             self._quiet[root.root_id] = None
 
     def _on_sent(self, task: _Task, event: Mapping[str, Any], host: str | None, now: float) -> None:
-        # Announces the task (``_task`` added it); never changes a known task, except that
-        # one queued while no worker is alive is blocked (``_check_served``).
+        # Announces the task (``_task`` added it); blocked if no worker is alive to run it.
         if not self._serving and task.state == PENDING and task.worker is None:
             self._set(task, UNSERVED)
 
@@ -452,6 +462,7 @@ class CeleryBridge:
     def _on_received(
         self, task: _Task, event: Mapping[str, Any], host: str | None, now: float
     ) -> None:
+        task.redelivery = False
         if not task.final or task.worker is None:
             task.worker = host
         retries = event.get("retries")
@@ -466,6 +477,7 @@ class CeleryBridge:
     def _on_started(
         self, task: _Task, event: Mapping[str, Any], host: str | None, now: float
     ) -> None:
+        task.redelivery = False
         if not task.final or task.worker is None:
             task.worker = host
         if task.final:

@@ -311,6 +311,18 @@ class CeleryWatch:
             self._failure = None
 
 
+def _acks_late(app: Any) -> Callable[[str], bool]:
+    """Whether a task's message is acknowledged after it ran: its own ``acks_late`` when the
+    app knows the task, else the app's ``task_acks_late``."""
+    default = bool(app.conf.task_acks_late)
+
+    def acks_late(name: str) -> bool:
+        task = app.tasks.get(name)
+        return default if task is None else bool(getattr(task, "acks_late", default))
+
+    return acks_late
+
+
 @contextmanager
 def watch_celery(
     app: Any,
@@ -346,6 +358,7 @@ def watch_celery(
         max_ended=max_ended,
         labels=labels,
         labels_from=labels_from,
+        acks_late=_acks_late(app),
     )
     watch = CeleryWatch(
         app,
