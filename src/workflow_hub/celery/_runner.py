@@ -22,6 +22,7 @@ from typing import Any, final
 
 import attrs
 
+from .._exceptions import WorkflowHubError
 from .._threads import signals_to_the_main_thread
 from ..tracker import SchedulerFacts as Facts
 from ._bridge import BridgeStatistics, CeleryBridge, Inspection, WorkerStatus
@@ -45,7 +46,7 @@ DEFAULT_LINGER = 0.005
 _DRAIN_SLICE = 0.25
 
 
-class _Stopping(Exception):
+class _Stopping(WorkflowHubError):
     """Raised out of kombu's retry loop when the bridge stops."""
 
 
