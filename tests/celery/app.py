@@ -24,6 +24,14 @@ app.conf.update(
     worker_prefetch_multiplier=1,
     result_expires=600,
 )
+if os.environ.get("WORKFLOW_HUB_TEST_VISIBILITY"):
+    # A worker that takes back, when it starts, the unacknowledged messages of a killed one
+    # older than this many seconds (Redis's visibility timeout: one hour by default).
+    app.conf.broker_transport_options = {
+        "visibility_timeout": float(os.environ["WORKFLOW_HUB_TEST_VISIBILITY"]),
+        "unacked_restore_interval": 1,
+        "unacked_restore_throttle": 1,
+    }
 
 
 @app.task
@@ -66,6 +74,8 @@ def launch(kind: str) -> str:
     canvas sent by a client gives each group member a root of its own: docs/celery.md)."""
     if kind == "group":
         group(add.s(i, i) for i in range(3)).apply_async()
+    elif kind == "naps":
+        group(nap.s(30), nap.s(30)).apply_async()
     elif kind == "chord":
         chord([add.s(1, 1), add.s(2, 2), nap.s(0.3)], total.s()).apply_async()
     elif kind == "chord-failing":

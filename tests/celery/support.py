@@ -47,8 +47,10 @@ class CeleryWorker:
         concurrency: int = 2,
         heartbeat: int = 1,
         queues: str | None = None,
+        env: dict[str, str] | None = None,
     ) -> None:
         self.queues = queues
+        self.env = env or {}
         # Pings go through an app of the worker's own broker (the test app may point elsewhere).
         self._client = Celery("ping", broker=broker_url, set_as_current=False)
         self.broker_url = broker_url
@@ -66,7 +68,7 @@ class CeleryWorker:
     def start(self, timeout: float = 120.0) -> None:
         """Start the worker and wait until it answers a ping (``timeout`` is a safety net for a
         loaded machine, not an expected time); a worker that never answers is stopped."""
-        env = dict(os.environ, WORKFLOW_HUB_TEST_BROKER=self.broker_url)
+        env = dict(os.environ, WORKFLOW_HUB_TEST_BROKER=self.broker_url, **self.env)
         with self._log.open("ab") as log:
             self.process = subprocess.Popen(
                 [

@@ -145,9 +145,10 @@ def test_a_workers_interval_is_the_smallest_it_announced() -> None:
     assert not bridge.workers()[0].lost  # nothing was in flight on it
 
 
-def test_a_terminated_task_is_a_kill_request_and_its_running_siblings_are_stopping() -> None:
-    """§5 D1/D8: ``task-revoked`` with ``terminated`` is a kill request on the root's run: the
-    siblings still running are stopping executions; once they end the run is killed."""
+def test_a_terminated_task_is_killed_alone_and_its_running_siblings_keep_executing() -> None:
+    """§5 D1/D4/D8: ``task-revoked`` with ``terminated`` kills that task only: its siblings still
+    running are executions of their own (``working / executing``, never ``stopping``); once
+    they end the run ends ``killed``, with its kill request (attribution ``user``)."""
     bridge, tracker = setup()
     bridge.apply(
         [
@@ -158,7 +159,8 @@ def test_a_terminated_task_is_a_kill_request_and_its_running_siblings_are_stoppi
         0.0,
     )
     root = tracker.activity("r")
-    assert (root.state, root.reason, root.active_execution_count) == ("working", "stopping", 1)
+    assert (root.state, root.reason, root.active_execution_count) == ("working", "executing", 1)
+    assert statuses(root) == {"a": "skipped", "b": "running"}
     bridge.apply([event("task-succeeded", "b")], 0.5)
     assert tracker.run_status("r") == "killed"
     root = tracker.activity("r")
@@ -521,3 +523,73 @@ def test_a_lone_task_seen_first_from_its_end_takes_its_name_when_received_arrive
     assert [(n.name, n.status) for n in root.graph.nodes] == [("job", "completed")]
     assert tracker.run_status("x") == "completed"
     assert (root.state, root.reason) == ("idle", "quiescent")
+
+
+def test_work_queued_while_no_worker_is_alive_needs_attention_until_one_is(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """§5 D3/D6/D8, N4 (issue 38): a task waiting in the broker is progressing only while a
+    worker is alive to run it; with none (none answered the inspection, or the last one went
+    silent) it is blocked with an intervention, said once in the log; a worker that comes
+    back makes it wait again (``working / automatic_continuation``)."""
+    caplog.set_level(logging.INFO, "workflow_hub.celery")
+    bridge, tracker = setup()
+    bridge.apply([event("task-sent", "a", name="t", root_id="a")], 0.0)
+    bridge.apply([event("task-sent", "b", name="t", root_id="b")], 0.0)
+    root = tracker.activity("a")
+    assert (root.state, root.reason, root.needs_attention) == (
+        "blocked",
+        "manual_intervention",
+        True,
+    )
+    assert statuses(root) == {"a": "blocked"}
+    bridge.apply([{"type": "worker-heartbeat", "hostname": "w1@h", "freq": 1.0}], 1.0)
+    root = tracker.activity("a")
+    assert (root.state, root.reason, root.needs_attention) == (
+        "working",
+        "automatic_continuation",
+        False,
+    )
+    bridge.tick(3.5)  # the worker's window (2 x 1 s) passed: silent, offline
+    assert tracker.activity("b").state == "blocked"
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 2, warnings  # once per outage of workers, not once per task
+    assert all("no celery worker is alive" in r.getMessage() for r in warnings)
+
+
+def test_a_gone_workers_unacknowledged_tasks_wait_to_be_redelivered_and_continue() -> None:
+    """§5 D3/D5 (issue 38): when a worker goes, a task it had prefetched (received, not
+    started) or running with ``acks_late`` still has its message in the broker: it is not
+    failed nor lost but pending, retrying (waiting to be redelivered), and the redelivery
+    continues it; a running task whose message was acknowledged is lost (needs attention)."""
+    bridge, tracker = setup(acks_late=lambda name: name == "late")
+    bridge.apply(
+        [
+            {"type": "worker-heartbeat", "hostname": "w1@h", "freq": 1.0},
+            {"type": "worker-heartbeat", "hostname": "w2@h", "freq": 5.0},  # stays alive
+            event("task-started", "run", name="t", root_id="run"),
+            event("task-started", "late", name="late", root_id="late"),
+            event("task-received", "pre", name="t", root_id="pre"),
+        ],
+        0.0,
+    )
+    bridge.apply([{"type": "worker-heartbeat", "hostname": "w2@h", "freq": 5.0}], 2.5)
+    bridge.tick(2.5)  # w1's window (2 x 1 s) passed
+    assert tracker.activity("run").state == "blocked"
+    for root_id in ("late", "pre"):
+        root = tracker.activity(root_id)
+        assert (root.state, root.reason, root.needs_attention) == ("working", "retrying", False)
+        assert statuses(root) == {root_id: "pending"}
+        assert tracker.run_status(root_id) == "running"
+    bridge.apply(
+        [
+            {**event("task-received", "pre", name="t", root_id="pre"), "hostname": "w2@h"},
+            {**event("task-started", "pre"), "hostname": "w2@h"},
+            {**event("task-succeeded", "pre"), "hostname": "w2@h"},
+        ],
+        3.0,
+    )
+    bridge.tick(4.5)
+    assert tracker.run_status("pre") == "completed"
+    root = tracker.activity("pre")
+    assert (root.state, root.needs_attention) == ("idle", False)

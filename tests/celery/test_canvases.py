@@ -6,7 +6,9 @@ import uuid
 
 from celery import chain
 
-from .app import add, boom, flaky, launch, nap
+from workflow_hub import RootActivity
+
+from .app import add, app, boom, flaky, launch, nap
 from .support import CeleryWorker, blocking, bridged, ended, stages
 
 
@@ -114,6 +116,40 @@ async def test_revoking_a_running_task_with_terminate_kills_its_root(worker: Cel
         await blocking(result.revoke, terminate=True)
         root = await roots.wait_root(result.id, ended, "the task was terminated")
         assert stages(root)[result.id].status == "skipped"
+        assert (root.state, root.reason, root.needs_attention) == ("idle", "quiescent", False)
+        assert tracker.run_status(result.id) == "killed"
+
+
+async def test_terminating_one_member_of_a_group_leaves_its_sibling_executing(
+    worker: CeleryWorker,
+) -> None:
+    """§5 D1/D8 (issue 38): one member of a group revoked with terminate is that task's stop,
+    not its root's: the sibling still running keeps the root ``working / executing`` (never
+    ``stopping``); when it is terminated too, the run ends ``killed``."""
+    async with bridged() as (roots, _watch, tracker):
+        result = await blocking(launch.delay, "naps")
+
+        def naps(root: RootActivity) -> list[str]:
+            return [
+                n.node_id
+                for n in stages(root).values()
+                if n.name.endswith(".nap") and n.status == "running"
+            ]
+
+        root = await roots.wait_root(result.id, lambda r: len(naps(r)) == 2, "both naps running")
+        first, second = naps(root)
+        await blocking(app.control.revoke, first, terminate=True)
+        root = await roots.wait_root(
+            result.id, lambda r: stages(r)[first].status == "skipped", "the first terminated"
+        )
+        assert (root.state, root.reason, root.active_execution_count) == (
+            "working",
+            "executing",
+            1,
+        )
+        assert all(v.reason != "stopping" for v in roots.history[result.id])
+        await blocking(app.control.revoke, second, terminate=True)
+        root = await roots.wait_root(result.id, ended, "the second terminated")
         assert (root.state, root.reason, root.needs_attention) == ("idle", "quiescent", False)
         assert tracker.run_status(result.id) == "killed"
 

@@ -6,15 +6,20 @@ in-flight tasks then need attention (blocked stage, manual intervention), never 
 
 from __future__ import annotations
 
+import logging
 import time
+from collections.abc import Callable
 
+import pytest
 import trio
 from celery import Celery
 
 from tests.support.redis_server import RedisServer
-from workflow_hub.celery import CeleryWatch
+from workflow_hub import open_hub
+from workflow_hub.celery import CeleryWatch, watch_celery
+from workflow_hub.tracker import RunTracker
 
-from .app import nap
+from .app import add, nap
 from .support import CeleryWorker, blocking, bridged, ended, stages, stopped
 
 HEARTBEAT = 1  # seconds: the workers here beat every second
@@ -128,3 +133,132 @@ async def test_a_lost_broker_makes_the_source_recovering_until_it_is_back() -> N
     finally:
         await stopped(worker)
         server.close()
+
+
+async def test_queued_work_with_no_live_worker_needs_attention_then_runs(
+    owned_broker: RedisServer,
+) -> None:
+    """§5 D3/D8 (issue 38): a task sent while no worker is alive is never shown progressing
+    (it was ``working / automatic_continuation``): it is blocked and needs attention; a worker
+    that starts then runs it, and the root ends completed without attention."""
+    other = Celery("unserved", broker=owned_broker.url, backend=owned_broker.url)
+    other.conf.task_send_sent_event = True  # queued work is known from task-sent only
+    worker = CeleryWorker(owned_broker.url, "w4@workflow-hub-tests", heartbeat=HEARTBEAT)
+    try:
+        async with bridged(other, tick=TICK) as (roots, _watch, tracker):
+            result = await blocking(other.send_task, "tests.celery.app.add", (2, 3))
+            root = await roots.wait_root(
+                result.id, lambda r: r.state == "blocked", "blocked", within=10
+            )
+            assert (root.reason, root.needs_attention) == ("manual_intervention", True)
+            assert stages(root)[result.id].status == "blocked"
+            await blocking(worker.start)
+            root = await roots.wait_root(result.id, ended, "run by the new worker")
+            assert stages(root)[result.id].status == "completed"
+            assert not root.needs_attention
+            assert tracker.run_status(result.id) == "completed"
+    finally:
+        await stopped(worker)
+
+
+async def test_a_broker_that_is_down_is_said_once_with_its_reason_and_the_source_is_unknown(
+    owned_broker: RedisServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """N4 and consumer failures (issue 38): a bridge whose broker does not answer is
+    ``recovering`` (unknown: never idle, never working), says ``broker unreachable: <reason>``
+    in one warning however often kombu retries, and exposes it (``watch.broker_unreachable``);
+    when the broker is up it says so, inspects the workers and is ``ready``."""
+    caplog.set_level(logging.INFO, "workflow_hub.celery")
+    owned_broker.stop()
+    other = Celery("down", broker=owned_broker.url, backend=owned_broker.url)
+    other.conf.broker_connection_retry_on_startup = True
+    async with open_hub() as hub:
+        tracker = RunTracker(hub.register_publisher(), owner_session_id="celery")
+        token = trio.lowlevel.current_trio_token()
+
+        def call(function: Callable[[], None]) -> None:
+            trio.from_thread.run_sync(function, trio_token=token)
+
+        with watch_celery(other, tracker, call=call, inspect_timeout=0.5, tick=TICK) as watch:
+            assert await blocking(until, lambda: watch.broker_failures >= 2, 30)
+            assert hub.availability == "recovering"
+            assert not watch.ready.is_set()
+            reason = watch.broker_unreachable
+            assert reason is not None
+            assert reason.startswith("broker unreachable: "), reason
+            assert "Connection refused" in reason, reason
+            warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+            assert [w for w in warnings if "broker unreachable" in w] == [
+                f"{reason}; the source is recovering (unknown) until the broker is back"
+            ], warnings
+            await blocking(owned_broker.start)
+            assert await blocking(watch.ready.wait, 60)
+            assert watch.broker_unreachable is None
+            assert hub.availability == "ready"
+            assert any("reachable again" in r.getMessage() for r in caplog.records)
+
+
+def until(predicate: Callable[[], bool], within: float) -> bool:
+    """Whether ``predicate()`` held within ``within`` seconds (polled in a thread: the
+    receiver's retries publish no frame to wait on)."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+async def test_a_killed_workers_prefetched_task_waits_for_redelivery_and_runs(
+    broker: RedisServer, worker: CeleryWorker
+) -> None:
+    """§5 D3/D5 (issue 38): a worker killed with a task running (acknowledged when it started)
+    and one prefetched (received, its message unacknowledged): the running one is lost (needs
+    attention, failed when the worker is back without it); the prefetched one is never shown
+    failed: it waits to be redelivered (``working / retrying``, while another worker is alive)
+    and the redelivery runs it to completion."""
+    killed = CeleryWorker(
+        broker.url,
+        "w5@workflow-hub-tests",
+        queues="prefetch",
+        concurrency=1,
+        heartbeat=HEARTBEAT,
+        env={"WORKFLOW_HUB_TEST_VISIBILITY": "1"},
+    )
+    await blocking(killed.start)
+    try:
+        async with bridged(tick=TICK) as (roots, watch, tracker):
+            running = await blocking(nap.apply_async, (30,), queue="prefetch")
+            await roots.wait_root(running.id, lambda r: r.active_execution_count == 1, "running")
+            prefetched = await blocking(add.apply_async, (2, 2), queue="prefetch")
+            # Received (prefetched) by the worker, as the bridge knows: polled, as no frame
+            # need come of it (the task was pending already from task-sent).
+            assert await blocking(until, lambda: worker_of(watch, prefetched.id) == killed.name, 30)
+            await blocking(killed.kill)
+            root = await roots.wait_root(
+                running.id, lambda r: r.state == "blocked", "lost", within=LOST_BOUND + 5
+            )
+            root = await roots.wait_root(
+                prefetched.id,
+                lambda r: r.reason == "retrying",
+                "waiting to be redelivered",
+                within=LOST_BOUND + 5,
+            )
+            assert stages(root)[prefetched.id].status == "pending"
+            assert (root.state, root.needs_attention) == ("working", False)
+            await blocking(killed.start)
+            root = await roots.wait_root(prefetched.id, ended, "redelivered and run")
+            assert tracker.run_status(prefetched.id) == "completed"
+            assert all(
+                stages(v)[prefetched.id].status != "failed" for v in roots.history[prefetched.id]
+            )
+            root = await roots.wait_root(running.id, ended, "resynchronised without it")
+            assert tracker.run_status(running.id) == "failed"
+    finally:
+        await stopped(killed)
+
+
+def worker_of(watch: CeleryWatch, task_id: str) -> str | None:
+    """The worker the bridge says holds ``task_id`` (its received event was applied)."""
+    task = watch.bridge._tasks.get(task_id)  # the bridge's own record
+    return None if task is None else task.worker

@@ -10,8 +10,9 @@ argument, so tests drive it deterministically.
 
 from __future__ import annotations
 
+import logging
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from contextlib import AbstractContextManager
 from typing import Any, Final, final
 
@@ -23,27 +24,27 @@ from ._events import (
     RefusalLog,
     check_label_options,
     check_new_task,
-    check_text,
     failure_of,
     labelled,
 )
+from ._workers import Roster, Worker, WorkerStatus
 
 __all__ = ["BridgeStatistics", "CeleryBridge", "Inspection", "WorkerStatus"]
 
-# A task's life as the bridge knows it. "lost": in flight on a worker that stopped answering.
+# A task's life as the bridge knows it. "lost": in flight on a worker that stopped answering;
+# "unserved": queued in the broker while no worker is alive to run it.
 PENDING: Final = "pending"
 RUNNING: Final = "running"
 SUCCEEDED: Final = "succeeded"
 FAILED: Final = "failed"
 REVOKED: Final = "revoked"
 LOST: Final = "lost"
+UNSERVED: Final = "unserved"
 _ENDED = frozenset({SUCCEEDED, FAILED, REVOKED})
 _STOPPED = frozenset({FAILED, REVOKED})  # ends with no continuation to wait for
+_BLOCKED = frozenset({LOST, UNSERVED})  # need attention: nothing will move them on its own
 
-# Celery's own rule (celery.events.state): a worker is offline once twice its heartbeat interval
-# has passed without a heartbeat.
-HEARTBEAT_WINDOW: Final = 2.0
-DEFAULT_FREQ: Final = 2.0
+logger = logging.getLogger("workflow_hub.celery")
 
 Inspection = Mapping[str, Mapping[str, Iterable[Mapping[str, Any]]]]
 """What the workers hold, as Celery's remote control reports it: per worker hostname, per kind
@@ -77,23 +78,6 @@ class BridgeStatistics:
     """The bridge has published its first ready snapshot."""
 
 
-@final
-@attrs.frozen
-class WorkerStatus:
-    """What the bridge knows of one worker (as Flower's worker list shows it)."""
-
-    hostname: str
-    online: bool
-    """Heard from within twice its heartbeat interval (and no ``worker-offline`` since)."""
-    lost: bool
-    """Went away with tasks in flight (they need attention) and has not come back."""
-    heartbeat_interval: float
-    """Seconds between its heartbeats: the smallest ``freq`` it announced since it came online
-    (a heartbeat answering a wake-up call says 5), Celery's default 2 until it announced one."""
-    last_seen: float
-    """When its last event was applied (the bridge's clock)."""
-
-
 @attrs.define(slots=True, eq=False)
 class _Task:
     task_id: str
@@ -111,6 +95,8 @@ class _Task:
     final: bool = False
     phase: int = 0
     provisional: bool = False  # first seen without a name: its root is a guess (its own id)
+    name: str | None = None
+    redelivery: bool = False  # its worker went with its message unacked: the broker resends it
     error: FailureDetail | None = None
 
 
@@ -126,15 +112,6 @@ class _Root:
     labels: Labels | None = None
 
 
-@attrs.define(slots=True, eq=False)
-class _Worker:
-    hostname: str
-    last_seen: float
-    freq: float | None = None  # the smallest heartbeat interval announced since it came online
-    online: bool = True
-    lost: bool = False  # went away with tasks in flight; resync when it returns
-
-
 @final
 class CeleryBridge:
     """Applies Celery events to a tracker (:class:`Facts`): see docs/celery.md for the mapping.
@@ -146,6 +123,8 @@ class CeleryBridge:
     ``labels_from`` names what else labels a root from its tasks' events: ``"queue"`` (the
     queue of ``task-sent``) and ``"worker"`` (the hostname of the worker that took its first
     task). A bad label is a ``ContractError`` naming the key, an unknown source a ``ValueError``.
+    ``acks_late(task_name)`` says whether a task's message is acknowledged only after it ran
+    (Celery's ``acks_late``): a running one whose worker went away is then redelivered, not lost.
 
     Lifecycle: :meth:`begin` publishes ``recovering``; events are applied as they come; then
     :meth:`recovered` adds what the workers' inspection reports and publishes ``ready``.
@@ -161,7 +140,9 @@ class CeleryBridge:
         max_ended: int = 1000,
         labels: Mapping[str, str] | None = None,
         labels_from: Iterable[str] = (),
+        acks_late: Callable[[str], bool] = lambda name: False,
     ) -> None:
+        self._acks_late = acks_late
         self._labels, self._labels_from = check_label_options(labels, labels_from)
         self._refusals = RefusalLog()
         self._tracker = tracker
@@ -173,14 +154,15 @@ class CeleryBridge:
         # Ended roots in the order they ended: the oldest is removed first.
         self._ended: OrderedDict[str, None] = OrderedDict()
         self._quiet: dict[str, None] = {}  # roots waiting out their settle time
-        self._workers: dict[str, _Worker] = {}
+        self._roster = Roster()
         self._hydration: AbstractContextManager[None] | None = None
         self._ready = False
         self._events = 0
         self._ignored = 0
-        self._resync: list[str] = []
         self._reported: set[str] = set()  # task ids in the last inspection
         self._suspects: set[str] = set()
+        self._serving = True  # a worker is alive (or the bridge cannot tell yet)
+        self._unserved_said = False  # the warning of this outage of workers was logged
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -224,6 +206,8 @@ class CeleryBridge:
         if hydration is not None:
             hydration.__exit__(None, None, None)
         self._ready = True
+        with self._tracker.batch():
+            self._check_served()
         return [task.task_id for task in unreported]
 
     def settle_from_results(self, states: Mapping[str, str], now: float) -> None:
@@ -246,34 +230,26 @@ class CeleryBridge:
         the ones it no longer holds are failed (their messages are gone, unless redelivered)."""
         with self._tracker.batch():
             self._apply_inspection(inspection, now, resync=hostname)
+            self._check_served()
 
     def take_resync_requests(self) -> list[str]:
         """Workers that came back since the last call: the runner inspects each of them."""
-        requests, self._resync = self._resync, []
-        return requests
+        return self._roster.take_resync_requests()
 
     def workers(self) -> tuple[WorkerStatus, ...]:
         """Every worker heard from, in the order first heard."""
-        return tuple(
-            WorkerStatus(
-                hostname=worker.hostname,
-                online=worker.online,
-                lost=worker.lost,
-                heartbeat_interval=DEFAULT_FREQ if worker.freq is None else worker.freq,
-                last_seen=worker.last_seen,
-            )
-            for worker in self._workers.values()
-        )
+        return self._roster.statuses()
 
     def statistics(self) -> BridgeStatistics:
+        online, lost = self._roster.counts()
         return BridgeStatistics(
             events=self._events,
             ignored=self._ignored,
             refused=self._refusals.count,
             roots=len(self._roots),
             live_roots=sum(1 for root in self._roots.values() if not root.ended),
-            workers_online=sum(1 for worker in self._workers.values() if worker.online),
-            workers_lost=sum(1 for worker in self._workers.values() if worker.lost),
+            workers_online=online,
+            workers_lost=lost,
             ready=self._ready,
         )
 
@@ -291,15 +267,15 @@ class CeleryBridge:
                     self._refusals.refused(event, error.path, str(error))
                 except Exception as error:  # a bug: it loses this event only, and says so
                     self._refusals.broke(error)
+            self._check_served()
             self._settle_roots(now)
 
     def tick(self, now: float) -> None:
         """Time passes: silent workers become lost, quiet roots end, old ended roots go."""
         with self._tracker.batch():
-            for worker in self._workers.values():
-                freq = DEFAULT_FREQ if worker.freq is None else worker.freq
-                if worker.online and now > worker.last_seen + HEARTBEAT_WINDOW * freq:
-                    self._worker_gone(worker)
+            for worker in self._roster.silent(now):
+                self._worker_gone(worker)
+            self._check_served()
             self._settle_roots(now)
             self._retire(now)
 
@@ -312,7 +288,9 @@ class CeleryBridge:
             return
         if kind.startswith("worker-"):
             if isinstance(hostname, str):
-                self._worker_event(kind, hostname, event, now)
+                worker = self._roster.event(kind, hostname, event, now)
+                if not worker.online:
+                    self._worker_gone(worker)
             return
         handler = _TASK_HANDLERS.get(kind)
         task_id = event.get("uuid")
@@ -324,7 +302,7 @@ class CeleryBridge:
             check_new_task(event)  # before anything changes: refused whole
         # Any event from a worker shows it alive (task-sent comes from whoever sent the task).
         if isinstance(hostname, str) and kind != "task-sent":
-            self._heard(hostname, now)
+            self._roster.heard(hostname, now)
         self._suspects.discard(task_id)
         task = self._task(task_id, event, now)
         if self._labels_from:
@@ -333,40 +311,34 @@ class CeleryBridge:
 
     # --- workers ---------------------------------------------------------------------------
 
-    def _worker_event(self, kind: str, hostname: str, event: Mapping[str, Any], now: float) -> None:
-        if kind == "worker-online":
-            known = self._workers.get(hostname)
-            if known is not None:
-                known.freq = None  # a new process: its interval may have changed
-        worker = self._heard(hostname, now)
-        freq = event.get("freq")
-        if isinstance(freq, int | float) and not isinstance(freq, bool) and freq > 0:
-            # The smallest: a heartbeat that answers a wake-up broadcast announces 5 s.
-            worker.freq = float(freq) if worker.freq is None else min(worker.freq, float(freq))
-        if kind == "worker-offline":
-            self._worker_gone(worker)
-
-    def _heard(self, hostname: str, now: float) -> _Worker:
-        worker = self._workers.get(hostname)
-        if worker is None:
-            if not hostname.isascii():
-                check_text(hostname, "hostname")  # before anything changes: refused whole
-            worker = self._workers[hostname] = _Worker(hostname, now)
-            return worker
-        worker.last_seen = now
-        if not worker.online:
-            worker.online = True
-            if worker.lost:
-                worker.lost = False
-                self._resync.append(hostname)
-        return worker
-
-    def _worker_gone(self, worker: _Worker) -> None:
-        worker.online = False
+    def _worker_gone(self, worker: Worker) -> None:
         for task in self._tasks.values():
-            if task.worker == worker.hostname and task.state in (PENDING, RUNNING):
+            if task.worker != worker.hostname or task.state not in (PENDING, RUNNING):
+                continue
+            if task.state == PENDING or self._acks_late(task.name or ""):
+                # Its message was not acknowledged (prefetched, or acks_late): the broker
+                # delivers it again, so it waits for that, as a retry does (docs/celery.md).
+                task.worker, task.redelivery, task.phase = None, True, 0
+                self._set(task, PENDING)
+            else:  # acknowledged when it started: nothing will run it again
                 worker.lost = True
                 self._set(task, LOST)
+
+    def _check_served(self) -> None:
+        """Tasks waiting in the broker are blocked while no worker is alive to run them, and
+        pending again when one is (docs/celery.md, "Workers": "No worker alive")."""
+        serving = not self._ready or self._roster.any_online()
+        if serving == self._serving:
+            return
+        self._serving = serving
+        for task in list(self._tasks.values()):
+            if serving and task.state == UNSERVED:
+                self._set(task, PENDING)
+            elif not serving and task.state == PENDING and task.worker is None:
+                self._set(task, UNSERVED)
+        if serving and self._unserved_said:
+            self._unserved_said = False
+            logger.info("a celery worker is alive again: the queued tasks can run")
 
     # --- tasks -----------------------------------------------------------------------------
 
@@ -391,7 +363,7 @@ class CeleryBridge:
         if isinstance(parent_id, str) and parent_id != task_id and parent_id in root.tasks:
             parents = (parent_id,)
         named = isinstance(name, str)
-        task = _Task(task_id, root_id, provisional=not named)
+        task = _Task(task_id, root_id, provisional=not named, name=name if named else None)
         self._tracker.add_stage(
             root_id, task_id, name if isinstance(name, str) else "?", parent_ids=parents
         )
@@ -417,8 +389,6 @@ class CeleryBridge:
         new = self._task(task.task_id, event, now)
         for field in ("retries", "retried", "worker", "terminated", "expired", "final", "phase"):
             setattr(new, field, getattr(task, field))
-        if task.terminated:
-            self._tracker.request_control(new.root_id, "kill", attribution="user")
         self._set(new, task.state, error=task.error)
         return new
 
@@ -445,14 +415,14 @@ class CeleryBridge:
         failed); keeps the root's open count."""
         root = self._roots[task.root_id]
         was_open = task.state not in _ENDED
-        was_lost = task.state == LOST
+        was_blocked = task.state in _BLOCKED
         if retries is not None:
             task.retries = retries
         root.stopped += (state in _STOPPED) - (task.state in _STOPPED)
         task.state = state
         task.error = error if state == FAILED else None
         is_open = state not in _ENDED
-        if was_lost and state != LOST:
+        if was_blocked and state not in _BLOCKED:
             self._tracker.clear_intervention(root.root_id, stage_id=task.task_id)
         if is_open and not was_open:
             root.open += 1
@@ -462,21 +432,28 @@ class CeleryBridge:
                 self._reopen(root)
         elif was_open and not is_open:
             root.open -= 1
-        retrying = task.retries > 0 and state in (PENDING, RUNNING)
+        retrying = (task.retries > 0 or task.redelivery) and state in (PENDING, RUNNING)
         reported = (_STAGE_STATUS[state], retrying)
         if reported != task.reported:  # a new task is reported pending already
             task.reported = reported
             self._tracker.set_stage_status(
                 root.root_id, task.task_id, reported[0], retrying=retrying, error=task.error
             )
-        if state == LOST and not was_lost:
+        if state in _BLOCKED and not was_blocked:
             self._tracker.require_intervention(root.root_id, stage_id=task.task_id)
+            if state == UNSERVED and not self._unserved_said:
+                self._unserved_said = True
+                logger.warning(
+                    "no celery worker is alive: tasks queued in the broker need attention"
+                )
         if root.open == 0 and not root.ended and root.root_id not in self._quiet:
             root.quiet_since = None
             self._quiet[root.root_id] = None
 
     def _on_sent(self, task: _Task, event: Mapping[str, Any], host: str | None, now: float) -> None:
-        pass  # announces the task (``_task`` added it); never changes a known task
+        # Announces the task (``_task`` added it); blocked if no worker is alive to run it.
+        if not self._serving and task.state == PENDING and task.worker is None:
+            self._set(task, UNSERVED)
 
     # Events are applied by what they mean, not by arrival (workers' pool processes and clocks
     # differ): a final state (succeeded, failed, revoked, dropped) is never undone, and a late
@@ -485,6 +462,7 @@ class CeleryBridge:
     def _on_received(
         self, task: _Task, event: Mapping[str, Any], host: str | None, now: float
     ) -> None:
+        task.redelivery = False
         if not task.final or task.worker is None:
             task.worker = host
         retries = event.get("retries")
@@ -499,6 +477,7 @@ class CeleryBridge:
     def _on_started(
         self, task: _Task, event: Mapping[str, Any], host: str | None, now: float
     ) -> None:
+        task.redelivery = False
         if not task.final or task.worker is None:
             task.worker = host
         if task.final:
@@ -532,10 +511,9 @@ class CeleryBridge:
         if task.final:
             return
         task.final = True
-        terminated = event.get("terminated") is True
-        if terminated and not task.terminated:
-            task.terminated = True
-            self._tracker.request_control(task.root_id, "kill", attribution="user")
+        # Terminated: that task is killed, not its root. Its siblings keep their own reason (a
+        # group's other members go on executing); the root's kill is recorded when it ends.
+        task.terminated = task.terminated or event.get("terminated") is True
         task.expired = event.get("expired") is True
         self._set(task, REVOKED)
 
@@ -566,7 +544,7 @@ class CeleryBridge:
     def _apply_inspection(self, inspection: Inspection, now: float, resync: str | None) -> None:
         held = self._reported = set()
         for hostname, lists in inspection.items():
-            self._heard(hostname, now)
+            self._roster.heard(hostname, now)
             for key, state in (("active", RUNNING), ("reserved", PENDING), ("scheduled", PENDING)):
                 for request in lists.get(key, ()):
                     # scheduled() wraps each request: {"eta": ..., "request": {...}}
@@ -618,6 +596,8 @@ class CeleryBridge:
         self._ended[root.root_id] = None
         # A failed root says why: the error of its first failed task that has one.
         error = next((task.error for task in states if task.error is not None), None)
+        if status == "killed":
+            self._tracker.request_control(root.root_id, "kill", attribution="user")
         self._tracker.set_run_status(root.root_id, status, executor_ended=True, error=error)
 
     def _retire(self, now: float) -> None:
@@ -645,6 +625,7 @@ _STAGE_STATUS: Final = {
     FAILED: "failed",
     REVOKED: "skipped",
     LOST: "blocked",
+    UNSERVED: "blocked",
 }
 
 # Result backend states (celery.states) a lost task can be settled with.

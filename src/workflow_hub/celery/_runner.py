@@ -22,9 +22,11 @@ from typing import Any, final
 
 import attrs
 
+from .._exceptions import WorkflowHubError
 from .._threads import signals_to_the_main_thread
 from ..tracker import SchedulerFacts as Facts
 from ._bridge import BridgeStatistics, CeleryBridge, Inspection, WorkerStatus
+from ._broker import BrokerHealth
 
 __all__ = ["CeleryWatch", "watch_celery"]
 
@@ -36,9 +38,16 @@ DEFAULT_INSPECT_TIMEOUT = 1.0
 """Seconds the bridge waits for the workers' replies to an inspection (``active``, ``reserved``,
 ``scheduled``), at start-up and when a lost worker comes back; ``inspect_timeout`` of
 :func:`watch_celery` and :func:`serve_celery`, ``--inspect-timeout`` of ``workflow-hub celery``."""
+RECONNECT_INTERVAL_MAX = 2.0
+"""Seconds between the receiver's attempts to reach a broker that does not answer, at most (0.5,
+1, 1.5, 2, 2 …; kombu's own default grows to 30 s): how soon a broker that is back is seen."""
 DEFAULT_TICK = 0.25
 DEFAULT_LINGER = 0.005
 _DRAIN_SLICE = 0.25
+
+
+class _Stopping(WorkflowHubError):
+    """Raised out of kombu's retry loop when the bridge stops."""
 
 
 def _call_here(function: Callable[[], None]) -> None:
@@ -73,6 +82,7 @@ class CeleryWatch:
     _errors: int = attrs.field(init=False, default=0)
     _failure: tuple[type[BaseException], str] | None = attrs.field(init=False, default=None)
     _connections: int = attrs.field(init=False, default=0)  # broker connections consumed from
+    _broker: BrokerHealth = attrs.field(init=False, factory=BrokerHealth)
 
     # --- public ----------------------------------------------------------------------------
 
@@ -83,6 +93,18 @@ class CeleryWatch:
     def workers(self) -> tuple[WorkerStatus, ...]:
         """The workers the bridge knows (read from another thread, as :meth:`statistics`)."""
         return self.bridge.workers()
+
+    @property
+    def broker_unreachable(self) -> str | None:
+        """``"broker unreachable: <reason>"`` while the receiver cannot read the broker (at
+        start-up as after a lost connection; the source is ``recovering`` meanwhile), else
+        None. The first failure of each outage is one warning on ``workflow_hub.celery``."""
+        return self._broker.unreachable
+
+    @property
+    def broker_failures(self) -> int:
+        """Failed connection attempts and lost connections to the broker since the start."""
+        return self._broker.failures
 
     @property
     def errors(self) -> int:
@@ -124,9 +146,31 @@ class CeleryWatch:
             def on_connection_error(self, exc: BaseException, interval: float) -> None:
                 watch._connection_lost(exc)
 
+            @contextmanager
+            def establish_connection(self) -> Iterator[Any]:
+                with self.create_connection() as connection:
+                    connection.ensure_connection(
+                        self.on_connection_error,
+                        self.connect_max_retries,
+                        interval_start=0.5,
+                        interval_step=0.5,
+                        interval_max=RECONNECT_INTERVAL_MAX,
+                    )
+                    yield connection
+
         while not self._stopping.is_set():
             try:
                 with self._app.connection_for_read() as connection:
+                    # Reached here, with every failed attempt reported as it happens (the
+                    # receiver's own first connection retries silently for seconds).
+                    connection.ensure_connection(
+                        self._attempt_failed,
+                        None,
+                        interval_start=0.5,
+                        interval_step=0.5,
+                        interval_max=RECONNECT_INTERVAL_MAX,
+                        callback=self._raise_if_stopping,
+                    )
                     receiver = Receiver(connection, handlers={"*": self._queue_event})
                     self._receiver = receiver
                     if self._stopping.is_set():
@@ -138,24 +182,34 @@ class CeleryWatch:
                         pass
                 return
             except Exception as error:
-                if self._stopping.is_set():
+                if self._stopping.is_set() or isinstance(error, _Stopping):
                     return
                 self._connection_lost(error)
                 self._stopping.wait(1.0)
 
+    def _attempt_failed(self, error: BaseException, interval: float) -> None:
+        self._raise_if_stopping()
+        self._connection_lost(error)
+
+    def _raise_if_stopping(self) -> None:
+        if self._stopping.is_set():
+            raise _Stopping
+
     def _consuming(self) -> None:
         # The receiver's queue is bound before the inspection, so nothing falls in between.
         self._connections += 1
+        self._broker.consuming()
         self.consuming.set()
         self._spawn(functools.partial(self._inspect, None, self._connections), "celery-inspect")
 
     def _connection_lost(self, error: BaseException) -> None:
-        """The broker went away: the bridge no longer knows, so the source is recovering."""
+        """The broker went away (or never answered): the bridge does not know, so the source is
+        recovering; the first failure of an outage is logged with its reason."""
+        self._broker.failed(error)
         if not self.consuming.is_set():
             return  # not consuming yet, or already recovering
         self.consuming.clear()
         self.ready.clear()
-        logger.warning("lost the broker connection (%s); recovering", error)
         self._queue_job(lambda now: self.bridge.begin())
 
     def _queue_event(self, event: Mapping[str, Any]) -> None:
@@ -258,6 +312,18 @@ class CeleryWatch:
             self._failure = None
 
 
+def _acks_late(app: Any) -> Callable[[str], bool]:
+    """Whether a task's message is acknowledged after it ran: its own ``acks_late`` when the
+    app knows the task, else the app's ``task_acks_late``."""
+    default = bool(app.conf.task_acks_late)
+
+    def acks_late(name: str) -> bool:
+        task = app.tasks.get(name)
+        return default if task is None else bool(getattr(task, "acks_late", default))
+
+    return acks_late
+
+
 @contextmanager
 def watch_celery(
     app: Any,
@@ -293,6 +359,7 @@ def watch_celery(
         max_ended=max_ended,
         labels=labels,
         labels_from=labels_from,
+        acks_late=_acks_late(app),
     )
     watch = CeleryWatch(
         app,
