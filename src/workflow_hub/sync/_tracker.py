@@ -266,7 +266,7 @@ class Tracker(metaclass=NoPublicConstructor):
     together when it ends. Heartbeats run in the host.
     """
 
-    __slots__ = ("_local", "_portal", "_tracker")
+    __slots__ = ("__weakref__", "_local", "_portal", "_tracker")
 
     def __init__(self, tracker: RunTracker, portal: Portal) -> None:
         self._tracker = tracker

@@ -113,7 +113,7 @@ class RunTracker:
     the first ready snapshot is what makes the source's roots known.
     """
 
-    __slots__ = ("_ledger",)
+    __slots__ = ("__weakref__", "_ledger")
 
     def __init__(
         self,
