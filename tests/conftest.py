@@ -45,6 +45,36 @@ settings.register_profile("deep", max_examples=1000, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
 
 
+# The files that take longest, handed out first. xdist's ``--dist loadfile`` gives workers whole
+# files in collection order, and the longest files sort late (tests/testing, tests/tracker): the
+# last of them kept one worker busy for minutes while the other two had nothing left to do.
+LONGEST_FIRST = (
+    "tests/testing/test_conformance_threads.py",
+    "tests/testing/test_conformance_js.py",
+    "tests/dashboard/test_fleet_browser.py",
+    "tests/core/test_hub_properties.py",
+    "tests/testing/test_conformance.py",
+    "tests/redis/test_fleet_reading.py",
+    "tests/package/test_api_reference.py",
+    "tests/server/test_server_encoding.py",
+    "tests/testing/test_conformance_profiles.py",
+    "tests/testing/test_conformance_cli.py",
+    "tests/tracker/test_tracker_refusals.py",
+    "tests/reporting/test_reporting_properties.py",
+    "tests/redis/test_cli_fleet.py",
+    "tests/package/test_leaked_processes.py",
+    "tests/dashboard/test_dashboard_screenshot.py",
+    "tests/dashboard/test_fleet_oncall_browser.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Run :data:`LONGEST_FIRST` first, in that order; every other file after, as collected
+    (a stable sort: the tests of a file keep their order)."""
+    rank = {path: index for index, path in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.partition("::")[0], len(rank)))
+
+
 def pytest_configure(config: pytest.Config) -> None:
     # Every process a test starts is stopped by the test; this fails the run if one is not.
     config.pluginmanager.register(LeakCheck(config), "workflow-hub-leak-check")
