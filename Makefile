@@ -72,9 +72,10 @@ promtool:
 	@command -v promtool >/dev/null || flock /tmp/apt.lock sh -c 'apt-get update && apt-get install -y prometheus'
 
 # Three workers on the two cores, a test file each at a time (its module-scoped servers stay in
-# one worker). Most real-part tests wait on processes, browsers and sockets, so a third worker
-# fills that idle time: the suite took 331 s with two workers, 242-258 s with three (three runs,
-# all green).
+# one worker), the longest files first (tests/conftest.py). Most real-part tests wait on
+# processes, browsers and sockets, so a third worker fills that idle time. On 2026-12-02, 3 346
+# tests: 435 s on a quiet machine (the whole of `.ci/run` from a clean clone, 8 min 12 s), with
+# 750 s of CPU: the two cores are nearly always busy, so more workers would not help.
 pytest: $(STAMP) redis-server browsers tmux node-clients promtool
 	$(BIN)/pytest -n 3 --dist loadfile
 
