@@ -33,7 +33,7 @@ from hypothesis import settings
 from tests.support.builders import counting_epochs
 from tests.support.consumers import RecordingDispatcher
 from tests.support.processes import LeakCheck, OwnedProcesses
-from tests.support.redis_server import RedisServer
+from tests.support.redis_server import RedisServer, running_redis_server
 
 if TYPE_CHECKING:
     from tests.support.browser import Browser
@@ -116,23 +116,16 @@ def owned() -> Iterator[OwnedProcesses]:
 def redis_server() -> Iterator[RedisServer]:
     """A real redis-server on a free loopback port for the test module (fails under CI=true
     when redis-server is missing, skips otherwise)."""
-    server = RedisServer()
-    server.start()
-    try:
+    with running_redis_server() as server:
         yield server
-    finally:
-        server.close()
 
 
 @pytest.fixture
 def own_redis_server() -> Iterator[RedisServer]:
-    """A redis-server of the test's own, for tests that stop, restart or reconfigure it."""
-    server = RedisServer()
-    server.start()
-    try:
+    """A redis-server of the test's own: one it stops, restarts or reconfigures, or that no
+    other test's process uses (a Celery broker no worker serves)."""
+    with running_redis_server() as server:
         yield server
-    finally:
-        server.close()
 
 
 @pytest.fixture(scope="module")

@@ -27,17 +27,6 @@ def broker() -> Iterator[RedisServer]:
         server.close()
 
 
-@pytest.fixture
-def owned_broker() -> Iterator[RedisServer]:
-    """A redis-server of the test's own, that no worker serves (the test starts its own)."""
-    server = RedisServer()
-    server.start()
-    try:
-        yield server
-    finally:
-        server.close()
-
-
 @pytest.fixture(scope="session")
 def worker(broker: RedisServer) -> Iterator[CeleryWorker]:
     process = CeleryWorker(broker.url, "w1@workflow-hub-tests")

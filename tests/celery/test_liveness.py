@@ -136,14 +136,14 @@ async def test_a_lost_broker_makes_the_source_recovering_until_it_is_back() -> N
 
 
 async def test_queued_work_with_no_live_worker_needs_attention_then_runs(
-    owned_broker: RedisServer,
+    own_redis_server: RedisServer,
 ) -> None:
     """§5 D3/D8 (issue 38): a task sent while no worker is alive is never shown progressing
     (it was ``working / automatic_continuation``): it is blocked and needs attention; a worker
     that starts then runs it, and the root ends completed without attention."""
-    other = Celery("unserved", broker=owned_broker.url, backend=owned_broker.url)
+    other = Celery("unserved", broker=own_redis_server.url, backend=own_redis_server.url)
     other.conf.task_send_sent_event = True  # queued work is known from task-sent only
-    worker = CeleryWorker(owned_broker.url, "w4@workflow-hub-tests", heartbeat=HEARTBEAT)
+    worker = CeleryWorker(own_redis_server.url, "w4@workflow-hub-tests", heartbeat=HEARTBEAT)
     try:
         async with bridged(other, tick=TICK) as (roots, _watch, tracker):
             result = await blocking(other.send_task, "tests.celery.app.add", (2, 3))
@@ -162,15 +162,15 @@ async def test_queued_work_with_no_live_worker_needs_attention_then_runs(
 
 
 async def test_a_broker_that_is_down_is_said_once_with_its_reason_and_the_source_is_unknown(
-    owned_broker: RedisServer, caplog: pytest.LogCaptureFixture
+    own_redis_server: RedisServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     """N4 and consumer failures (issue 38): a bridge whose broker does not answer is
     ``recovering`` (unknown: never idle, never working), says ``broker unreachable: <reason>``
     in one warning however often kombu retries, and exposes it (``watch.broker_unreachable``);
     when the broker is up it says so, inspects the workers and is ``ready``."""
     caplog.set_level(logging.INFO, "workflow_hub.celery")
-    owned_broker.stop()
-    other = Celery("down", broker=owned_broker.url, backend=owned_broker.url)
+    own_redis_server.stop()
+    other = Celery("down", broker=own_redis_server.url, backend=own_redis_server.url)
     other.conf.broker_connection_retry_on_startup = True
     async with open_hub() as hub:
         tracker = RunTracker(hub.register_publisher(), owner_session_id="celery")
@@ -191,7 +191,7 @@ async def test_a_broker_that_is_down_is_said_once_with_its_reason_and_the_source
             assert [w for w in warnings if "broker unreachable" in w] == [
                 f"{reason}; the source is recovering (unknown) until the broker is back"
             ], warnings
-            await blocking(owned_broker.start)
+            await blocking(own_redis_server.start)
             assert await blocking(watch.ready.wait, 60)
             assert watch.broker_unreachable is None
             assert hub.availability == "ready"

@@ -23,6 +23,18 @@ def state() -> FollowState:
     return FollowState(cast(Any, None), "p", "s", block=0.05, count=10, read_timeout=1.0)
 
 
+def shown_ready() -> FollowState:
+    """A follower whose reader was shown a ready source with no root, at revision 1."""
+    follower = state()
+    follower.last_id = "1-0"
+    follower.deliver(
+        SnapshotFrame(
+            cursor=Cursor(epoch="e", revision=1), availability=Availability.READY, roots=()
+        )
+    )
+    return follower
+
+
 def shown(follower: FollowState) -> ActivityView:
     view = ActivityView()
     for frame in follower.ready:
@@ -32,13 +44,7 @@ def shown(follower: FollowState) -> ActivityView:
 
 async def test_frames_hidden_while_stale_reach_the_reader_when_the_source_is_fresh_again() -> None:
     """N2: what a stale spell hid comes back as a snapshot, whatever the order of the marks."""
-    follower = state()
-    follower.last_id = "1-0"
-    follower.deliver(
-        SnapshotFrame(
-            cursor=Cursor(epoch="e", revision=1), availability=Availability.READY, roots=()
-        )
-    )
+    follower = shown_ready()
     follower.mark_stale()
     follower.deliver(ChangedFrame(cursor=Cursor(epoch="e", revision=2), root=root("r1")))
     follower.mark_fresh()
@@ -51,13 +57,7 @@ async def test_frames_hidden_while_stale_reach_the_reader_when_the_source_is_fre
 
 async def test_a_stale_source_is_said_unavailable_before_anything_is_hidden() -> None:
     """N4: the reader learns the source is unavailable no later than its first hidden frame."""
-    follower = state()
-    follower.last_id = "1-0"
-    follower.deliver(
-        SnapshotFrame(
-            cursor=Cursor(epoch="e", revision=1), availability=Availability.READY, roots=()
-        )
-    )
+    follower = shown_ready()
     follower.mark_stale()
     follower.deliver(ChangedFrame(cursor=Cursor(epoch="e", revision=2), root=root("r1")))
     last = follower.ready[-1]

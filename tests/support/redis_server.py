@@ -13,7 +13,8 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -195,3 +196,14 @@ class CuttableProxy:
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass
         scope.cancel()
+
+
+@contextmanager
+def running_redis_server() -> Iterator[RedisServer]:
+    """A started :class:`RedisServer`, closed (its process stopped) on every way out."""
+    server = RedisServer()
+    server.start()
+    try:
+        yield server
+    finally:
+        server.close()
