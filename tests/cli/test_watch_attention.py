@@ -17,7 +17,7 @@ import attrs
 import pytest
 
 from tests.cli.test_demo_view import hook_event, output_with, render
-from tests.support.builders import stage_node
+from tests.support.builders import root_in, stage_node
 from tests.support.dashboard import DASHBOARD, require_program
 from workflow_hub import (
     FailureDetail,
@@ -42,17 +42,7 @@ def root(
     nodes: tuple[StageNode, ...] | None = None,
     labels: dict[str, str] | None = None,
 ) -> RootActivity:
-    return RootActivity(
-        root_run_id=name,
-        owner_session_id="s",
-        state=state,
-        reason=reason,
-        active_execution_count=1 if state == "working" else 0,
-        actionable_block_count=1 if state == "blocked" else 0,
-        needs_attention=attention,
-        graph=RootGraph(nodes=nodes) if nodes is not None else None,
-        labels=labels,
-    )
+    return root_in(name, state, reason, attention=attention, nodes=nodes, labels=labels, owner="s")
 
 
 QUESTION = "Apply 42 schema changes to production?"

@@ -24,7 +24,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.support.browser import BROWSER_TIMEOUT_MS, Browser, Server
-from tests.support.builders import stage_node
+from tests.support.builders import root_in, stage_node
 from tests.support.dashboard import DASHBOARD, missing, require_program
 from tests.support.processes import stop_group
 from workflow_hub import (
@@ -259,16 +259,8 @@ def oncall_root(
     nodes: Sequence[StageNode] = (),
     labels: dict[str, str] | None = None,
 ) -> RootActivity:
-    return RootActivity(
-        root_run_id=root_run_id,
-        owner_session_id="session",
-        state=state,
-        reason=reason,
-        active_execution_count=1 if state == "working" else 0,
-        actionable_block_count=1 if state == "blocked" else 0,
-        needs_attention=attention,
-        graph=RootGraph(nodes=tuple(nodes)) if nodes else None,
-        labels=Labels(labels) if labels else None,
+    return root_in(
+        root_run_id, state, reason, attention=attention, nodes=nodes or None, labels=labels
     )
 
 

@@ -18,12 +18,13 @@ import functools
 import re
 from typing import Any
 
+import attrs
 import coredis
 import trio
 
 from tests.dashboard.test_dashboard_views import AXE_RUN, axe_source
 from tests.support.browser import BROWSER_TIMEOUT_MS, Browser
-from tests.support.builders import stage_node
+from tests.support.builders import root_in, stage_node
 from tests.support.fleet import stopped_source
 from tests.support.redis_server import RedisServer
 from workflow_hub import (
@@ -55,16 +56,8 @@ def _labels(index: int) -> Labels:
 def _root(
     run: str, state: str, reason: str, index: int, *, needs_attention: bool = False, **extra: Any
 ) -> RootActivity:
-    return RootActivity(
-        root_run_id=run,
-        owner_session_id="session",
-        state=state,
-        reason=reason,
-        active_execution_count=1 if state == "working" else 0,
-        actionable_block_count=1 if state == "blocked" else 0,
-        needs_attention=needs_attention,
-        labels=_labels(index),
-        **extra,
+    return attrs.evolve(
+        root_in(run, state, reason, attention=needs_attention, labels=_labels(index)), **extra
     )
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from workflow_hub import (
@@ -12,9 +12,11 @@ from workflow_hub import (
     Cursor,
     Frame,
     HeartbeatEvent,
+    Labels,
     LifecycleInput,
     RemovedFrame,
     RootActivity,
+    RootGraph,
     RunTarget,
     SnapshotFrame,
     StageNode,
@@ -39,6 +41,31 @@ def root(
         active_execution_count=active,
         actionable_block_count=blocks,
         needs_attention=attention,
+    )
+
+
+def root_in(
+    root_run_id: str,
+    state: str,
+    reason: str,
+    *,
+    attention: bool = False,
+    nodes: Sequence[StageNode] | None = None,
+    labels: Mapping[str, str] | None = None,
+    owner: str = "session",
+) -> RootActivity:
+    """A root in ``state`` for ``reason``, its counts as a scheduler would report them (one
+    execution when working, one block when blocked); a graph of ``nodes`` when given."""
+    return RootActivity(
+        root_run_id=root_run_id,
+        owner_session_id=owner,
+        state=state,
+        reason=reason,
+        active_execution_count=1 if state == "working" else 0,
+        actionable_block_count=1 if state == "blocked" else 0,
+        needs_attention=attention,
+        graph=None if nodes is None else RootGraph(nodes=tuple(nodes)),
+        labels=Labels(labels) if labels else None,
     )
 
 
