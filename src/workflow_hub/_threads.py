@@ -205,11 +205,14 @@ class ThreadPublisher:
     # --- the publisher, without waiting ----------------------------------------------------
 
     def publish_snapshot(
-        self, availability: Availability | str, roots: Iterable[RootActivity] | None = None
+        self,
+        availability: Availability | str,
+        roots: Iterable[RootActivity] | None = None,
+        detail: str | None = None,
     ) -> None:
         """Queue :meth:`WorkflowActivityPublisher.publish_snapshot`."""
-        state, frozen = snapshot_arguments(availability, roots)
-        self.call_soon(self._publisher.publish_snapshot, state, frozen)
+        state, frozen, said = snapshot_arguments(availability, roots, detail)
+        self.call_soon(self._publisher.publish_snapshot, state, frozen, said)
 
     def publish_changed(self, root: RootActivity) -> None:
         """Queue :meth:`WorkflowActivityPublisher.publish_changed`."""
@@ -234,11 +237,14 @@ class ThreadPublisher:
     # --- the publisher, waiting for the cursor ---------------------------------------------
 
     def publish_snapshot_blocking(
-        self, availability: Availability | str, roots: Iterable[RootActivity] | None = None
+        self,
+        availability: Availability | str,
+        roots: Iterable[RootActivity] | None = None,
+        detail: str | None = None,
     ) -> Cursor | None:
         """:meth:`publish_snapshot`, then wait: the assigned cursor (None when fenced)."""
-        state, frozen = snapshot_arguments(availability, roots)
-        return self.call_blocking(self._publisher.publish_snapshot, state, frozen)
+        state, frozen, said = snapshot_arguments(availability, roots, detail)
+        return self.call_blocking(self._publisher.publish_snapshot, state, frozen, said)
 
     def publish_changed_blocking(self, root: RootActivity) -> Cursor | None:
         """:meth:`publish_changed`, then wait: the assigned cursor (None when fenced)."""

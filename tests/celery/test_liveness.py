@@ -10,14 +10,17 @@ import logging
 import time
 from collections.abc import Callable
 
+import httpx
 import pytest
 import trio
 from celery import Celery
 
+import redis
 from tests.support.redis_server import RedisServer
-from workflow_hub import open_hub
-from workflow_hub.celery import CeleryWatch, watch_celery
+from workflow_hub import Frame, SnapshotFrame, open_hub
+from workflow_hub.celery import CeleryWatch, serve_celery, watch_celery
 from workflow_hub.tracker import RunTracker
+from workflow_hub.wire import loads
 
 from .app import add, nap
 from .support import CeleryWorker, blocking, bridged, ended, stages, stopped
@@ -260,3 +263,66 @@ def worker_of(watch: CeleryWatch, task_id: str) -> str | None:
     """The worker the bridge says holds ``task_id`` (its received event was applied)."""
     task = watch.bridge._tasks.get(task_id)  # the bridge's own record
     return None if task is None else task.worker
+
+
+def test_a_broker_lost_while_serving_is_said_on_the_served_snapshot_and_the_fleet(
+    own_redis_server: RedisServer, broker: RedisServer
+) -> None:
+    """C3, N4 (issue 38): a bridge serving its hub whose broker goes down publishes
+    ``recovering`` with the reason as the snapshot's ``detail`` (``broker unreachable: …``): the
+    served snapshot and the mirrored fleet frame say it, never idle, never working; with the
+    broker back it is ``ready`` again, without a detail."""
+    down = Celery("lost", broker=own_redis_server.url, backend=own_redis_server.url)
+    down.conf.broker_connection_retry_on_startup = True
+    fleet = redis.Redis.from_url(broker.url)
+    with serve_celery(
+        down, port=0, redis_url=broker.url, source="lost", prefix="detailtest", inspect_timeout=0.5
+    ) as served:
+        assert served.watch.ready.wait(30), "the bridge did not become ready"
+        assert served_snapshot(served.url).availability == "ready"
+        own_redis_server.stop()
+        snapshot = poll(lambda: said(served_snapshot(served.url)), 60, "a detail")
+        assert snapshot.availability == "recovering"
+        assert snapshot.roots is None
+        assert snapshot.detail is not None
+        assert snapshot.detail.startswith("broker unreachable: "), snapshot.detail
+        assert "Connection refused" in snapshot.detail or "Error" in snapshot.detail
+        mirrored = poll(lambda: said(last_mirrored(fleet)), 30, "the fleet's detail")
+        assert mirrored.detail == snapshot.detail
+        own_redis_server.start()
+        back = poll(lambda: ready(served_snapshot(served.url)), 90, "ready again")
+        assert back.detail is None
+        assert served.watch.broker_unreachable is None
+
+
+def served_snapshot(url: str) -> SnapshotFrame:
+    return loads(SnapshotFrame, httpx.get(f"{url}/v1/snapshot", timeout=5).text)
+
+
+def last_mirrored(client: redis.Redis) -> SnapshotFrame | None:
+    """The last frame the source's mirror appended, if it is a snapshot."""
+    entries = client.xrevrange("detailtest:lost:frames", count=1)
+    if not entries:
+        return None
+    frame = loads(Frame, entries[0][1][b"frame"].decode())
+    return frame if isinstance(frame, SnapshotFrame) else None
+
+
+def said(frame: SnapshotFrame | None) -> SnapshotFrame | None:
+    return frame if frame is not None and frame.detail is not None else None
+
+
+def ready(frame: SnapshotFrame) -> SnapshotFrame | None:
+    return frame if frame.availability == "ready" else None
+
+
+def poll(read: Callable[[], SnapshotFrame | None], within: float, what: str) -> SnapshotFrame:
+    """``read()`` until it gives a frame (the receiver's retries and the served hub give no
+    event to wait on from here: polled, bounded by ``within`` seconds)."""
+    deadline = time.monotonic() + within
+    while True:
+        found = read()
+        if found is not None:
+            return found
+        assert time.monotonic() < deadline, f"no {what} within {within} s"
+        time.sleep(0.1)

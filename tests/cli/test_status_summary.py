@@ -73,7 +73,7 @@ def test_the_tables_are_the_contracts() -> None:
 
 
 def test_the_c3_bounds_are_the_contracts() -> None:
-    """C3: the fast path checks a failure's and a label's bounds as the decoder does."""
+    """C3: the fast path checks a failure's, a label's and a detail's bounds as the decoder does."""
     from workflow_hub import _contract
     from workflow_hub._contract import _validate
 
@@ -83,6 +83,7 @@ def test_the_c3_bounds_are_the_contracts() -> None:
         "LABELS_MAX",
         "LABEL_KEY_MAX",
         "LABEL_VALUE_MAX",
+        "DETAIL_MAX",
     ):
         assert getattr(_summary, name) == getattr(_contract, name), name
     assert _validate._LABEL_KEY.pattern == _summary._LABEL_KEY

@@ -12,11 +12,18 @@ from __future__ import annotations
 import io
 import uuid
 
+import attrs
 import pytest
 
 from tests.cli.test_demo_view import output_with, render
 from workflow_hub import FailureDetail, RootActivity, RootGraph, SnapshotFrame, StageNode
-from workflow_hub._cli._output import PlainOutput, root_name, short_ids
+from workflow_hub._cli._output import (
+    PlainOutput,
+    fit_root_name,
+    root_name,
+    root_name_room,
+    short_ids,
+)
 from workflow_hub._contract import Cursor
 from workflow_hub.reporting import ActivityView
 
@@ -73,7 +80,7 @@ def test_the_failed_and_the_working_root_are_on_screen_and_the_rest_counted(
     assert "mail.send_digest" in text
     assert "billing.settle" in text  # cut with an ellipsis at 80 columns, whole at 200
     # An idle root's name is in its root cell only ("now" is empty for it): one line each.
-    idle_shown = sum(1 for line in lines if "reports.nightly" in line)
+    idle_shown = sum(1 for line in lines if "nightly_export" in line)
     hidden = 60 - idle_shown
     assert 0 < hidden < 60
     assert f"{hidden} more not shown ({hidden} idle)" in text
@@ -81,7 +88,7 @@ def test_the_failed_and_the_working_root_are_on_screen_and_the_rest_counted(
     table = next(index for index, line in enumerate(lines) if " state " in line)
     failed_row = next(i for i, line in enumerate(lines) if i > table and " failed " in line)
     working_row = next(i for i, line in enumerate(lines) if i > table and " working " in line)
-    idle_rows = [index for index, line in enumerate(lines) if "reports.nightly" in line]
+    idle_rows = [index for index, line in enumerate(lines) if "nightly_export" in line]
     assert table < failed_row < working_row < idle_rows[0]
 
 
@@ -124,3 +131,43 @@ def test_a_plain_line_names_a_uuid_root_and_keeps_its_whole_id() -> None:
     with PlainOutput(stream) as output:
         output.frame(changed, view)
     assert f"{failed.root_run_id} (mail.send_digest) idle/quiescent" in stream.getvalue()
+
+
+def test_at_80_columns_a_task_name_keeps_its_tail_and_the_id_gives_way() -> None:
+    """Issue 38: a Celery root (its id a UUID, its task ``proj.tasks.resize_image``) reads at
+    80x24 as the task's last part and the id's first characters (``…resize_image 3f2a``), not
+    ``proj.tasks.resi…``: the id is shortened first, the name keeps its tail, and two roots
+    of the same task stay apart."""
+    first = task_root("proj.tasks.resize_image", "working", "executing")
+    second = task_root("proj.tasks.resize_image", "idle", "quiescent", failed=True)
+    lines = render(output_with((first, second), []), 80, 24)
+    assert len(lines) <= 24
+    assert all(len(line) <= 80 for line in lines)
+    text = "\n".join(lines)
+    assert "proj.tasks.resi…" not in text
+    for root in (first, second):
+        assert f"…resize_image {root.root_run_id[:4]}" in text, text
+    # The whole name where there is room, with 8 characters of the id, then the whole id.
+    assert fit_root_name(first, 40) == f"proj.tasks.resize_image {first.root_run_id[:8]}"
+    assert fit_root_name(first, 28) == f"proj.tasks.resize_image {first.root_run_id[:4]}"
+    assert fit_root_name(first, 18) == f"…resize_image {first.root_run_id[:4]}"
+    assert fit_root_name(first, 12) == f"…_image {first.root_run_id[:4]}"
+    assert fit_root_name(first, 80) == root_name(first)
+    assert root_name_room(first) == len("…resize_image 3f2a")
+
+
+def test_a_written_id_is_never_shortened_as_a_generated_one() -> None:
+    """A written id keeps its own words (the column cuts it); a UUID without a name is cut to
+    its first 8 characters."""
+    written = RootActivity(
+        root_run_id="team-a:nightly-build:deploy",
+        owner_session_id="s",
+        state="idle",
+        reason="quiescent",
+        active_execution_count=0,
+        actionable_block_count=0,
+        needs_attention=False,
+    )
+    assert fit_root_name(written, 12) == written.root_run_id
+    anonymous = attrs.evolve(written, root_run_id=str(uuid.uuid4()))
+    assert fit_root_name(anonymous, 12) == f"{anonymous.root_run_id[:8]}…"

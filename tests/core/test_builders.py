@@ -41,6 +41,7 @@ from workflow_hub.testing.strategies import (
     lifecycle_inputs,
     root_activities,
     stage_targets,
+    unknown_details,
 )
 
 
@@ -92,15 +93,22 @@ def test_removed_frame(cursor: Cursor, root_run_id: str) -> None:
     cursor=cursors(),
     availability=st.sampled_from(Availability),
     roots=st.lists(root_activities(), max_size=3).map(tuple),
+    detail=st.none() | unknown_details(),
 )
 def test_snapshot_frame(
-    cursor: Cursor, availability: Availability, roots: tuple[RootActivity, ...]
+    cursor: Cursor,
+    availability: Availability,
+    roots: tuple[RootActivity, ...],
+    detail: str | None,
 ) -> None:
-    """P3: the hub passes roots exactly when it is ready, as the constructor requires."""
-    held = roots if availability is Availability.READY else None
+    """P3, C3: the hub passes roots exactly when it is ready, and a detail only when it is not,
+    as the constructor requires."""
+    ready = availability is Availability.READY
+    held = roots if ready else None
+    said = None if ready else detail
     assert_same_value(
-        _build.snapshot_frame(cursor, availability, held),
-        SnapshotFrame(cursor=cursor, availability=availability, roots=held),
+        _build.snapshot_frame(cursor, availability, held, said),
+        SnapshotFrame(cursor=cursor, availability=availability, roots=held, detail=said),
     )
 
 

@@ -122,6 +122,7 @@ def python_fold(frames: Sequence[Frame]) -> list[dict[str, Any]]:
                     "rejection": None if change.rejection is None else str(change.rejection),
                 },
                 "availability": None if view.availability is None else str(view.availability),
+                "detail": view.detail,
                 "cursor": None if view.cursor is None else to_wire(view.cursor),
                 "roots": [to_wire(root) for root in view.roots],
                 "known": view.known,
@@ -256,6 +257,7 @@ _FRAMES: st.SearchStrategy[Frame] = st.one_of(
         availability=st.sampled_from(Availability).filter(
             lambda availability: availability is not Availability.READY
         ),
+        detail=st.none() | ws.unknown_details(),  # C3: why it is unknown, or not said
     ),
     st.builds(ChangedFrame, cursor=_CURSORS, root=_ROOTS),
     st.builds(RemovedFrame, cursor=_CURSORS, root_run_id=_IDS),

@@ -208,10 +208,14 @@ class AsyncioHostAdapter:
         await self._run(lambda: self._publishers.append(self.hub.register_publisher()))
 
     async def publish_snapshot(
-        self, publisher: int, availability: Availability, roots: tuple[RootActivity, ...] | None
+        self,
+        publisher: int,
+        availability: Availability,
+        roots: tuple[RootActivity, ...] | None,
+        detail: str | None = None,
     ) -> Cursor | None:
         return await self._run(
-            lambda: self._publishers[publisher].publish_snapshot(availability, roots)
+            lambda: self._publishers[publisher].publish_snapshot(availability, roots, detail)
         )
 
     async def publish_changed(self, publisher: int, root: RootActivity) -> Cursor | None:

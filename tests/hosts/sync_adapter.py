@@ -169,10 +169,14 @@ class SyncHostAdapter:
         self._publishers.append(raw)
 
     async def publish_snapshot(
-        self, publisher: int, availability: Availability, roots: tuple[RootActivity, ...] | None
+        self,
+        publisher: int,
+        availability: Availability,
+        roots: tuple[RootActivity, ...] | None,
+        detail: str | None = None,
     ) -> Cursor | None:
         return await self._run(
-            lambda: self._publishers[publisher].publish_snapshot(availability, roots)
+            lambda: self._publishers[publisher].publish_snapshot(availability, roots, detail)
         )
 
     async def publish_changed(self, publisher: int, root: RootActivity) -> Cursor | None:

@@ -18,6 +18,7 @@ lines.on("line", (line) => {
     return {
       change: { kind: change.kind, rootIds: change.rootIds, rejection: change.rejection },
       availability: view.availability,
+      detail: view.detail,
       cursor: view.cursor,
       roots: view.roots(),
       known: view.known(),

@@ -50,8 +50,10 @@ __all__ = [
     "describe_running",
     "event_error",
     "first_failure",
+    "fit_root_name",
     "root_attention",
     "root_name",
+    "root_name_room",
     "short_ids",
 ]
 
@@ -95,6 +97,66 @@ def root_name(root: RootActivity, ids: Callable[[str], str] = str) -> str:
         return root_id
     name = _generated_root_name(root)
     return ids(root_id) if name is None else f"{name} {ids(root_id)}"
+
+
+# How much of a generated id a root column keeps, longest first: the id gives way before the
+# task's name does (issue 38: at 80 columns "proj.tasks.resi…" named no task and no root).
+_ID_KEPT = (8, 4)
+
+
+def fit_root_name(root: RootActivity, width: int) -> str:
+    """:func:`root_name` in at most ``width`` characters, for a column.
+
+    A written id, or a generated one without a name, is whole if it fits, else cut by the
+    column. A generated id with its task's name gives way first: its first 8 characters,
+    then 4; then the name keeps its tail, whole dotted parts first (``…resize_image 3f2a``),
+    since a task's last part says what it does and its first parts are the project's."""
+    whole = root_name(root)
+    name = _generated_root_name(root)
+    if len(whole) <= width:
+        return whole
+    if name is None:
+        return short_ids(whole) if _generated(root.root_run_id) else whole
+    ident = root.root_run_id.rpartition(":")[2]
+    for kept in _ID_KEPT:
+        named = f"{name} {ident[:kept]}"
+        if len(named) <= width:
+            return named
+    short = ident[: _ID_KEPT[-1]]
+    return f"{_name_tail(name, width - len(short) - 1)} {short}"
+
+
+def root_name_room(root: RootActivity) -> int:
+    """The width :func:`fit_root_name` needs to keep a generated root's name readable: its
+    last dotted part after "…", and the id's first 4 characters (the whole name when shorter);
+    for any other root, its name's length."""
+    whole = root_name(root)
+    name = _generated_root_name(root)
+    if name is None:
+        return len(whole)
+    last = _last_part(name)
+    readable = len(name) if last == name else len(last) + 1
+    return min(len(whole), readable + 1 + _ID_KEPT[-1])
+
+
+def _last_part(name: str) -> str:
+    return name[max(name.rfind(mark) for mark in ".:/") + 1 :]
+
+
+def _name_tail(name: str, room: int) -> str:
+    """The end of ``name`` in ``room`` characters, after "…": whole dotted parts when the last
+    one fits, else its last characters."""
+    if len(name) <= room:
+        return name
+    if room <= 1:
+        return "…"[:room]
+    start = len(name) - (room - 1)
+    tail = name[start:]
+    if name[start - 1] not in ".:/":
+        cut = [index for index, char in enumerate(tail) if char in ".:/"]
+        if cut and cut[0] + 1 < len(tail):
+            tail = tail[cut[0] + 1 :]
+    return f"…{tail}"
 
 
 def _generated(node_id: str) -> bool:

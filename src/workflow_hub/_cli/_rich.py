@@ -33,8 +33,10 @@ from ._output import (
     describe_failure,
     describe_running,
     first_failure,
+    fit_root_name,
     root_attention,
     root_name,
+    root_name_room,
     short_ids,
 )
 from ._served_hub import dashboard_url, watch_command
@@ -62,6 +64,8 @@ _TABLE_LINES = {True: 4, False: 2}
 _REASON_MIN_WIDTH = 12
 # What a root id may take before "now" gets its room (a UUID is cut to it, with an ellipsis).
 _ROOT_WANT_WIDTH = 16
+# What a task's name beside a generated id may take at most, before "now" gets its room.
+_ROOT_NAME_MAX_WIDTH = 24
 # A "now" that wraps anyway gives the reason its room back, down to this width.
 _NOW_KEEP_WIDTH = 24
 _LABELS_MAX_WIDTH = 40
@@ -217,6 +221,13 @@ class Screen:
                     phrases.append((parts[0], SEPARATOR, _STATE_STYLES.get(status.state, "")))
             else:
                 style = _STATE_STYLES.get(status.state, "")
+                if status.state == "unknown" and view.detail is not None:
+                    # Why it is unknown (C3) may break to a line of its own, cut to one line:
+                    # the caption under the table says it whole.
+                    unknown, _, why = parts[0].partition(": ")
+                    cut = why if len(why) <= width else why[: width - 1] + "…"
+                    parts = [cut, *parts[1:]]
+                    phrases.append((f"{unknown}:", " ", style))
                 phrases += [(part, SEPARATOR, style) for part in parts]
         header = _phrases(Text(f"{self.title}  ", style="bold"), phrases, width)
         if self.url is not None:
@@ -304,7 +315,10 @@ class Screen:
                 labels, label_width = False, 0
         rules = _RULES[wide] + (3 if labels else 0)
         room = max(0, width - rules - fixed - label_width)
-        root_want = min(longest[1], _ROOT_WANT_WIDTH)
+        # A task's name beside a generated id gets the room its last part needs (up to
+        # _ROOT_NAME_MAX_WIDTH): "…resize_image 3f2a", never "proj.tasks.resi…".
+        named = max((root_name_room(root) for root, _ in rows), default=0)
+        root_want = min(longest[1], max(_ROOT_WANT_WIDTH, min(named, _ROOT_NAME_MAX_WIDTH)))
         reason_min = min(longest[3], _REASON_MIN_WIDTH)
         now_width = max(_NOW_MIN_WIDTH, min(longest[4], room - root_want - reason_min))
         if now_width < longest[4]:
@@ -338,9 +352,9 @@ class Screen:
         for root, (flag, name, state, reason, now, active, blocks) in rows:
             table.add_row(
                 Text(flag, style="bold red"),
-                # A generated id the column cannot hold whole is cut to its first 8 characters
-                # after the task's name, rather than losing its end to an ellipsis.
-                Text(name if len(name) <= root_width else root_name(root, short_ids)),
+                # A generated id the column cannot hold whole gives way first, then the task's
+                # name keeps its tail (fit_root_name), rather than losing its end to an ellipsis.
+                Text(name if len(name) <= root_width else fit_root_name(root, root_width)),
                 Text(state, style=_STATE_STYLES.get(state, "")),
                 Text(reason),
                 Text(now, style="red" if now.startswith("failed at ") else ""),
@@ -349,7 +363,8 @@ class Screen:
                 *([Text(_labels(root), style="dim")] if labels else []),
             )
         if not view.known:
-            table.caption = Text(f"source {view.availability}: activity unknown (not idle)")
+            why = "" if view.detail is None else f": {view.detail}"
+            table.caption = Text(f"source {view.availability}: activity unknown (not idle){why}")
         elif view.roots and all(root.graph is None for root in view.roots):
             table.caption = Text(
                 "now: empty, the publisher sends no graph "

@@ -57,6 +57,7 @@ FAILURE_TYPE_MAX = 200
 LABELS_MAX = 16
 LABEL_KEY_MAX = 63
 LABEL_VALUE_MAX = 256
+DETAIL_MAX = 200
 _LABEL_KEY = r"[A-Za-z][A-Za-z0-9_./-]*"  # re caches it, compiled on the first label only
 WORKING_PRIORITY = ("retrying", "executing", "automatic_continuation")
 BLOCKED_PRIORITY = ("awaiting_input", "manual_intervention")
@@ -96,7 +97,7 @@ def summarize(body: bytes) -> Summary | None:
         roots = _snapshot(document)
     except (_Refused, ValueError, RecursionError):
         return None
-    return _aggregate(document["availability"], roots)
+    return _aggregate(document["availability"], roots, document.get("detail"))
 
 
 # --- the wire format's rules for a snapshot (_contract/_values.py, _contract/_wire.py) ---------
@@ -207,6 +208,13 @@ def _labels(value: object) -> None:
             raise _Refused
 
 
+def _detail(value: object) -> None:
+    """Why a non-ready source is unknown (C3): one printable line."""
+    _text(DETAIL_MAX)(value)
+    if not value.isprintable():  # type: ignore[attr-defined]
+        raise _Refused
+
+
 def _node_prompt(value: object) -> None:
     _prompt_fields(_object(value))
 
@@ -282,9 +290,15 @@ def _snapshot(data: object) -> list[dict[str, object]]:
     """The roots of a valid snapshot document (none unless it is ready); refused otherwise."""
     document = _object(data)
     _discriminated(document, "kind", "snapshot")
-    _fields(document, (("cursor", _cursor), ("availability", _member(AVAILABILITIES))))
-    if (document["availability"] == "ready") != ("roots" in document):
-        raise _Refused  # ready exactly when it carries roots (SnapshotFrame's own check)
+    _fields(
+        document,
+        (("cursor", _cursor), ("availability", _member(AVAILABILITIES))),
+        (("detail", _detail),),
+    )
+    ready = document["availability"] == "ready"
+    if ready != ("roots" in document) or (ready and "detail" in document):
+        # Ready exactly when it carries roots, and never with a detail (SnapshotFrame's check).
+        raise _Refused
     if "roots" not in document:
         return []
     roots = document["roots"]
@@ -302,7 +316,7 @@ _WORKING_RANK = {reason: index for index, reason in enumerate(WORKING_PRIORITY)}
 _BLOCKED_RANK = {reason: index for index, reason in enumerate(BLOCKED_PRIORITY)}
 
 
-def _aggregate(availability: str, roots: list[dict[str, object]]) -> Summary:
+def _aggregate(availability: str, roots: list[dict[str, object]], detail: object = None) -> Summary:
     # What reporting.aggregate computes from contract values, from checked JSON: the same
     # rule (``_status_line``), fed strings.
     states = [
@@ -325,7 +339,7 @@ def _aggregate(availability: str, roots: list[dict[str, object]]) -> Summary:
         blocked=blocked,
         other_attention=sum(1 for state, _, needs in states if needs and state != "blocked"),
         paused=paused,
-        unknown_detail=f"source {availability}",
+        unknown_detail=str(detail) if detail else f"source {availability}",
     )
     failed = 0
     labels: set[str] = set()

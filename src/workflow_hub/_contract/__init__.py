@@ -35,6 +35,7 @@ from ._errors import ContractError as ContractError
 from ._rules import BLOCKED_PRIORITY as BLOCKED_PRIORITY
 from ._rules import WORKING_PRIORITY as WORKING_PRIORITY
 from ._rules import state_and_reason as state_and_reason
+from ._validate import DETAIL_MAX as DETAIL_MAX
 from ._validate import FAILURE_MESSAGE_MAX as FAILURE_MESSAGE_MAX
 from ._validate import FAILURE_TYPE_MAX as FAILURE_TYPE_MAX
 from ._validate import LABEL_KEY_MAX as LABEL_KEY_MAX
@@ -43,6 +44,7 @@ from ._validate import LABELS_MAX as LABELS_MAX
 from ._validate import LONGEST as LONGEST
 from ._validate import check_bool as check_bool
 from ._validate import check_count as check_count
+from ._validate import check_detail as check_detail
 from ._validate import check_number as check_number
 from ._validate import check_positive_number as check_positive_number
 from ._validate import check_str as check_str
@@ -79,6 +81,7 @@ from ._values import ToolTarget as ToolTarget
 from ._values import WorkflowEvent as WorkflowEvent
 from ._values import check_error as check_error
 from ._values import snapshot_arguments as snapshot_arguments
+from ._values import unknown_detail as unknown_detail
 from ._wire import discriminator_of as discriminator_of
 from ._wire import dumps as dumps
 from ._wire import from_wire as from_wire

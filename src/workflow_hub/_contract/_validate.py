@@ -19,6 +19,7 @@ import attrs
 from ._errors import ContractError
 
 __all__ = [
+    "DETAIL_MAX",
     "FAILURE_MESSAGE_MAX",
     "FAILURE_TYPE_MAX",
     "LABELS_MAX",
@@ -26,8 +27,10 @@ __all__ = [
     "LABEL_VALUE_MAX",
     "LONGEST",
     "bool_field",
+    "check_detail",
     "check_labels",
     "count_field",
+    "detail_field",
     "enum_field",
     "instance_field",
     "labels_field",
@@ -137,6 +140,10 @@ LABEL_KEY_MAX = 63
 """A label key: a letter, then letters, digits, ``_ . - /``; at most this many characters."""
 LABEL_VALUE_MAX = 256
 """A label value: printable text, at most this many characters."""
+
+DETAIL_MAX = 200
+"""The longest ``detail`` of a non-ready snapshot (C3): why the source is unknown, in one line a
+view shows beside "unknown" (``broker unreachable: ConnectionError: …``)."""
 
 _LABEL_KEY = re.compile(r"[A-Za-z][A-Za-z0-9_./-]*")
 
@@ -276,6 +283,28 @@ def check_labels(value: object, path: str) -> dict[str, str]:
     for key, item in value.items():
         check_label(key, item, path)
     return dict(value)
+
+
+def check_detail(value: object, path: str) -> str:
+    """Why a source is unknown (C3): 1 to :data:`DETAIL_MAX` printable characters, one line."""
+    text = check_str(value, path)
+    if not text or len(text) > DETAIL_MAX or not text.isprintable():
+        raise ContractError(
+            path,
+            f"expected 1 to {DETAIL_MAX} printable characters (one line), got "
+            f"{text[:40]!r}{'…' if len(text) > 40 else ''}",
+        )
+    return text
+
+
+_ACCEPTED_BY[check_detail] = "str"
+
+
+def detail_field() -> Any:
+    """A non-ready snapshot's optional ``detail`` (C3)."""
+    field = _field(check_detail, "str", optional_=True)
+    field.metadata[LONGEST] = DETAIL_MAX
+    return field
 
 
 def labels_field(cls: type[Mapping[str, str]]) -> Any:

@@ -33,12 +33,15 @@ from ._enums import (
 )
 from ._errors import ContractError
 from ._validate import (
+    DETAIL_MAX,
     FAILURE_MESSAGE_MAX,
     FAILURE_TYPE_MAX,
     bool_field,
+    check_detail,
     check_labels,
     check_str,
     count_field,
+    detail_field,
     enum_check,
     enum_field,
     instance_check,
@@ -442,7 +445,9 @@ class SnapshotFrame(_Value):
     """Everything known at ``cursor``; it replaces all prior knowledge.
 
     ``roots`` is a tuple (possibly empty) exactly when ``availability`` is ``ready``, and ``None``
-    otherwise: an unknown source is never reported as "ready with no roots".
+    otherwise: an unknown source is never reported as "ready with no roots". A non-ready
+    snapshot may say why the source is unknown in ``detail`` (C3: one printable line of at most
+    200 characters, e.g. ``broker unreachable: ConnectionError: …``); a ready one has none.
     """
 
     kind: ClassVar[Literal["snapshot"]] = "snapshot"
@@ -452,11 +457,17 @@ class SnapshotFrame(_Value):
     roots: tuple[RootActivity, ...] | None = tuple_field(
         instance_check(RootActivity), optional=True
     )
+    detail: str | None = detail_field()
 
     def __attrs_post_init__(self) -> None:
-        if self.availability is Availability.READY and self.roots is None:
-            raise ContractError("roots", "a ready snapshot needs roots (an empty tuple if none)")
-        if self.availability is not Availability.READY and self.roots is not None:
+        if self.availability is Availability.READY:
+            if self.roots is None:
+                raise ContractError(
+                    "roots", "a ready snapshot needs roots (an empty tuple if none)"
+                )
+            if self.detail is not None:
+                raise ContractError("detail", "a ready snapshot carries no detail")
+        elif self.roots is not None:
             raise ContractError("roots", f"a {self.availability} snapshot carries no roots")
 
     if TYPE_CHECKING:
@@ -467,6 +478,7 @@ class SnapshotFrame(_Value):
             cursor: Cursor,
             availability: Availability | str,
             roots: Iterable[RootActivity] | None = None,
+            detail: str | None = None,
         ) -> None: ...
 
 
@@ -517,22 +529,34 @@ _check_roots = tuple_check(instance_check(RootActivity))
 
 
 def snapshot_arguments(
-    availability: object, roots: object
-) -> tuple[Availability, tuple[RootActivity, ...] | None]:
+    availability: object, roots: object, detail: object = None
+) -> tuple[Availability, tuple[RootActivity, ...] | None, str | None]:
     """Check ``publish_snapshot``'s arguments: the one copy for every publishing front.
 
-    ``ready`` needs roots (a sequence, possibly empty); the other states take none. ``roots`` is
-    read once, into a tuple, so an iterator or a list the caller goes on mutating cannot change
-    what is published.
+    ``ready`` needs roots (a sequence, possibly empty) and takes no detail; the other states
+    take no roots and an optional detail (C3). ``roots`` is read once, into a tuple, so an
+    iterator or a list the caller goes on mutating cannot change what is published.
     """
     state = _check_availability(availability, "availability")
     if state is Availability.READY:
         if roots is None:
             raise ContractError("roots", "a ready snapshot needs roots (an empty list if none)")
-        return state, _check_roots(roots, "roots")
+        if detail is not None:
+            raise ContractError("detail", "a ready snapshot takes no detail")
+        return state, _check_roots(roots, "roots"), None
     if roots is not None:
         raise ContractError("roots", f"a {state} snapshot takes no roots")
-    return state, None
+    return state, None, None if detail is None else check_detail(detail, "detail")
+
+
+def unknown_detail(text: str) -> str | None:
+    """``text`` made a valid ``detail`` (C3): one line (whitespace collapsed, other characters
+    that do not print replaced), cut to 200 characters with "…"; None if nothing is left. What
+    the integrations use for a reason they did not write themselves (an exception's text)."""
+    line = " ".join(text.split())
+    if not line.isprintable():
+        line = "".join(char if char.isprintable() else "\ufffd" for char in line)
+    return _bounded(line, DETAIL_MAX) or None
 
 
 # --- lifecycle targets -------------------------------------------------------------------------

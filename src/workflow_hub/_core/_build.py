@@ -62,14 +62,15 @@ def _same_names(names: str) -> dict[str, str]:
 removed_frame: Callable[[Cursor, str], RemovedFrame] = generate_builder(
     RemovedFrame, "cursor, root_run_id", _same_names("cursor, root_run_id")
 )
-snapshot_frame: Callable[[Cursor, Availability, tuple[RootActivity, ...] | None], SnapshotFrame] = (
-    generate_builder(
-        # SnapshotFrame's post-init check ("ready" has roots, the others none) holds by construction:
-        # the hub passes roots exactly when it is ready.
-        SnapshotFrame,
-        "cursor, availability, roots",
-        _same_names("cursor, availability, roots"),
-    )
+snapshot_frame: Callable[
+    [Cursor, Availability, tuple[RootActivity, ...] | None, str | None], SnapshotFrame
+] = generate_builder(
+    # SnapshotFrame's post-init check ("ready" has roots and no detail, the others no roots)
+    # holds by construction: the hub passes roots exactly when it is ready, a detail only when
+    # it is not (a checked one).
+    SnapshotFrame,
+    "cursor, availability, roots, detail",
+    _same_names("cursor, availability, roots, detail"),
 )
 activity_changed_event: Callable[[Cursor, RootActivity], ActivityChangedEvent] = generate_builder(
     ActivityChangedEvent, "cursor, root", _same_names("cursor, root")

@@ -209,6 +209,7 @@ class WorkflowActivityHub:
         self._revision = 0
         self._cursor = Cursor(epoch=self._epoch, revision=0)
         self._availability = Availability.UNAVAILABLE
+        self._detail: str | None = None  # why the source is not ready (C3), if it said
         self._roots: dict[str, RootActivity] = {}
         self._snapshot: SnapshotFrame | None = None
         # The one publisher that is current (P2), or None: fencing is one identity test.
@@ -344,7 +345,10 @@ class WorkflowActivityHub:
         if snapshot is None:
             ready = self._availability is Availability.READY
             snapshot = self._snapshot = snapshot_frame(
-                self._cursor, self._availability, tuple(self._roots.values()) if ready else None
+                self._cursor,
+                self._availability,
+                tuple(self._roots.values()) if ready else None,
+                self._detail,
             )
             if self._metrics is not None:
                 # Attach and overflow snapshots are published when built: lag counts from here.
@@ -391,6 +395,7 @@ class WorkflowActivityHub:
         self._revision = 0
         self._cursor = Cursor(epoch=epoch, revision=0)
         self._availability = Availability.UNAVAILABLE
+        self._detail = None
         self._roots = {}
         self._snapshot = None
         self._record(DiagnosticKind.SOURCE_UNAVAILABLE)
@@ -429,7 +434,10 @@ class WorkflowActivityHub:
         return cursor
 
     def _apply_snapshot(
-        self, availability: Availability, roots: dict[str, RootActivity] | None
+        self,
+        availability: Availability,
+        roots: dict[str, RootActivity] | None,
+        detail: str | None = None,
     ) -> Cursor:
         if availability is Availability.RECOVERING:
             self._record(DiagnosticKind.SOURCE_RECOVERING)
@@ -437,6 +445,7 @@ class WorkflowActivityHub:
             self._record(DiagnosticKind.SOURCE_UNAVAILABLE)
         cursor = self._advance()
         self._availability = availability
+        self._detail = detail
         self._roots = roots if roots is not None else {}
         self._broadcast(self.snapshot_frame())
         return cursor
@@ -456,6 +465,7 @@ class WorkflowActivityHub:
     def _apply_publisher_disposed(self) -> None:
         self._advance()
         self._availability = Availability.UNAVAILABLE
+        self._detail = None
         self._roots = {}
         self._record(DiagnosticKind.SOURCE_UNAVAILABLE)
         self._broadcast(self.snapshot_frame())

@@ -112,18 +112,23 @@ class WorkflowActivityPublisher(metaclass=NoPublicConstructor):
             hub._refuse_foreign_thread(call)
 
     def publish_snapshot(
-        self, availability: Availability | str, roots: Iterable[RootActivity] | None = None
+        self,
+        availability: Availability | str,
+        roots: Iterable[RootActivity] | None = None,
+        detail: str | None = None,
     ) -> Cursor | None:
-        """Replace everything known (P3). ``ready`` needs ``roots``; the other states take none.
+        """Replace everything known (P3). ``ready`` needs ``roots``; the other states take none,
+        and may say why the source is unknown in ``detail`` (C3: one printable line of at most
+        200 characters, e.g. ``"broker unreachable: ConnectionError: …"``).
 
         Roots are keyed by ``root_run_id``: a duplicate keeps the last value at the first position.
         """
         self._hub._check_thread("publisher.publish_snapshot()")
-        state, checked = snapshot_arguments(availability, roots)
+        state, checked, said = snapshot_arguments(availability, roots, detail)
         keyed = None if checked is None else {root.root_run_id: root for root in checked}
         if self._record_if_fenced():
             return None
-        return self._hub._apply_snapshot(state, keyed)
+        return self._hub._apply_snapshot(state, keyed, said)
 
     def publish_changed(self, root: RootActivity) -> Cursor | None:
         """Store or replace one whole root and tell observers and hooks (P4)."""

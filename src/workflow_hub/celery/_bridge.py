@@ -18,7 +18,7 @@ from typing import Any, Final, final
 
 import attrs
 
-from .._contract import ContractError, FailureDetail, Labels
+from .._contract import ContractError, FailureDetail, Labels, unknown_detail
 from ..tracker import SchedulerFacts as Facts
 from ._events import (
     RefusalLog,
@@ -170,8 +170,8 @@ class CeleryBridge:
     def ready(self) -> bool:
         return self._ready
 
-    def begin(self) -> None:
-        """Publish ``recovering``: the bridge does not know yet what the workers are doing."""
+    def begin(self, detail: str | None = None) -> None:
+        """Publish ``recovering`` (``detail``: why, e.g. ``broker unreachable: …``; C3)."""
         if self._hydration is not None:
             return
         self._ready = False
@@ -180,7 +180,8 @@ class CeleryBridge:
         self._suspects = {
             task_id for task_id, task in self._tasks.items() if task.state in (PENDING, RUNNING)
         }
-        self._hydration = self._tracker.hydrating()
+        said = None if detail is None else unknown_detail(detail)
+        self._hydration = self._tracker.hydrating(said) if said else self._tracker.hydrating()
         self._hydration.__enter__()
 
     def recovered(self, inspection: Inspection, now: float) -> list[str]:

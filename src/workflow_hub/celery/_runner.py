@@ -210,7 +210,9 @@ class CeleryWatch:
             return  # not consuming yet, or already recovering
         self.consuming.clear()
         self.ready.clear()
-        self._queue_job(lambda now: self.bridge.begin())
+        # The views say why it is unknown (C3's detail), not only "recovering" (issue 38).
+        detail = self._broker.unreachable
+        self._queue_job(lambda now: self.bridge.begin(detail))
 
     def _queue_event(self, event: Mapping[str, Any]) -> None:
         with self._wake:

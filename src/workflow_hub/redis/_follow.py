@@ -28,6 +28,7 @@ from .._contract import (
     RemovedFrame,
     SnapshotFrame,
     loads,
+    unknown_detail,
 )
 from .._core import FrameReceiver
 from .._exceptions import WorkflowHubError
@@ -74,6 +75,8 @@ DEFAULT_READ_COUNT = 1_000
 DEFAULT_READ_TIMEOUT = 5.0
 """Seconds without a completed read after which a follower presents its source as unknown."""
 _BACKOFF_FIRST = 0.05
+STOPPED_REFRESHING = "the source stopped refreshing"
+"""Why a stale source is unknown (N5, C3's detail of the follower's own ``unavailable``)."""
 _BACKOFF_MAX = 2.0
 _QUIET = ServerScript(QUIET_SCRIPT)
 
@@ -267,7 +270,7 @@ class FollowState:
         unknown = unknown or now - self.last_read >= self.read_timeout
         if unknown and not self.unreadable:
             self.unreadable = True
-            self.say_unavailable()
+            self.say_unavailable(f"{what}: {describe(error)}")
         # Retry after the backoff, but no later than the moment the source becomes unknown.
         delay = self.backoff
         if not self.unreadable:
@@ -317,7 +320,7 @@ class FollowState:
             # was a gap the next change papered over (N2).
             self.view.apply(frame)
             self.cursor = frame.cursor
-            self.say_unavailable()
+            self.say_unavailable(STOPPED_REFRESHING)
             return
         self.ready.append(frame)
         self.view.apply(frame)
@@ -331,16 +334,21 @@ class FollowState:
             if snapshot is not None:
                 self.deliver(snapshot)
 
-    def say_unavailable(self) -> None:
+    def say_unavailable(self, why: str) -> None:
+        """Our own ``unavailable`` (N4), saying why the source is unknown (C3's detail)."""
         if self.cursor is not None and not self.unavailable:
             self.ready.append(
-                SnapshotFrame(cursor=self.cursor, availability=Availability.UNAVAILABLE)
+                SnapshotFrame(
+                    cursor=self.cursor,
+                    availability=Availability.UNAVAILABLE,
+                    detail=unknown_detail(why),
+                )
             )
             self.unavailable = True
 
     async def fill(self) -> None:
         if self.stale:
-            self.say_unavailable()
+            self.say_unavailable(STOPPED_REFRESHING)
             if self.ready:
                 return
         if self.last_id is None:
@@ -358,7 +366,7 @@ class FollowState:
     def prepare(self) -> None:
         """Before a read: a stale source says so first."""
         if self.stale:
-            self.say_unavailable()
+            self.say_unavailable(STOPPED_REFRESHING)
 
     def after_quiet(self, lost: bool) -> None:
         """After a quiet check (nothing new was read): back from an unreadable spell."""
@@ -499,7 +507,7 @@ class FollowState:
         if snapshot is None:
             # Nothing to start over from yet (Redis restarted, or the mirror has not yet replaced
             # a checkpoint whose following entries were trimmed): unknown until it has.
-            self.say_unavailable()
+            self.say_unavailable("no checkpoint of the source to start from yet")
             if not self.ready:
                 self.retry_at = trio.current_time() + self.poll
             return
@@ -508,7 +516,7 @@ class FollowState:
         self.last_id = self.resynced_from = identity
         self.deliver(snapshot)
         if self.stale:
-            self.say_unavailable()
+            self.say_unavailable(STOPPED_REFRESHING)
 
     def older_than_delivered(self, cursor: Cursor) -> bool:
         # What a view would refuse (SPEC R2's rule too): an older revision of the same epoch.

@@ -93,6 +93,8 @@ def aggregate(source: ActivityView | SnapshotFrame) -> AggregateStatus:
             "source",
             f"expected an ActivityView or a SnapshotFrame, got {type(source).__name__}",
         )
+    # Both have the source's own reason for being unknown (C3's detail), if it gave one.
+    said = source.detail
     if isinstance(source, SnapshotFrame):
         availability: Availability | None = source.availability
         roots: tuple[RootActivity, ...] = source.roots or ()
@@ -117,7 +119,7 @@ def aggregate(source: ActivityView | SnapshotFrame) -> AggregateStatus:
     if availability is None:
         detail = "no snapshot yet"
     elif availability is not Availability.READY:
-        detail = f"source {availability}"
+        detail = said or f"source {availability}"
     elif superseded:
         detail = "source replaced"
     else:

@@ -104,6 +104,7 @@ class ActivityView:
     __slots__ = (
         "_availability",
         "_cursor",
+        "_detail",
         "_in_sync",
         "_ordered",
         "_rejected",
@@ -113,6 +114,7 @@ class ActivityView:
 
     def __init__(self) -> None:
         self._availability: Availability | None = None
+        self._detail: str | None = None
         self._cursor: Cursor | None = None
         self._roots: dict[str, RootActivity] = {}
         # The roots as a tuple, built on demand and shared until the next change.
@@ -163,6 +165,12 @@ class ActivityView:
         return self._availability is Availability.READY and not self._superseded
 
     @property
+    def detail(self) -> str | None:
+        """Why the source is unknown, when its last snapshot said (C3: ``"broker unreachable:
+        …"``); None while it is ready, or when it did not say."""
+        return self._detail
+
+    @property
     def superseded(self) -> bool:
         """True after a frame of a new epoch arrived without its snapshot, until a snapshot.
 
@@ -194,6 +202,7 @@ class ActivityView:
             cursor=self._cursor,
             availability=self._availability,
             roots=self.roots if ready else None,
+            detail=self._detail,
         )
 
     def __repr__(self) -> str:
@@ -263,6 +272,7 @@ class ActivityView:
         keyed = {root.root_run_id: root for root in roots}
         self._cursor = cursor
         self._availability = frame.availability
+        self._detail = frame.detail
         self._roots = keyed
         self._ordered = roots if len(keyed) == len(roots) else None
         self._in_sync = True

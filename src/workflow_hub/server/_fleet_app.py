@@ -179,6 +179,7 @@ class _Relay(HeldEvents[bytes]):
             "source": self.source,
             "availability": None if view.availability is None else str(view.availability),
             "state": str(status.state),
+            "detail": view.detail,
             "roots": len(view.roots),
             "working": status.working,
             "blocked": status.blocked,
@@ -331,7 +332,9 @@ class FleetApp(StreamTracker):
                 del self.relays[source]
                 cursor = relay.view.cursor
                 if cursor is not None:
-                    unknown = SnapshotFrame(cursor=cursor, availability=Availability.UNAVAILABLE)
+                    unknown = SnapshotFrame(
+                        cursor=cursor, availability=Availability.UNAVAILABLE, detail="retired"
+                    )
                     feed.frame(source, unknown.kind, relay.push(unknown))
                 relay.retire()
                 feed.retired(source)

@@ -40,6 +40,11 @@ _SUMMARY_PROPERTIES: Final[dict[str, Schema]] = {
         "description": "Null before the source's first frame.",
     },
     "state": {"enum": ["working", "blocked", "idle", "unknown"]},
+    "detail": {
+        "type": ["string", "null"],
+        "description": "Why the source is unknown, when its last snapshot (or the fleet's "
+        "follower) said (C3), e.g. 'broker unreachable: ConnectionError: …'; else null.",
+    },
     "roots": {"type": "integer", "minimum": 0},
     "working": {"type": "integer", "minimum": 0},
     "blocked": {"type": "integer", "minimum": 0},

@@ -59,6 +59,7 @@ MAX_SELECTED: Final = 100
 _KEY_FIELDS: Final = (
     "availability",
     "state",
+    "detail",
     "roots",
     "working",
     "blocked",

@@ -133,7 +133,8 @@ class _Builder:
             schema["description"] = " ".join(cls.__doc__.split("\n\n")[0].split())
         if cls is SnapshotFrame:
             schema["if"] = {"properties": {"availability": {"const": "ready"}}}
-            schema["then"] = {"required": ["roots"]}
+            # A ready snapshot has roots and no detail (C3); the others no roots.
+            schema["then"] = {"required": ["roots"], "not": {"required": ["detail"]}}
             schema["else"] = {"not": {"required": ["roots"]}}
         self.definitions[name] = schema
 

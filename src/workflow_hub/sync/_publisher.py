@@ -50,10 +50,13 @@ class Publisher(metaclass=NoPublicConstructor):
         return self._portal.call(lambda: self._publisher.current)
 
     def publish_snapshot(
-        self, availability: Availability | str, roots: Iterable[RootActivity] | None = None
+        self,
+        availability: Availability | str,
+        roots: Iterable[RootActivity] | None = None,
+        detail: str | None = None,
     ) -> None:
-        state, frozen = snapshot_arguments(availability, roots)
-        self._portal.submit(partial(self._publisher.publish_snapshot, state, frozen))
+        state, frozen, said = snapshot_arguments(availability, roots, detail)
+        self._portal.submit(partial(self._publisher.publish_snapshot, state, frozen, said))
 
     def publish_changed(self, root: RootActivity) -> None:
         _check_root(root, "root")
@@ -76,10 +79,13 @@ class Publisher(metaclass=NoPublicConstructor):
         self._portal.submit(self._publisher.dispose)
 
     def publish_snapshot_blocking(
-        self, availability: Availability | str, roots: Iterable[RootActivity] | None = None
+        self,
+        availability: Availability | str,
+        roots: Iterable[RootActivity] | None = None,
+        detail: str | None = None,
     ) -> Cursor | None:
-        state, frozen = snapshot_arguments(availability, roots)
-        return self._portal.call(self._publisher.publish_snapshot, state, frozen)
+        state, frozen, said = snapshot_arguments(availability, roots, detail)
+        return self._portal.call(self._publisher.publish_snapshot, state, frozen, said)
 
     def publish_changed_blocking(self, root: RootActivity) -> Cursor | None:
         _check_root(root, "root")

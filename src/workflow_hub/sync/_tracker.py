@@ -313,11 +313,13 @@ class Tracker(metaclass=NoPublicConstructor):
         raises the first error of a fact this thread queued."""
         return self._block(self._tracker.batch(), wait_to_enter=False)
 
-    def hydrating(self) -> AbstractContextManager[None]:
-        """:meth:`RunTracker.hydrating`, from any thread: ``recovering`` now, a full ``ready``
-        snapshot at the end of the block (``unavailable`` if it raises). Entering waits (it
-        raises if a hydration is under way); the end waits and raises as ``batch()``'s does."""
-        return self._block(self._tracker.hydrating(), wait_to_enter=True)
+    def hydrating(self, detail: str | None = None) -> AbstractContextManager[None]:
+        """:meth:`RunTracker.hydrating`, from any thread: ``recovering`` now (with ``detail``,
+        checked here), a full ``ready`` snapshot at the end of the block (``unavailable`` if it
+        raises). Entering waits (it raises if a hydration is under way); the end waits and
+        raises as ``batch()``'s does."""
+        # The manager is made here: RunTracker.hydrating checks the detail, and only that.
+        return self._block(self._tracker.hydrating(detail), wait_to_enter=True)
 
     @contextmanager
     def _block(

@@ -12,6 +12,7 @@ JSON-lines protocol of ``_jsonl``) can be tested with the same suite.
 
 from __future__ import annotations
 
+import inspect
 import logging
 from collections.abc import Callable, Sequence
 from contextlib import AsyncExitStack
@@ -107,7 +108,10 @@ class ConformanceAdapter(Protocol):
         availability: Availability,
         roots: tuple[RootActivity, ...] | None,
     ) -> Cursor | None:
-        """``publish_snapshot`` (P3); ``roots`` is a tuple exactly when ``availability`` is ready."""
+        """``publish_snapshot`` (P3); ``roots`` is a tuple exactly when ``availability`` is ready.
+
+        An adapter whose method also takes a keyword ``detail`` (a str or None) is given C3's
+        ``detail`` of non-ready snapshots too, and checked for it (see :class:`HubAdapter`)."""
         ...
 
     async def publish_changed(self, publisher: int, root: RootActivity) -> Cursor | None:
@@ -245,6 +249,19 @@ def offers_threads(adapter_factory: object) -> bool:
     )
 
 
+def takes_details(adapter_factory: object) -> bool:
+    """Whether an adapter factory's adapters take C3's ``detail`` (a class whose
+    ``publish_snapshot`` has a ``detail`` parameter): only those are given one, so an adapter
+    written before it, or a JSON-lines one, is checked for everything else."""
+    method = getattr(adapter_factory, "publish_snapshot", None)
+    if not callable(method):
+        return False
+    try:
+        return "detail" in inspect.signature(method).parameters
+    except (TypeError, ValueError):
+        return False
+
+
 AdapterFactory = Callable[[AdapterConfig], ConformanceAdapter]
 """Makes one fresh adapter per scenario; a class whose constructor takes the config will do."""
 
@@ -341,8 +358,9 @@ class HubAdapter:
         publisher: int,
         availability: Availability,
         roots: tuple[RootActivity, ...] | None,
+        detail: str | None = None,
     ) -> Cursor | None:
-        return self._publishers[publisher].publish_snapshot(availability, roots)
+        return self._publishers[publisher].publish_snapshot(availability, roots, detail)
 
     async def publish_changed(self, publisher: int, root: RootActivity) -> Cursor | None:
         return self._publishers[publisher].publish_changed(root)

@@ -30,7 +30,13 @@ from hypothesis import seed as hypothesis_seed
 from .._contract import Cursor
 from .._exceptions import WorkflowHubError
 from . import defaults
-from ._adapter import AdapterFactory, ConformanceAdapter, ObserverStyle, offers_threads
+from ._adapter import (
+    AdapterFactory,
+    ConformanceAdapter,
+    ObserverStyle,
+    offers_threads,
+    takes_details,
+)
 from ._operation_strategies import scenarios, thread_scenarios
 from ._operations import Scenario, check_playable
 from ._profiles import (
@@ -628,6 +634,8 @@ def check_conformance(
         played["operations"] += player.operations_played
         played["comparisons"] += player.comparisons
 
+    details = takes_details(adapter_factory)
+
     @run_settings
     @given(
         scenarios(
@@ -637,6 +645,7 @@ def check_conformance(
             history_limits=plan.history_limits,
             styles=plan.styles,
             resume=plan.resume,
+            details=details,
         )
     )
     def conformance(scenario: Scenario) -> None:
@@ -650,6 +659,7 @@ def check_conformance(
             history_limits=plan.history_limits,
             styles=plan.styles,
             resume=plan.resume,
+            details=details,
         )
     )
     def threads(scenario: Scenario) -> None:

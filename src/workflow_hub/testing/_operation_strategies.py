@@ -58,6 +58,7 @@ from ._value_strategies import (
     root_activities,
     root_graphs,
     stage_targets,
+    unknown_details,
 )
 
 __all__ = [
@@ -86,12 +87,15 @@ def operations(
     styles: Sequence[ObserverStyle] = _STYLES,
     roots: st.SearchStrategy[RootActivity] | None = None,
     resume: bool = True,
+    details: bool = True,
 ) -> st.SearchStrategy[Operation]:
     """Any single operation, with publisher and observer numbers in 0..7 (see :func:`playable`).
 
     ``styles`` are the observer styles to attach; ``roots`` overrides the roots drawn (by default
     every field varies, and root ids come from :data:`ROOT_IDS`); without ``resume`` no observer
-    is attached with ``since`` (the resume profile, R2, is not checked). Publishing a change and
+    is attached with ``since`` (the resume profile, R2, is not checked); without ``details`` no
+    non-ready snapshot carries C3's ``detail`` (for adapters that do not take it, see
+    :func:`~workflow_hub.testing.conformance.check_conformance`). Publishing a change and
     settling are drawn more often than the rest, so scenarios do something and check it.
     """
     if not styles:
@@ -121,6 +125,7 @@ def operations(
         resumes = resumes | st.builds(Observe, st.just("callback"), st.just(True), since)
     if not resume:
         resumes = observes
+    said = st.none() | unknown_details() if details else st.none()
     snapshots = st.sampled_from(Availability).flatmap(
         lambda availability: st.builds(
             PublishSnapshot,
@@ -129,6 +134,7 @@ def operations(
             st.lists(root_strategy, max_size=4).map(tuple)
             if availability is Availability.READY
             else st.none(),
+            st.none() if availability is Availability.READY else said,
         )
     )
     # Completed stages give the second hook event (P6); draw them often enough to matter.
@@ -162,6 +168,7 @@ def operation_sequences(
     styles: Sequence[ObserverStyle] = _STYLES,
     roots: st.SearchStrategy[RootActivity] | None = None,
     resume: bool = True,
+    details: bool = True,
 ) -> st.SearchStrategy[tuple[Operation, ...]]:
     """Playable sequences of at most ``max_size`` operations (see :func:`playable`).
 
@@ -169,7 +176,9 @@ def operation_sequences(
     averages about five elements, too few to fill a queue or wrap the diagnostics ring, while
     runs average about twenty-five and still shrink by whole runs and single operations.
     """
-    runs = st.lists(operations(styles=styles, roots=roots, resume=resume), max_size=max_size)
+    runs = st.lists(
+        operations(styles=styles, roots=roots, resume=resume, details=details), max_size=max_size
+    )
     return st.lists(runs, max_size=8).map(
         lambda drawn: playable(itertools.chain.from_iterable(drawn))[:max_size]
     )
@@ -184,6 +193,7 @@ def scenarios(
     styles: Sequence[ObserverStyle] = _STYLES,
     roots: st.SearchStrategy[RootActivity] | None = None,
     resume: bool = True,
+    details: bool = True,
 ) -> st.SearchStrategy[Scenario]:
     """Scenarios: a configuration drawn from the limits given, and a playable sequence.
 
@@ -203,7 +213,7 @@ def scenarios(
         Scenario,
         config=configs,
         operations=operation_sequences(
-            max_size=max_steps, styles=styles, roots=roots, resume=resume
+            max_size=max_steps, styles=styles, roots=roots, resume=resume, details=details
         ),
     )
 
@@ -271,10 +281,11 @@ def thread_scenarios(
     history_limits: Sequence[int] = defaults.HISTORY_LIMITS,
     styles: Sequence[ObserverStyle] = _STYLES,
     resume: bool = True,
+    details: bool = True,
 ) -> st.SearchStrategy[Scenario]:
     """Scenarios of the threads profile: a callback witness first (observer #0), then the usual
     operations mixed with :func:`thread_bursts` (about one operation in two is a burst)."""
-    ordinary = operations(styles=styles, resume=resume)
+    ordinary = operations(styles=styles, resume=resume, details=details)
     mixed = st.one_of(ordinary, thread_bursts())
     sequences = st.lists(
         st.lists(mixed, min_size=1, max_size=max_steps), min_size=1, max_size=4

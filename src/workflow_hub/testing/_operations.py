@@ -20,7 +20,7 @@ prints.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, Protocol, TypeAlias, cast, final
 
 import attrs
@@ -113,19 +113,32 @@ class PublishSnapshot:
     publisher: int
     availability: Availability = attrs.field(converter=Availability)
     roots: tuple[RootActivity, ...] | None = attrs.field(default=None, validator=_check_roots)
+    detail: str | None = None
+    """Why a non-ready source is unknown (C3); passed to the adapter only when not None, so an
+    adapter written before C3's ``detail`` plays every other snapshot."""
 
     def describe(self) -> str:
         p, availability, roots = self.publisher, self.availability, self.roots
         if roots is None:
-            return f"publisher#{p}.publish_snapshot({availability})"
+            said = "" if self.detail is None else f", detail={self.detail!r}"
+            return f"publisher#{p}.publish_snapshot({availability}{said})"
         listed = ", ".join(render(root) for root in roots)
         return f"publisher#{p}.publish_snapshot({availability}, [{listed}])"
 
     async def play(self, player: Player) -> None:
-        player.check_cursor(
-            player.model.publish_snapshot(self.publisher, self.availability, self.roots),
-            await player.adapter.publish_snapshot(self.publisher, self.availability, self.roots),
+        model = player.model.publish_snapshot(
+            self.publisher, self.availability, self.roots, self.detail
         )
+        adapter = player.adapter
+        if self.detail is None:
+            cursor = await adapter.publish_snapshot(self.publisher, self.availability, self.roots)
+        else:
+            # Drawn only for adapters that take it (_adapter.takes_details).
+            publish: Callable[..., Awaitable[Cursor | None]] = adapter.publish_snapshot
+            cursor = await publish(
+                self.publisher, self.availability, self.roots, detail=self.detail
+            )
+        player.check_cursor(model, cursor)
 
 
 @final

@@ -13,6 +13,7 @@ import attrs
 from hypothesis import strategies as st
 
 from .._contract import (
+    DETAIL_MAX,
     FAILURE_MESSAGE_MAX,
     FAILURE_TYPE_MAX,
     LABEL_KEY_MAX,
@@ -275,6 +276,18 @@ def root_activities(
     )
 
 
+def unknown_details() -> st.SearchStrategy[str]:
+    """Why a source is unknown (C3's ``detail`` of a non-ready snapshot): one printable line of
+    1 to 200 characters, such as ``"broker unreachable: ConnectionError: …"``."""
+    return st.text(
+        st.characters(codec="utf-8", categories=["L", "M", "N", "P", "S"], include_characters=" "),
+        min_size=1,
+        max_size=DETAIL_MAX,
+    ) | st.sampled_from(
+        ["broker unreachable: ConnectionError: [Errno 111] Connection refused", "…", " x "]
+    )
+
+
 # --- frames ------------------------------------------------------------------------------------
 
 
@@ -284,20 +297,21 @@ def snapshot_frames(
     roots: st.SearchStrategy[RootActivity] | None = None,
     max_roots: int = 5,
 ) -> st.SearchStrategy[SnapshotFrame]:
-    """Snapshots whose ``roots`` is a tuple exactly when availability is ``ready``.
+    """Snapshots whose ``roots`` is a tuple exactly when availability is ``ready``; a non-ready
+    one has a ``detail`` (C3) or not.
 
     Root ids may repeat, as the type allows; a hub's own snapshots never repeat one.
     """
     root_strategy = roots if roots is not None else root_activities()
 
     def with_availability(availability: Availability) -> st.SearchStrategy[SnapshotFrame]:
+        ready = availability is Availability.READY
         return st.builds(
             SnapshotFrame,
             cursor=cursors(),
             availability=st.just(availability),
-            roots=_tuples(root_strategy, max_roots)
-            if availability is Availability.READY
-            else st.none(),
+            roots=_tuples(root_strategy, max_roots) if ready else st.none(),
+            detail=st.none() if ready else _optional(unknown_details()),
         )
 
     chosen = availabilities if availabilities is not None else st.sampled_from(Availability)

@@ -109,6 +109,7 @@ class HubModel:
         self.epoch = next(self._epochs)
         self.revision = 0
         self.availability = Availability.UNAVAILABLE
+        self.detail: str | None = None
         self.roots: dict[str, RootActivity] = {}
         self.disposed = False
         self.observers: list[ModelObserver] = []
@@ -131,6 +132,7 @@ class HubModel:
             cursor=self.cursor,
             availability=self.availability,
             roots=tuple(self.roots.values()) if ready else None,
+            detail=self.detail,
         )
 
     def _record(self, kind: DiagnosticKind) -> None:
@@ -177,6 +179,7 @@ class HubModel:
         self.epoch = next(self._epochs)
         self.revision = 0
         self.availability = Availability.UNAVAILABLE
+        self.detail = None
         self.roots = {}
         self._record(DiagnosticKind.SOURCE_UNAVAILABLE)
         self._send(self.snapshot())
@@ -184,7 +187,11 @@ class HubModel:
         return len(self.publishers) - 1
 
     def publish_snapshot(
-        self, index: int, availability: Availability, roots: Iterable[RootActivity] | None
+        self,
+        index: int,
+        availability: Availability,
+        roots: Iterable[RootActivity] | None,
+        detail: str | None = None,
     ) -> Cursor | None:
         if self._fenced(index) is None:
             return None
@@ -194,6 +201,7 @@ class HubModel:
             self._record(DiagnosticKind.SOURCE_UNAVAILABLE)
         cursor = self._advance()
         self.availability = availability
+        self.detail = detail
         self.roots = {}
         for root in roots or ():
             self.roots[root.root_run_id] = root
@@ -246,6 +254,7 @@ class HubModel:
             return
         self._advance()
         self.availability = Availability.UNAVAILABLE
+        self.detail = None
         self.roots = {}
         self._record(DiagnosticKind.SOURCE_UNAVAILABLE)
         self._send(self.snapshot())

@@ -45,6 +45,7 @@ from ._value_strategies import stage_targets as stage_targets
 from ._value_strategies import timestamps as timestamps
 from ._value_strategies import tool_nodes as tool_nodes
 from ._value_strategies import tool_targets as tool_targets
+from ._value_strategies import unknown_details as unknown_details
 from ._value_strategies import workflow_events as workflow_events
 
 __all__ = [
@@ -80,6 +81,7 @@ __all__ = [
     "timestamps",
     "tool_nodes",
     "tool_targets",
+    "unknown_details",
     "workflow_events",
 ]
 

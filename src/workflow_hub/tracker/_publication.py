@@ -91,6 +91,7 @@ class Publication:
 
     __slots__ = (
         "batch_depth",
+        "detail",
         "dirty",
         "event_id_factory",
         "hydrating",
@@ -113,6 +114,8 @@ class Publication:
         self.event_id_factory = event_id_factory
         self.started = False
         self.hydrating = False
+        self.detail: str | None = None
+        """Why the source is unknown while hydrating, if the scheduler said (C3)."""
         self.publishing = False
         self.batch_depth = 0
         self.published: dict[str, RootActivity] = {}
@@ -134,17 +137,20 @@ class Publication:
         publishing changes one at a time."""
         activities = {state.root_run_id: state.activity() for state in states}
         self.started = True
+        self.detail = None
         self.publishing = not self.hydrating
         self.dirty.clear()
         self.published = activities
         self.publisher.publish_snapshot(Availability.READY, list(activities.values()))
 
-    def begin_hydrating(self) -> None:
-        """Publish ``recovering``; nothing is published one change at a time until :meth:`ready`."""
+    def begin_hydrating(self, detail: str | None = None) -> None:
+        """Publish ``recovering`` (with why, if ``detail``: C3); nothing is published one change
+        at a time until :meth:`ready`."""
         self.hydrating = True
+        self.detail = detail
         self.publishing = False
         self.dirty.clear()
-        self.publisher.publish_snapshot(Availability.RECOVERING)
+        self.publisher.publish_snapshot(Availability.RECOVERING, None, detail)
 
     def hydrating_failed(self) -> None:
         """The restore raised: the source's activity is not known (``unavailable``)."""
@@ -152,6 +158,7 @@ class Publication:
         self.started = False
         self.publishing = False
         self.published.clear()
+        self.detail = None
         self.publisher.publish_snapshot(Availability.UNAVAILABLE)
 
     def replace_publisher(self, publisher: WorkflowActivityPublisher) -> bool:
@@ -159,7 +166,7 @@ class Publication:
         snapshot through it (``recovering`` is published here while hydrating)."""
         self.publisher = publisher
         if self.hydrating:
-            publisher.publish_snapshot(Availability.RECOVERING)
+            publisher.publish_snapshot(Availability.RECOVERING, None, self.detail)
             return False
         return self.started
 

@@ -38,8 +38,9 @@ class SchedulerFacts(Protocol):
     checks that the methods are there, not their signatures (type checkers do that).
     """
 
-    def hydrating(self) -> AbstractContextManager[None]:
-        """Restore state: ``recovering`` now, a full ``ready`` snapshot when the block ends."""
+    def hydrating(self, detail: str | None = None) -> AbstractContextManager[None]:
+        """Restore state: ``recovering`` now (saying why, if ``detail``: C3), a full ``ready``
+        snapshot when the block ends."""
         ...
 
     def batch(self) -> AbstractContextManager[None]:

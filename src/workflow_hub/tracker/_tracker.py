@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import final
 
 import trio
@@ -50,6 +50,7 @@ from .._contract import (
     ToolNodeStatus,
     check_bool,
     check_count,
+    check_detail,
     check_error,
     check_number,
     check_str,
@@ -194,8 +195,7 @@ class RunTracker:
             raise RuntimeError("start() inside hydrating(): the snapshot is published on exit")
         self._ledger.publish_ready()
 
-    @contextmanager
-    def hydrating(self) -> Iterator[None]:
+    def hydrating(self, detail: str | None = None) -> AbstractContextManager[None]:
         """Restore state: publish ``recovering`` now and a full ``ready`` snapshot on exit.
 
         Inside the block, report facts as usual (typically restored runs with ``live=False``).
@@ -203,13 +203,21 @@ class RunTracker:
         is not a change. If the block raises, the source is published ``unavailable`` (its
         activity is not known) and the exception propagates; the facts recorded so far are kept,
         so a later :meth:`start` or :meth:`hydrating` can still publish them.
+
+        ``detail`` says why the source is unknown meanwhile (C3: one printable line of at most
+        200 characters, e.g. ``"broker unreachable: ConnectionError: …"``), on the recovering
+        snapshot and every view; a bad one is a ``ContractError`` on ``detail``, raised here.
         """
+        return self._hydrating(None if detail is None else check_detail(detail, "detail"))
+
+    @contextmanager
+    def _hydrating(self, detail: str | None) -> Iterator[None]:
         ledger = self._ledger
         publication = ledger.publication
         if publication.hydrating:
             raise RuntimeError("hydrating() blocks do not nest")
         now = ledger.now()
-        publication.begin_hydrating()
+        publication.begin_hydrating(detail)
         ledger.refresh_heartbeats(now)
         try:
             yield

@@ -611,7 +611,10 @@
     ui.more.textContent = "Show " + count(Math.min(PAGE, rest)) + " more (" + count(rest) + " not drawn)";
     ui.rootsEmpty.hidden = roots.length > 0;
     if (!known) {
-      ui.rootsEmpty.textContent = "Activity unknown: no roots are shown until the source is ready.";
+      // Why, when the source said (C3's detail: "broker unreachable: …").
+      var why = model.view.detail;
+      ui.rootsEmpty.textContent = "Activity unknown" + (why ? " (" + why + ")" : "") +
+        ": no roots are shown until the source is ready.";
     } else if (all.length === 0) {
       ui.rootsEmpty.textContent = "No roots: nothing is running.";
     } else {

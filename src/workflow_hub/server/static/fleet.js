@@ -180,7 +180,10 @@
     var said = Liveness.livenessNote(info); // crashed? or declared unavailable (stopped at …)
     if (said !== null) return said;
     if (info.availability === null) return "not seen yet";
-    if (info.availability !== "ready") return Views.words(info.availability);
+    if (info.availability !== "ready") {
+      // Why it is unknown, when the source (or the fleet's follower) said: C3's detail.
+      return Views.words(info.availability) + (info.detail ? ": " + info.detail : "");
+    }
     if (entry.known.needs.count) return needsNote(entry.known);
     return info.attention ? "needs attention" : "";
   }

@@ -24,6 +24,9 @@
    */
   function ActivityView() {
     this.availability = null;
+    // Why the source is unknown, when its last snapshot said (C3's optional `detail`: absent
+    // from a ready snapshot and from a source that did not say; a pre-C3 frame never has it).
+    this.detail = null;
     this.cursor = null;
     this._roots = new Map();
     this.inSync = false;
@@ -101,6 +104,7 @@
     });
     this.cursor = cursor;
     this.availability = frame.availability;
+    this.detail = typeof frame.detail === "string" && frame.detail ? frame.detail : null;
     this._roots = keyed;
     this.inSync = true;
     this.superseded = false;
@@ -179,7 +183,7 @@
       reason = null;
       var detail;
       if (view.availability === null) detail = "no snapshot yet";
-      else if (view.availability !== READY) detail = "source " + view.availability;
+      else if (view.availability !== READY) detail = view.detail || "source " + view.availability;
       else if (view.superseded) detail = "source replaced";
       else detail = "view out of sync";
       parts = ["activity unknown: " + detail].concat(attentionParts);
