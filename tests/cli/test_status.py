@@ -86,6 +86,23 @@ async def test_unknown_is_three_and_never_idle(hub: WorkflowActivityHub, url: st
     assert (returned, out) == (3, "activity unknown: source recovering\n")
 
 
+async def test_unknown_says_why_when_the_source_said(hub: WorkflowActivityHub, url: str) -> None:
+    """C3 (issue 38): a source that says why it is unknown (``detail``) has it on the status
+    line in place of its availability, on the fast path as on the ordinary one; ``snapshot``
+    prints it as the wire has it."""
+    why = "broker unreachable: ConnectionError: [Errno 111] Connection refused"
+    hub.register_publisher().publish_snapshot("recovering", detail=why)
+    returned, out, _ = await status(url)
+    assert (returned, out) == (3, f"activity unknown: {why}\n")
+    assert out == expected(hub) + "\n"
+    with trio.fail_after(TIMEOUT):
+        result = await trio.run_process(
+            [*CLI, "snapshot", url], capture_stdout=True, check=False, env=ENV
+        )
+    assert result.returncode == 0
+    assert json.loads(result.stdout)["detail"] == why
+
+
 async def test_a_hub_that_cannot_be_reached_is_unknown_with_the_reason(url: str) -> None:
     dead = "http://127.0.0.1:1"
     returned, out, err = await status(dead)

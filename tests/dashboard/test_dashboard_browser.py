@@ -416,6 +416,30 @@ async def test_a_hub_whose_last_snapshot_was_unavailable_is_gone_once_its_server
                 assert said.startswith("The hub went away; this is its last state"), said
 
 
+async def test_an_unknown_source_says_why_and_the_ready_one_does_not(browser: Browser) -> None:
+    """C3 (issue 38): a recovering source's ``detail`` is on the page as ``aggregate()`` says
+    it ("activity unknown: broker unreachable: …"), and beside the empty list of roots; the
+    ready snapshot after it says nothing of it."""
+    why = "broker unreachable: ConnectionError: [Errno 111] Connection refused"
+    with trio.fail_after(40):
+        async with open_hub() as hub:
+            publisher = hub.register_publisher()
+            publisher.publish_snapshot("recovering", detail=why)
+            async with dashboard(browser, hub) as (tab, server):
+                await tab.goto(server.url)
+                state = await tab.at_cursor(hub.snapshot_frame().cursor)
+                assert state["aggregate"]["status"] == "unknown"
+                assert state["message"] == aggregate(hub.snapshot_frame()).message
+                assert state["message"] == f"activity unknown: {why}"
+                empty = tab.page.locator('[data-testid="roots-empty"]')
+                said = await browser.run(empty.inner_text)
+                assert why in said, said
+                publisher.publish_snapshot("ready", roots=[root("a")])
+                state = await tab.at_cursor(hub.snapshot_frame().cursor)
+                assert state["aggregate"]["status"] == "working"
+                assert why not in state["message"]
+
+
 async def test_a_server_restarted_with_another_hub_resyncs(browser: Browser) -> None:
     """A scheduler restarted in a new process: its hub cannot resume the page's cursor, so the
     page starts again from a snapshot, reads `resynced`, and shows only the new hub's roots."""

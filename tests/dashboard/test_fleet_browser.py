@@ -376,3 +376,40 @@ async def test_a_clean_shutdown_reads_declared_and_a_silent_stop_crashed(
     assert re.fullmatch(r"declared unavailable \(stopped at \d\d:\d\d:\d\d\)", notes["clean"])
     assert re.fullmatch(r"crashed\? \(no refresh since \d\d:\d\d:\d\d\)", notes["killed"])
     assert errors == [], "the page raised"
+
+
+async def test_an_unknown_source_says_why_in_its_row(
+    browser: Browser, redis_server: RedisServer
+) -> None:
+    """C3 (issue 38): a source that says why it is unknown (its snapshot's ``detail``, carried
+    by its mirror and the fleet's follower into the source's summary) reads so in its row's
+    note: "recovering: broker unreachable: …", its state unknown, never idle or working; the
+    note goes when it is ready again."""
+    prefix = "fleet-page-detail"
+    why = "broker unreachable: ConnectionError: [Errno 111] Connection refused"
+    with trio.fail_after(60):
+        async with coredis.Redis.from_url(redis_server.url) as redis, trio.open_nursery() as nursery:
+            hub = await mirrored(nursery, redis, prefix, "celery")
+            publisher = hub.register_publisher()
+            publisher.publish_snapshot("recovering", detail=why)
+            url: str = await nursery.start(
+                functools.partial(serve_fleet, redis, prefix=prefix, port=0)
+            )
+            page, errors, _ = await browser.new_page(viewport={"width": 1280, "height": 900})
+            try:
+                await browser.run(page.goto, url + "/")
+                fleet = FleetPage(browser, page, errors)
+                rows = await fleet.until(
+                    "(_, rows) => rows.length === 1 && rows[0].availability === 'recovering'"
+                )
+                assert rows[0]["state"] == "unknown"
+                notes = await browser.run(page.evaluate, NOTES)
+                assert notes["celery"] == f"recovering: {why}", notes
+                publisher.publish_snapshot("ready", [root("r")])
+                await fleet.until("(_, rows) => rows[0].availability === 'ready'")
+                notes = await browser.run(page.evaluate, NOTES)
+                assert why not in notes["celery"], notes
+            finally:
+                await browser.run(page.context.close)
+            nursery.cancel_scope.cancel()
+    assert errors == [], "the page raised"

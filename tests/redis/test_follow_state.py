@@ -63,6 +63,7 @@ async def test_a_stale_source_is_said_unavailable_before_anything_is_hidden() ->
     last = follower.ready[-1]
     assert isinstance(last, SnapshotFrame)
     assert last.availability is Availability.UNAVAILABLE
+    assert last.detail == "the source stopped refreshing"  # why (C3)
 
 
 async def test_a_source_stale_from_its_first_frame_starts_its_reader_off_when_fresh() -> None:

@@ -299,8 +299,13 @@ async def test_every_source_is_unknown_while_redis_is_stopped_and_known_again_af
                 assert trio.current_time() - stopped_at <= READ_TIMEOUT + 3
                 assert fleet_view.aggregate().state is AggregateState.UNKNOWN
                 assert not fleet.readable
+                # Why, in the follower's own words (C3's detail, issue 38).
+                said = {s: fleet_view.views[s].detail for s in hubs}
+                assert all(d and d.startswith("Redis unreachable: ") for d in said.values()), said
                 with trio.fail_after(READ_TIMEOUT + 2):
                     await until(served_unknown)
+                listed = (await http.get(f"{url}/v1/sources")).json()["sources"]
+                assert all(entry["detail"].startswith("Redis unreachable: ") for entry in listed)
                 unready = await http.get(f"{url}/readyz")
                 assert unready.status_code == 503
                 assert unready.headers["content-type"] == "application/problem+json"
@@ -321,6 +326,7 @@ async def test_every_source_is_unknown_while_redis_is_stopped_and_known_again_af
                     await eventually(
                         lambda: all("unknown" not in watched().get(s, "unknown") for s in hubs)
                     )
+                assert all(fleet_view.views[s].detail is None for s in hubs)
             finally:
                 watch.kill()
                 await watch.wait()
