@@ -148,11 +148,19 @@ async def test_the_status_line_follows_the_hub(hub: WorkflowActivityHub, tmp_pat
                 root("deploy", state="blocked", reason="awaiting_input", active=0, blocks=1)
             ),
             lambda: publisher.publish_removed("build"),
+            # C3 (issue 38): why the source is unknown, on the line.
+            lambda: publisher.publish_snapshot(
+                "recovering", detail="broker unreachable: ConnectionError: Connection refused"
+            ),
             publisher.dispose,
         ):
             change()
             expected = aggregate(hub.snapshot_frame()).message
             assert await control.status_right_until(expected) == expected
+            if hub.snapshot_frame().detail is not None:
+                assert expected == (
+                    "activity unknown: broker unreachable: ConnectionError: Connection refused"
+                )
         assert expected == "activity unknown: source unavailable"
         await control.command("detach")
         nursery.cancel_scope.cancel()

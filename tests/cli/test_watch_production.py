@@ -171,3 +171,36 @@ def test_a_written_id_is_never_shortened_as_a_generated_one() -> None:
     assert fit_root_name(written, 12) == written.root_run_id
     anonymous = attrs.evolve(written, root_run_id=str(uuid.uuid4()))
     assert fit_root_name(anonymous, 12) == f"{anonymous.root_run_id[:8]}…"
+
+
+@pytest.mark.parametrize(("width", "height"), [(80, 24), (200, 50)])
+def test_an_unknown_source_says_why_in_the_header_and_whole_under_the_table(
+    width: int, height: int
+) -> None:
+    """C3 (issue 38): a recovering source's detail follows "activity unknown:" in the header,
+    on a line of its own cut to the width when it is longer, and whole (wrapped) in the
+    table's caption; never idle, never working."""
+    why = (
+        "broker unreachable: OperationalError: Error 111 connecting to 127.0.0.1:6390. "
+        "Connection refused"
+    )
+    output = output_with((), [])
+    view = ActivityView()
+    frame = SnapshotFrame(
+        cursor=Cursor(epoch="e", revision=2), availability="recovering", detail=why
+    )
+    view.apply(frame)
+    output.frame(frame, view)
+    lines = render(output, width, height)
+    assert len(lines) <= height
+    assert all(len(line.rstrip()) <= width for line in lines)
+    header = " ".join(line.strip() for line in lines[:2])
+    assert "activity unknown:" in header
+    assert why in flat(lines)  # the caption says it whole
+    if width == 80:
+        assert any(
+            line.startswith("broker unreachable: ") and line.rstrip().endswith("…")
+            for line in lines
+        )
+    assert "idle" not in flat(lines).replace("(not idle)", "")
+    assert " working" not in flat(lines)
