@@ -254,3 +254,27 @@ def test_the_thread_hosts_tracker_says_why() -> None:
             assert hub.snapshot_frame().detail == REASON
             assert threading.current_thread() is threading.main_thread()
         assert hub.snapshot_frame().detail is None
+
+
+@pytest.mark.parametrize(
+    ("text", "made"),
+    [
+        (
+            "broker unreachable: ConnectionError: refused",
+            "broker unreachable: ConnectionError: refused",
+        ),
+        ("first line\n  second\tline ", "first line second line"),
+        ("nul\x00byte and \x1b escape", "nul\ufffdbyte and \ufffd escape"),
+        ("x" * 300, "x" * 199 + "…"),
+        ("lone \ud800 surrogate", "lone \ufffd surrogate"),
+        (" \n\t ", None),
+    ],
+)
+def test_any_text_is_made_a_valid_detail(text: str, made: str | None) -> None:
+    """What the integrations pass on (an exception's text): one printable line of at most 200
+    characters, or None when nothing is left (C3)."""
+    from workflow_hub._contract import unknown_detail
+
+    assert unknown_detail(text) == made
+    if made is not None:
+        SnapshotFrame(cursor=CURSOR, availability="recovering", detail=made)
