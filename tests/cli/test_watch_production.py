@@ -171,6 +171,7 @@ def test_a_written_id_is_never_shortened_as_a_generated_one() -> None:
     assert fit_root_name(written, 12) == written.root_run_id
     anonymous = attrs.evolve(written, root_run_id=str(uuid.uuid4()))
     assert fit_root_name(anonymous, 12) == f"{anonymous.root_run_id[:8]}…"
+    assert root_name_room(written) == root_name_room(anonymous) == 0  # the column's own rule
 
 
 @pytest.mark.parametrize(("width", "height"), [(80, 24), (200, 50)])

@@ -388,7 +388,10 @@ async def test_an_unknown_source_says_why_in_its_row(
     prefix = "fleet-page-detail"
     why = "broker unreachable: ConnectionError: [Errno 111] Connection refused"
     with trio.fail_after(60):
-        async with coredis.Redis.from_url(redis_server.url) as redis, trio.open_nursery() as nursery:
+        async with (
+            coredis.Redis.from_url(redis_server.url) as redis,
+            trio.open_nursery() as nursery,
+        ):
             hub = await mirrored(nursery, redis, prefix, "celery")
             publisher = hub.register_publisher()
             publisher.publish_snapshot("recovering", detail=why)

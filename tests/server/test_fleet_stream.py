@@ -153,6 +153,7 @@ async def test_one_stream_names_each_source_in_order(redis_server: RedisServer) 
                 "source": "a",
                 "availability": "ready",
                 "state": "working",
+                "detail": None,
                 "roots": 3,
                 "working": 3,
                 "blocked": 0,

@@ -127,13 +127,13 @@ def fit_root_name(root: RootActivity, width: int) -> str:
 
 
 def root_name_room(root: RootActivity) -> int:
-    """The width :func:`fit_root_name` needs to keep a generated root's name readable: its
-    last dotted part after "…", and the id's first 4 characters (the whole name when shorter);
-    for any other root, its name's length."""
+    """The width :func:`fit_root_name` needs to keep a generated root's task name readable:
+    its last dotted part after "…", and the id's first 4 characters (all of it when shorter);
+    0 for a root without such a name (a written id, or a generated one without a graph)."""
     whole = root_name(root)
     name = _generated_root_name(root)
     if name is None:
-        return len(whole)
+        return 0
     last = _last_part(name)
     readable = len(name) if last == name else len(last) + 1
     return min(len(whole), readable + 1 + _ID_KEPT[-1])
