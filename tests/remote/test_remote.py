@@ -40,6 +40,28 @@ async def test_a_remote_stream_yields_the_snapshot_then_every_frame_with_its_cur
     assert stream.reconnects == 0
 
 
+async def test_a_remote_stream_carries_why_the_source_is_unknown() -> None:
+    """C3 over the network: a recovering snapshot's ``detail`` reaches a remote subscriber,
+    first as its snapshot, then as a broadcast frame, and is gone from the ready one after."""
+    why = "broker unreachable: ConnectionError: [Errno 111] Connection refused"
+    async with open_hub() as hub, served(hub) as url:
+        publisher = hub.register_publisher()
+        publisher.publish_snapshot("unavailable", detail="starting")
+        with trio.fail_after(WAIT):
+            async with open_remote(url) as stream:
+                first = await stream.receive()
+                assert isinstance(first, SnapshotFrame)
+                assert first.detail == "starting"
+                publisher.publish_snapshot("recovering", detail=why)
+                publisher.publish_snapshot("ready", [root("a")])
+                recovering, ready = [await stream.receive() for _ in range(2)]
+    assert recovering == SnapshotFrame(
+        cursor=recovering.cursor, availability="recovering", detail=why
+    )
+    assert isinstance(ready, SnapshotFrame)
+    assert ready.detail is None
+
+
 async def test_run_reporter_works_unchanged_on_a_remote_hub() -> None:
     async with open_hub() as hub, served(hub) as url:
         publisher = hub.register_publisher()
