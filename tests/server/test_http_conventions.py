@@ -245,6 +245,8 @@ async def test_liveness_is_always_200_and_readiness_follows_the_source() -> None
                 await client.get(f"{url}/livez"),
                 await client.get(f"{url}/readyz"),
             )
+            publisher.publish_snapshot("recovering", detail="broker unreachable: refused")
+            said = (await client.get(f"{url}/readyz")).json()
             publisher.publish_snapshot("ready", [])
             answers["ready"] = (await client.get(f"{url}/livez"), await client.get(f"{url}/readyz"))
             hub.dispose()
@@ -261,6 +263,10 @@ async def test_liveness_is_always_200_and_readiness_follows_the_source() -> None
         else:
             assert_problem(ready, 503)
             assert ready.json()["availability"] == ("unavailable" if state == "disposed" else state)
+    # C3: why, when the source said.
+    assert said["detail"] == (
+        "the source is recovering (broker unreachable: refused): its roots are not known"
+    )
 
 
 async def test_head_on_probes_and_the_snapshot_answers_headers_only() -> None:

@@ -394,9 +394,12 @@ class HubApp(StreamTracker):
         hub = self.hub
         availability = "unavailable" if hub.disposed else str(hub.availability)
         if availability != "ready":
+            # Why, when the source said (C3's detail): what an operator reads first.
+            said = None if hub.disposed else hub.snapshot_frame().detail
+            why = "" if said is None else f" ({said})"
             return problem(
                 503,
-                f"the source is {availability}: its roots are not known",
+                f"the source is {availability}{why}: its roots are not known",
                 extra={"availability": availability},
             )
         return json_response(request, b'{"status":"ready","availability":"ready"}')
