@@ -204,6 +204,19 @@ class RaisesOnRemove(Delegating):
         raise KeyError(root_run_id)
 
 
+class DropsDetail(Delegating):
+    """Takes C3's ``detail`` (so the kit draws one) and forgets it."""
+
+    async def publish_snapshot(
+        self,
+        publisher: int,
+        availability: Availability,
+        roots: tuple[RootActivity, ...] | None,
+        detail: str | None = None,
+    ) -> Cursor | None:
+        return await self.inner.publish_snapshot(publisher, availability, roots)
+
+
 def caught(adapter: Any, examples: int = BROKEN_EXAMPLES) -> ConformanceFailure:
     # Hypothesis stops at the first failure, so a larger budget costs only when a bug hides.
     with pytest.raises(ConformanceFailure) as info:
@@ -416,3 +429,16 @@ def test_a_hand_written_resume_scenario_agrees_on_our_hub() -> None:
         ],
     )
     play_scenario(HubAdapter, scenario)
+
+
+def test_a_forgotten_detail_is_caught_and_an_adapter_without_it_is_not_given_one() -> None:
+    """C3: an adapter that takes ``detail`` is held to it (a snapshot without it is a
+    mismatch); one whose ``publish_snapshot`` has no ``detail`` is never given one."""
+    from workflow_hub.testing._adapter import takes_details
+
+    failure = caught(DropsDetail)
+    assert "detail=" in str(failure)
+    assert takes_details(HubAdapter)
+    assert takes_details(DropsDetail)
+    assert not takes_details(Delegating)
+    check_conformance(Delegating, max_examples=20, seed=SEED)

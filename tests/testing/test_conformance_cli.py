@@ -18,7 +18,7 @@ from pathlib import Path
 import trio
 
 from tests.support.conformance import FORGETS_FENCED
-from workflow_hub import Availability, Cursor
+from workflow_hub import Availability, Cursor, SnapshotFrame
 from workflow_hub.testing.conformance import AdapterConfig, JsonLinesProcess
 
 EXAMPLES = int(os.environ.get("WORKFLOW_HUB_CONFORMANCE_EXAMPLES", "40"))
@@ -201,6 +201,30 @@ def test_since_and_resumed_travel_over_json_lines() -> None:
 
     with JsonLinesProcess(f"{PYTHON} -m workflow_hub.testing.jsonl_adapter") as process:
         assert trio.run(play) == [True, False, False]
+
+
+def test_the_json_lines_hello_says_which_adapters_take_a_detail() -> None:
+    """C3 over the protocol: our adapter's ``hello`` lists the ``detail`` extension, so the kit
+    sends ``publishSnapshot`` a ``detail`` and reads it back; the reference JavaScript hub
+    (pre-C3) lists none and is never sent one."""
+    why = "broker unreachable: ConnectionError: refused"
+
+    async def play() -> SnapshotFrame:
+        adapter = process(AdapterConfig(queue_limit=16, diagnostics_limit=16, history_limit=0))
+        await adapter.start()
+        await adapter.register_publisher()
+        await adapter.publish_snapshot(0, Availability.RECOVERING, None, detail=why)
+        now = await adapter.snapshot()
+        await adapter.close()
+        return now
+
+    with JsonLinesProcess(f"{PYTHON} -m workflow_hub.testing.jsonl_adapter") as process:
+        assert process.details
+        assert trio.run(play).detail == why
+    node = shutil.which("node")
+    assert node is not None
+    with JsonLinesProcess([node, str(Path(__file__).parents[1] / "js" / "source_hub.mjs")]) as js:
+        assert not js.details
 
 
 REENCODE = Path(__file__).parents[1] / "js" / "reencode.mjs"

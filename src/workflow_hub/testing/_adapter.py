@@ -250,9 +250,13 @@ def offers_threads(adapter_factory: object) -> bool:
 
 
 def takes_details(adapter_factory: object) -> bool:
-    """Whether an adapter factory's adapters take C3's ``detail`` (a class whose
-    ``publish_snapshot`` has a ``detail`` parameter): only those are given one, so an adapter
-    written before it, or a JSON-lines one, is checked for everything else."""
+    """Whether an adapter factory's adapters take C3's ``detail``: a class whose
+    ``publish_snapshot`` has a ``detail`` parameter, or a factory whose ``details`` attribute
+    says so (a :class:`JsonLinesProcess`: its ``hello`` lists the ``detail`` extension). Only
+    those are given one, so an adapter written before it is checked for everything else."""
+    declared = getattr(adapter_factory, "details", None)
+    if isinstance(declared, bool):
+        return declared
     method = getattr(adapter_factory, "publish_snapshot", None)
     if not callable(method):
         return False

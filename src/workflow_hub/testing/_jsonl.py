@@ -45,7 +45,13 @@ from .._contract import (
     to_wire,
 )
 from .._exceptions import WorkflowHubError
-from ._adapter import AdapterConfig, AdapterFactory, ConformanceAdapter, ObserverStyle
+from ._adapter import (
+    AdapterConfig,
+    AdapterFactory,
+    ConformanceAdapter,
+    ObserverStyle,
+    takes_details,
+)
 from ._profiles import PROFILES, Profile, check_profiles
 
 __all__ = [
@@ -189,6 +195,7 @@ class JsonLinesProcess:
         self._child: _Child | None = None
         self._next_id = 1
         self._profiles: tuple[Profile, ...] | None = None
+        self._extensions: frozenset[str] = frozenset()
 
     def __call__(self, config: AdapterConfig) -> JsonLinesAdapter:
         return JsonLinesAdapter(self, config)
@@ -206,6 +213,15 @@ class JsonLinesProcess:
                 answer = self.request("hello", protocol=PROTOCOL_VERSION)
             except _Refused:
                 answer = {}
+            extensions = answer.get("extensions", [])
+            if not isinstance(extensions, list) or not all(
+                isinstance(name, str) for name in extensions
+            ):
+                raise JsonLinesError(
+                    f"the answer to 'hello' has a bad 'extensions': {extensions!r} is not a "
+                    "list of names"
+                )
+            self._extensions = frozenset(extensions)
             declared = answer.get("profiles")
             if declared is None:
                 self._profiles = PROFILES
@@ -219,6 +235,13 @@ class JsonLinesProcess:
                 except ValueError as error:
                     raise JsonLinesError(str(error)) from None
         return self._profiles
+
+    @property
+    def details(self) -> bool:
+        """Whether the adapter takes C3's ``detail`` on ``publishSnapshot``: its ``hello``
+        answer lists ``"detail"`` in ``extensions`` (asked once, with :attr:`profiles`)."""
+        self.profiles  # noqa: B018  # asks hello once, which reads the extensions too
+        return "detail" in self._extensions
 
     def open(self) -> None:
         """Start the child now (it is otherwise started by the first request). Raises ``OSError``."""
@@ -349,6 +372,9 @@ class _Field:
     codec: _Codec
     optional: bool = False
     absent: Any = None
+    extension: bool = False
+    """A C3 extension (``detail``): when absent, not passed to the adapter's method at all, so
+    an adapter written before it still takes the call."""
 
 
 @final
@@ -382,7 +408,12 @@ CALLS: tuple[_Call, ...] = (
     _Call(
         "publishSnapshot",
         "publish_snapshot",
-        (_PUBLISHER, _Field("availability", _AVAILABILITY), _Field("roots", _ROOTS, True)),
+        (
+            _PUBLISHER,
+            _Field("availability", _AVAILABILITY),
+            _Field("roots", _ROOTS, True),
+            _Field("detail", _STR, True, extension=True),
+        ),
         _CURSOR,
     ),
     _Call(
@@ -449,17 +480,24 @@ def _encode_request(call: _Call, args: Sequence[Any]) -> dict[str, Any]:
     return fields
 
 
-def _decode_request(call: _Call, request: Mapping[str, Any]) -> list[Any]:
+def _decode_request(call: _Call, request: Mapping[str, Any]) -> tuple[list[Any], dict[str, Any]]:
+    """The method's positional arguments, and its keyword ones: the extensions present."""
     args = []
+    keywords: dict[str, Any] = {}
     for field in call.fields:
         if field.key not in request and field.optional:
-            args.append(field.absent)
+            if not field.extension:
+                args.append(field.absent)
             continue
         try:
-            args.append(field.codec.decode(request.get(field.key)))
+            value = field.codec.decode(request.get(field.key))
         except (ValueError, TypeError) as error:
             raise ValueError(f"{field.key!r}: {error}") from None
-    return args
+        if field.extension:
+            keywords[field.key] = value
+        else:
+            args.append(value)
+    return args, keywords
 
 
 @final
@@ -503,8 +541,12 @@ class JsonLinesAdapter:
         publisher: int,
         availability: Availability,
         roots: tuple[RootActivity, ...] | None,
+        detail: str | None = None,
     ) -> Cursor | None:
-        return cast(Cursor | None, self._call("publish_snapshot", publisher, availability, roots))
+        return cast(
+            Cursor | None,
+            self._call("publish_snapshot", publisher, availability, roots, detail),
+        )
 
     async def publish_changed(self, publisher: int, root: RootActivity) -> Cursor | None:
         return cast(Cursor | None, self._call("publish_changed", publisher, root))
@@ -575,7 +617,8 @@ async def _handle(
     call = _BY_OP.get(op)
     if call is None:
         raise ValueError(f"unknown op {op!r}")
-    value = await getattr(adapter, call.method)(*_decode_request(call, request))
+    args, keywords = _decode_request(call, request)
+    value = await getattr(adapter, call.method)(*args, **keywords)
     answer = call.answer
     if answer is None or (value is None and answer.optional):
         return {}
@@ -606,6 +649,8 @@ async def _serve(
                 op = request.get("op")
                 if op == "hello":
                     answer = {} if profiles is None else {"profiles": list(profiles)}
+                    if takes_details(adapter_factory):
+                        answer["extensions"] = ["detail"]
                 elif op == "start":
                     if adapter is not None:
                         await adapter.close()
