@@ -1,0 +1,169 @@
+"""What the Celery bridge learns besides events: inspections, the result backend, a restart.
+
+Events from before the bridge listened are gone, so it recovers: ``recovering`` from
+:meth:`~Recovery.begin`, then what the workers' inspection reports (``active``, ``reserved``,
+``scheduled``), then ``ready``; after a lost broker connection the in-flight tasks no worker
+reports any more are lost and settled from the result backend; a lost worker that comes back is
+resynchronised. This is the base of :class:`~workflow_hub.celery.CeleryBridge` (one room per
+concept: the bridge maps events, this recovers); both move the records of ``_model.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from contextlib import AbstractContextManager
+from typing import Any, Final
+
+from .._contract import FailureDetail
+from ..tracker import SchedulerFacts as Facts
+from ._model import ENDED, FAILED, LOST, PENDING, REVOKED, RUNNING, SUCCEEDED, Root, Task
+from ._workers import Roster
+
+__all__ = ["Inspection", "Recovery"]
+
+Inspection = Mapping[str, Mapping[str, Iterable[Mapping[str, Any]]]]
+"""What the workers hold, as Celery's remote control reports it: per worker hostname, per kind
+(``"active"``, ``"reserved"``, ``"scheduled"``), the request dicts of ``app.control.inspect()``'s
+method of that name (each with at least ``id`` and ``name``; ``scheduled`` wraps each in
+``{"eta": …, "request": {…}}``). :meth:`CeleryBridge.recovered` and
+:meth:`CeleryBridge.resynchronised` take one."""
+
+# Failures the bridge infers (no task-failed event carries them).
+GONE: Final = FailureDetail(message="lost: its worker came back without it")
+FROM_RESULTS: Final = FailureDetail(message="failed while the broker was unreachable")
+
+# Result backend states (celery.states) a lost task can be settled with.
+RESULT_STATES: Final = {
+    "SUCCESS": SUCCEEDED,
+    "FAILURE": FAILED,
+    "REVOKED": REVOKED,
+    "STARTED": RUNNING,
+    "RETRY": PENDING,
+}
+
+
+class Recovery:
+    """Recovery, as a base class of the bridge: it reads the bridge's records and moves them
+    with the bridge's own ``_task`` and ``_set`` (declared here, defined there)."""
+
+    _tracker: Facts
+    _tasks: dict[str, Task]
+    _roots: dict[str, Root]
+    _roster: Roster
+    _hydration: AbstractContextManager[None] | None
+    _ready: bool
+    _reported: set[str]  # task ids in the last inspection
+    _suspects: set[str]  # in flight when the connection went: unknown until told again
+
+    def _task(self, task_id: str, event: Mapping[str, Any], now: float) -> Task:
+        raise NotImplementedError
+
+    def _set(
+        self,
+        task: Task,
+        state: str,
+        *,
+        retries: int | None = None,
+        error: FailureDetail | None = None,
+    ) -> None:
+        raise NotImplementedError
+
+    def _settle_roots(self, now: float) -> None:
+        raise NotImplementedError
+
+    def _check_served(self) -> None:
+        raise NotImplementedError
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    @property
+    def ready(self) -> bool:
+        return self._ready
+
+    def begin(self) -> None:
+        """Publish ``recovering``: the bridge does not know yet what the workers are doing."""
+        if self._hydration is not None:
+            return
+        self._ready = False
+        # What was in flight when the connection went: suspect until an event or the
+        # inspection tells of it again.
+        self._suspects = {
+            task_id for task_id, task in self._tasks.items() if task.state in (PENDING, RUNNING)
+        }
+        self._hydration = self._tracker.hydrating()
+        self._hydration.__enter__()
+
+    def recovered(self, inspection: Inspection, now: float) -> list[str]:
+        """Add the in-flight tasks the workers reported (``active`` running, ``reserved`` and
+        ``scheduled`` pending) that no event has told of yet, then publish ``ready``.
+
+        After a lost broker connection (a second :meth:`begin`), an open task that no worker
+        reports any more may have ended unseen: it is lost (needs attention) and its id is
+        returned, for :meth:`settle_from_results` to settle from the result backend.
+        """
+        with self._tracker.batch():
+            self._apply_inspection(inspection, now, resync=None)
+            unreported = [
+                task
+                for task_id in self._suspects - self._reported
+                if (task := self._tasks.get(task_id)) is not None
+                and task.state in (PENDING, RUNNING)
+            ]
+            self._suspects = set()
+            for task in unreported:
+                self._set(task, LOST)
+        hydration, self._hydration = self._hydration, None
+        if hydration is not None:
+            hydration.__exit__(None, None, None)
+        self._ready = True
+        with self._tracker.batch():
+            self._check_served()
+        return [task.task_id for task in unreported]
+
+    def settle_from_results(self, states: Mapping[str, str], now: float) -> None:
+        """Lost tasks whose result backend state is final (``SUCCESS``, ``FAILURE``,
+        ``REVOKED``) or in flight (``STARTED``, ``RETRY``) take that state; others stay lost."""
+        with self._tracker.batch():
+            for task_id, state in states.items():
+                task = self._tasks.get(task_id)
+                if task is None or task.state != LOST or state not in RESULT_STATES:
+                    continue
+                new = RESULT_STATES[state]
+                task.final = new in ENDED
+                task.phase = {RUNNING: 2, PENDING: 0}.get(new, task.phase)
+                error = FROM_RESULTS if new == FAILED else None
+                self._set(task, new, retries=task.retries + (state == "RETRY"), error=error)
+            self._settle_roots(now)
+
+    def resynchronised(self, hostname: str, inspection: Inspection, now: float) -> None:
+        """A lost worker came back and reported what it holds: those tasks are in flight again,
+        the ones it no longer holds are failed (their messages are gone, unless redelivered)."""
+        with self._tracker.batch():
+            self._apply_inspection(inspection, now, resync=hostname)
+            self._check_served()
+
+    # --- inspection ------------------------------------------------------------------------
+
+    def _apply_inspection(self, inspection: Inspection, now: float, resync: str | None) -> None:
+        held = self._reported = set()
+        for hostname, lists in inspection.items():
+            self._roster.heard(hostname, now)
+            for key, state in (("active", RUNNING), ("reserved", PENDING), ("scheduled", PENDING)):
+                for request in lists.get(key, ()):
+                    # scheduled() wraps each request: {"eta": ..., "request": {...}}
+                    body = request.get("request", request)
+                    task_id = body.get("id")
+                    if not isinstance(task_id, str):
+                        continue
+                    held.add(task_id)
+                    known = task_id in self._tasks
+                    task = self._task(task_id, body, now)
+                    if not known or task.state == LOST:
+                        task.worker = hostname
+                        task.phase = 2 if state == RUNNING else 1
+                        self._set(task, state)
+        if resync is not None:
+            for task in list(self._tasks.values()):
+                if task.worker == resync and task.state == LOST and task.task_id not in held:
+                    self._set(task, FAILED, error=GONE)
+        self._settle_roots(now)
