@@ -67,6 +67,7 @@ class Task:
     name: str | None = None
     redelivery: bool = False  # its worker went with its message unacked: the broker resends it
     error: FailureDetail | None = None
+    restored: bool = False  # known from a previous instance's state: no worker told of it yet
 
 
 @attrs.define(slots=True, eq=False)

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from contextlib import AbstractContextManager
 from typing import Any, Final
 
-from .._contract import FailureDetail
+from .._contract import FailureDetail, RootActivity
 from ..tracker import SchedulerFacts as Facts
 from ._model import ENDED, FAILED, LOST, PENDING, REVOKED, RUNNING, SUCCEEDED, Root, Task
 from ._workers import Roster
@@ -31,6 +31,9 @@ method of that name (each with at least ``id`` and ``name``; ``scheduled`` wraps
 # Failures the bridge infers (no task-failed event carries them).
 GONE: Final = FailureDetail(message="lost: its worker came back without it")
 FROM_RESULTS: Final = FailureDetail(message="failed while the broker was unreachable")
+
+# A restored stage's status, for the stages that had ended (the others were in flight).
+_RESTORED: Final = {"completed": SUCCEEDED, "failed": FAILED, "skipped": REVOKED}
 
 # Result backend states (celery.states) a lost task can be settled with.
 RESULT_STATES: Final = {
@@ -54,6 +57,7 @@ class Recovery:
     _ready: bool
     _reported: set[str]  # task ids in the last inspection
     _suspects: set[str]  # in flight when the connection went: unknown until told again
+    _quiet: dict[str, None]  # roots waiting out their settle time
 
     def _task(self, task_id: str, event: Mapping[str, Any], now: float) -> Task:
         raise NotImplementedError
@@ -72,6 +76,9 @@ class Recovery:
         raise NotImplementedError
 
     def _check_served(self) -> None:
+        raise NotImplementedError
+
+    def _end(self, root: Root, now: float) -> None:
         raise NotImplementedError
 
     # --- lifecycle -------------------------------------------------------------------------
@@ -107,11 +114,12 @@ class Recovery:
                 task
                 for task_id in self._suspects - self._reported
                 if (task := self._tasks.get(task_id)) is not None
-                and task.state in (PENDING, RUNNING)
+                and task.state in (PENDING, RUNNING, LOST)
             ]
             self._suspects = set()
             for task in unreported:
-                self._set(task, LOST)
+                if task.state != LOST:
+                    self._set(task, LOST)
         hydration, self._hydration = self._hydration, None
         if hydration is not None:
             hydration.__exit__(None, None, None)
@@ -120,15 +128,56 @@ class Recovery:
             self._check_served()
         return [task.task_id for task in unreported]
 
+    def restore(self, roots: Iterable[RootActivity], now: float) -> None:
+        """Seed the bridge with what a previous instance last showed (a restart: see
+        docs/celery.md, "Restarts"), between :meth:`begin` and :meth:`recovered`: each root's
+        tasks, names, parents and ended stages. Restored history never counts as working on
+        its own (SPEC §5): a task that was in flight is lost until a worker's inspection or
+        event tells of it again (then it is in flight in its old root), and settled from the
+        result backend when it ended meanwhile. Nothing here publishes a lifecycle event: it
+        all happens while the source is ``recovering``. Roots the bridge already knows are kept
+        as they are."""
+        with self._tracker.batch():
+            for activity in roots:
+                self._restore_root(activity, now)
+
+    def _restore_root(self, activity: RootActivity, now: float) -> None:
+        root_id = activity.root_run_id
+        nodes = [n for n in (activity.graph.nodes if activity.graph else ()) if n.kind == "stage"]
+        if root_id in self._roots or not nodes or any(n.node_id in self._tasks for n in nodes):
+            return
+        self._roots[root_id] = Root(root_id, labels=activity.labels)
+        self._tracker.add_run(root_id, status="running", labels=activity.labels)
+        prefix = f"{root_id}:"
+        for node in nodes:
+            parents = [p.removeprefix(prefix) for p in node.parent_ids if p.startswith(prefix)]
+            fields = {"name": node.name, "root_id": root_id, "parent_id": next(iter(parents), None)}
+            task = self._task(node.node_id, fields, now)
+            state = _RESTORED.get(node.status)
+            if state is None:  # in flight then: unknown now (the inspection may revive it)
+                task.restored = True
+                self._suspects.add(task.task_id)
+                self._set(task, LOST)
+            else:
+                task.final, task.phase = True, 2
+                self._set(task, state, error=node.error)
+        root = self._roots[root_id]
+        if root.open == 0 and activity.state != "working":  # it had ended: history, ended
+            self._quiet.pop(root_id, None)
+            self._end(root, now)
+
     def settle_from_results(self, states: Mapping[str, str], now: float) -> None:
         """Lost tasks whose result backend state is final (``SUCCESS``, ``FAILURE``,
-        ``REVOKED``) or in flight (``STARTED``, ``RETRY``) take that state; others stay lost."""
+        ``REVOKED``) or in flight (``STARTED``, ``RETRY``) take that state; others stay lost.
+        A task known only from a restored state takes a final state only."""
         with self._tracker.batch():
             for task_id, state in states.items():
                 task = self._tasks.get(task_id)
                 if task is None or task.state != LOST or state not in RESULT_STATES:
                     continue
                 new = RESULT_STATES[state]
+                if task.restored and new not in ENDED:
+                    continue  # only a worker's word makes restored history live (SPEC §5)
                 task.final = new in ENDED
                 task.phase = {RUNNING: 2, PENDING: 0}.get(new, task.phase)
                 error = FROM_RESULTS if new == FAILED else None

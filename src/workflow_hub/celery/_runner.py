@@ -22,6 +22,7 @@ from typing import Any, final
 
 import attrs
 
+from .._contract import RootActivity
 from .._exceptions import WorkflowHubError
 from .._threads import signals_to_the_main_thread
 from ..tracker import SchedulerFacts as Facts
@@ -69,6 +70,7 @@ class CeleryWatch:
     _tick: float
     _linger: float
     _clock: Callable[[], float]
+    _restore: tuple[RootActivity, ...] = ()
     ready: threading.Event = attrs.field(init=False, factory=threading.Event)
     """Set once the bridge published its first ready snapshot (cleared while it recovers)."""
     consuming: threading.Event = attrs.field(init=False, factory=threading.Event)
@@ -274,6 +276,9 @@ class CeleryWatch:
 
     def _forward(self) -> None:
         self._guarded(self.bridge.begin)
+        if self._restore:
+            self._guarded(functools.partial(self.bridge.restore, self._restore, self._clock()))
+            self._restore = ()
         next_tick = self._clock() + self._tick
         while not self._stopping.is_set():
             with self._wake:
@@ -339,6 +344,7 @@ def watch_celery(
     labels: Mapping[str, str] | None = None,
     labels_from: Iterable[str] = (),
     clock: Callable[[], float] = time.monotonic,
+    restore: Iterable[RootActivity] = (),
 ) -> Iterator[CeleryWatch]:
     """Bridge a Celery app's events to ``tracker`` while the block runs (threads of its own).
 
@@ -349,7 +355,9 @@ def watch_celery(
     CPU per event for at most that much more lag. ``tick`` is how often time-based rules (lost
     workers, settled roots, retention) are checked. ``settle``,
     ``keep_ended``, ``max_ended``, ``labels`` (on every root) and ``labels_from`` (``"queue"``,
-    ``"worker"``: labels from the tasks' events) are :class:`CeleryBridge`'s. Leaving the block stops the
+    ``"worker"``: labels from the tasks' events) are :class:`CeleryBridge`'s. ``restore`` is a
+    previous instance's last roots (:meth:`CeleryBridge.restore`: a restart keeps its canvases;
+    ``serve_celery`` reads them from its Redis source). Leaving the block stops the
     threads (within about a quarter of a second: kombu's drain slice).
     """
     bridge = CeleryBridge(
@@ -369,6 +377,7 @@ def watch_celery(
         tick=tick,
         linger=linger,
         clock=clock,
+        restore=tuple(restore),
     )
     watch.start()
     try:
