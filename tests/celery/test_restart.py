@@ -39,7 +39,7 @@ from workflow_hub.tracker import RunTracker
 from workflow_hub.wire import loads
 
 from .app import add, nap
-from .support import REPO, CeleryWorker, check_root, stages
+from .support import REPO, CeleryWorker, blocking, bridged, check_root, stages, stopped
 
 
 def event(kind: str, uuid: str, **fields: Any) -> dict[str, Any]:
@@ -243,3 +243,61 @@ def test_a_bridge_restarted_mid_chain_continues_the_chain_as_one_root(
     }
     assert f"{first}:{first}" not in moved, "the restored first step made a lifecycle event"
     assert {f"{first}:{second}", f"{first}:{third}"} <= moved
+
+
+def test_an_unnamed_task_is_looked_up_once_and_joins_its_parents_root_under_it() -> None:
+    """Issue 38: a task first seen from an event without its name (its ``task-received`` was
+    before the bridge listened) is ``unknown task`` until named; half a second later it is
+    asked for once, and the name found (with its parent's id, from the result backend) moves
+    it under its parent, in the state it reached."""
+    tracker = RunTracker(
+        WorkflowActivityHub().register_publisher(), owner_session_id="celery", include_graph=True
+    )
+    bridge = CeleryBridge(tracker, settle=1.0)
+    bridge.begin()
+    bridge.recovered({}, 0.0)
+    bridge.apply([event("task-received", "a", name="step1", root_id="a")], 0.0)
+    bridge.apply([event("task-succeeded", "a"), event("task-succeeded", "b")], 0.1)
+    assert [n.name for n in stages(tracker.activity("b")).values()] == ["unknown task"]
+    assert bridge.take_name_requests(0.3) == []
+    assert bridge.take_name_requests(0.6) == ["b"]
+    assert bridge.take_name_requests(5.0) == []  # asked once
+    bridge.named({"b": {"name": "step2", "parent_id": "a"}}, 0.7)
+    assert "b" not in {r.root_run_id for r in tracker.activities()}
+    a = tracker.activity("a")
+    assert statuses(a) == {"a": "completed", "b": "completed"}
+    assert stages(a)["b"].name == "step2"
+    assert stages(a)["b"].parent_ids == ("a:a",)
+
+
+async def test_a_task_first_seen_at_its_end_after_a_restart_is_named(
+    broker: RedisServer, worker: CeleryWorker
+) -> None:
+    """Issue 38, without ``--redis``: a task that a worker without remote control (it answers
+    no inspection) received before the bridge started is first seen from its
+    ``task-succeeded``, which carries no name. It is never named ``?``: ``unknown task``
+    until the result backend (``result_extended``) gives its name, then that."""
+    quiet = CeleryWorker(
+        broker.url,
+        "quiet@workflow-hub-tests",
+        concurrency=1,
+        queues="quiet",
+        env={"WORKFLOW_HUB_TEST_EXTENDED": "1", "WORKFLOW_HUB_TEST_NO_CONTROL": "1"},
+    )
+    await blocking(quiet.start)
+    try:
+        result = await blocking(nap.apply_async, (3,), queue="quiet")
+        with trio.fail_after(60):
+            while f"nap[{result.id}] received" not in quiet.log:  # noqa: ASYNC110
+                await trio.sleep(0.05)  # another process's log: nothing to wait on here
+        async with bridged() as (roots, _watch, _tracker):
+            root = await roots.wait_root(
+                result.id,
+                lambda r: [n.name for n in stages(r).values()] == ["tests.celery.app.nap"],
+                "the task named",
+            )
+            assert statuses(root) == {result.id: "completed"}
+            names = {n.name for v in roots.history[result.id] for n in stages(v).values()}
+            assert "?" not in names, names
+    finally:
+        await stopped(quiet)

@@ -29,7 +29,7 @@ from ._events import (
 )
 from ._model import BLOCKED as _BLOCKED
 from ._model import ENDED as _ENDED
-from ._model import FAILED, LOST, PENDING, REVOKED, RUNNING, SUCCEEDED, UNSERVED
+from ._model import FAILED, LOST, PENDING, REVOKED, RUNNING, SUCCEEDED, UNKNOWN_NAME, UNSERVED
 from ._model import STOPPED as _STOPPED
 from ._model import Root as _Root
 from ._model import Task as _Task
@@ -114,6 +114,7 @@ class CeleryBridge(Recovery):
         self._ignored = 0
         self._reported: set[str] = set()  # task ids in the last inspection
         self._suspects: set[str] = set()
+        self._unnamed: dict[str, float] = {}  # task ids first seen without a name, and when
         self._serving = True  # a worker is alive (or the bridge cannot tell yet)
         self._unserved_said = False  # the warning of this outage of workers was logged
 
@@ -252,8 +253,10 @@ class CeleryBridge(Recovery):
         named = isinstance(name, str)
         task = _Task(task_id, root_id, provisional=not named, name=name if named else None)
         self._tracker.add_stage(
-            root_id, task_id, name if isinstance(name, str) else "?", parent_ids=parents
+            root_id, task_id, name if isinstance(name, str) else UNKNOWN_NAME, parent_ids=parents
         )
+        if not named:
+            self._unnamed[task_id] = now  # looked up where Celery keeps names, if still unnamed
         self._tasks[task_id] = task
         root.tasks[task_id] = task
         root.open += 1
@@ -267,6 +270,7 @@ class CeleryBridge(Recovery):
         in the state it has reached: its guessed root (its own id) is removed."""
         old = self._roots[task.root_id]
         task.provisional = False
+        self._unnamed.pop(task.task_id, None)
         if len(old.tasks) > 1:  # others joined it: it is their root; its name stays unknown
             return task
         self._tracker.remove_run(old.root_id)

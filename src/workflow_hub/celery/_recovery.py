@@ -32,6 +32,9 @@ method of that name (each with at least ``id`` and ``name``; ``scheduled`` wraps
 GONE: Final = FailureDetail(message="lost: its worker came back without it")
 FROM_RESULTS: Final = FailureDetail(message="failed while the broker was unreachable")
 
+NAME_GRACE: Final = 0.5
+"""Seconds an unnamed task waits for the event that names it before its name is looked up."""
+
 # A restored stage's status, for the stages that had ended (the others were in flight).
 _RESTORED: Final = {"completed": SUCCEEDED, "failed": FAILED, "skipped": REVOKED}
 
@@ -58,6 +61,7 @@ class Recovery:
     _reported: set[str]  # task ids in the last inspection
     _suspects: set[str]  # in flight when the connection went: unknown until told again
     _quiet: dict[str, None]  # roots waiting out their settle time
+    _unnamed: dict[str, float]  # task ids first seen without a name, and when
 
     def _task(self, task_id: str, event: Mapping[str, Any], now: float) -> Task:
         raise NotImplementedError
@@ -79,6 +83,9 @@ class Recovery:
         raise NotImplementedError
 
     def _end(self, root: Root, now: float) -> None:
+        raise NotImplementedError
+
+    def _rehome(self, task: Task, event: Mapping[str, Any], now: float) -> Task:
         raise NotImplementedError
 
     # --- lifecycle -------------------------------------------------------------------------
@@ -165,6 +172,35 @@ class Recovery:
         if root.open == 0 and activity.state != "working":  # it had ended: history, ended
             self._quiet.pop(root_id, None)
             self._end(root, now)
+
+    def take_name_requests(self, now: float) -> list[str]:
+        """Tasks still unnamed ``NAME_GRACE`` seconds after they were first seen (an event that
+        names them usually follows within milliseconds): the runner looks each up once, where
+        Celery keeps names (the workers' ``query_task``, the result backend), and hands what
+        it found to :meth:`named`."""
+        due = [task_id for task_id, seen in self._unnamed.items() if now - seen >= NAME_GRACE]
+        for task_id in due:
+            del self._unnamed[task_id]
+        return due
+
+    def named(self, found: Mapping[str, Mapping[str, Any]], now: float) -> None:
+        """Names found for unnamed tasks (``{task_id: {"name": …, "parent_id": …}}``): each
+        takes its name, and joins its parent's root under it when the parent is known, as if
+        the event that names it had come (docs/celery.md, "Restarts")."""
+        with self._tracker.batch():
+            for task_id, fields in found.items():
+                task = self._tasks.get(task_id)
+                name = fields.get("name")
+                if task is None or not task.provisional or not isinstance(name, str) or not name:
+                    continue
+                parent = self._tasks.get(str(fields.get("parent_id")))
+                event = {
+                    "name": name,
+                    "root_id": task_id if parent is None else parent.root_id,
+                    "parent_id": None if parent is None else parent.task_id,
+                }
+                self._rehome(task, event, now)
+            self._settle_roots(now)
 
     def settle_from_results(self, states: Mapping[str, str], now: float) -> None:
         """Lost tasks whose result backend state is final (``SUCCESS``, ``FAILURE``,

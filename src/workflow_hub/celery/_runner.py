@@ -274,6 +274,30 @@ class CeleryWatch:
             return
         self._queue_job(functools.partial(self.bridge.settle_from_results, states))
 
+    def _look_up_names(self, task_ids: list[str]) -> None:
+        """Names of tasks first seen without one, where Celery keeps them: the workers that
+        still hold them (``query_task``), then the result backend (``result_extended`` stores
+        the name; any backend the parent's id)."""
+        found: dict[str, dict[str, Any]] = {}
+        try:
+            inspect = self._app.control.inspect(timeout=self._inspect_timeout)
+            for held in (inspect.query_task(task_ids) or {}).values():
+                for task_id, (_state, info) in (held or {}).items():
+                    found[task_id] = {"name": info.get("name")}
+        except Exception:
+            logger.exception("celery inspect query_task failed")
+        missing = [task_id for task_id in task_ids if not found.get(task_id, {}).get("name")]
+        try:
+            backend = self._app.backend
+            if missing and type(backend).__name__ != "DisabledBackend":
+                for task_id in missing:
+                    meta = backend.get_task_meta(task_id)
+                    found[task_id] = {"name": meta.get("name"), "parent_id": meta.get("parent_id")}
+        except Exception:
+            logger.exception("could not read the result backend")
+        if found:
+            self._queue_job(functools.partial(self.bridge.named, found))
+
     def _forward(self) -> None:
         self._guarded(self.bridge.begin)
         if self._restore:
@@ -299,6 +323,9 @@ class CeleryWatch:
             if now >= next_tick:
                 self._guarded(functools.partial(bridge.tick, now))
                 next_tick = now + self._tick
+                unnamed = bridge.take_name_requests(now)
+                if unnamed:
+                    self._spawn(functools.partial(self._look_up_names, unnamed), "celery-names")
             for hostname in bridge.take_resync_requests():
                 self._spawn(functools.partial(self._inspect, hostname), "celery-resync")
 
