@@ -71,6 +71,32 @@ async def test_a_chords_body_joins_the_root_of_the_header_member_that_finished_l
         await roots.wait_root(first, ended_with(1), "the other member's own root")
 
 
+async def test_a_chain_that_starts_with_a_group_splits_as_a_chord(worker: CeleryWorker) -> None:
+    """``chain(group(a, b), c)`` from a client is a chord (Celery upgrades it): the members are
+    roots of their own, and ``c`` joins the root of the one that finished last."""
+    async with bridged() as (roots, _watch, _tracker):
+        canvas = chain(group(add.si(1, 1), nap.si(0.5)), total.s())
+        result = await blocking(canvas.apply_async)
+        members = [member.id for member in result.parent.results]
+        last = await roots.wait_root(members[1], ended_with(2), "the nap and the body")
+        assert stages(last)[result.id].parent_ids == (f"{members[1]}:{members[1]}",)
+        await roots.wait_root(members[0], ended_with(1), "the other member's own root")
+
+
+async def test_a_group_of_chains_from_a_client_is_one_root_per_chain(
+    worker: CeleryWorker,
+) -> None:
+    """``group(chain(a, b), chain(c, d))`` from a client: each chain is one root (its first
+    task's id: the second step is sent by the first), the group is not."""
+    async with bridged() as (roots, _watch, _tracker):
+        canvas = group(chain(add.si(1, 1), add.si(2, 2)), chain(add.si(3, 3), add.si(4, 4)))
+        result = await blocking(canvas.apply_async)
+        for last in result.results:
+            first = last.parent.id
+            root = await roots.wait_root(first, ended_with(2), "a chain's own root")
+            assert stages(root)[last.id].parent_ids == (f"{first}:{first}",)
+
+
 async def test_a_chain_from_a_client_keeps_a_group_inside_it_in_its_root(
     worker: CeleryWorker,
 ) -> None:
