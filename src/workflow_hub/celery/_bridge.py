@@ -79,8 +79,10 @@ class CeleryBridge(Recovery):
     ``acks_late(task_name)`` says whether a task's message is acknowledged only after it ran
     (Celery's ``acks_late``): a running one whose worker went away is then redelivered, not lost.
 
-    Lifecycle: :meth:`begin` publishes ``recovering``; events are applied as they come; then
-    :meth:`recovered` adds what the workers' inspection reports and publishes ``ready``.
+    Lifecycle: :meth:`begin` publishes ``recovering``; :meth:`restore` may seed a previous
+    instance's roots (a restart); events are applied as they come; then :meth:`recovered` adds
+    what the workers' inspection reports and publishes ``ready``. Tasks first seen without a
+    name are handed out by :meth:`take_name_requests` and named by :meth:`named`.
     :meth:`tick` ends settled roots, retires old ones and marks silent workers lost.
     """
 

@@ -4,7 +4,8 @@ Events from before the bridge listened are gone, so it recovers: ``recovering`` 
 :meth:`~Recovery.begin`, then what the workers' inspection reports (``active``, ``reserved``,
 ``scheduled``), then ``ready``; after a lost broker connection the in-flight tasks no worker
 reports any more are lost and settled from the result backend; a lost worker that comes back is
-resynchronised. This is the base of :class:`~workflow_hub.celery.CeleryBridge` (one room per
+resynchronised; a restarted bridge is seeded with its previous instance's roots and looks up
+the names its events did not carry. This is the base of :class:`~workflow_hub.celery.CeleryBridge` (one room per
 concept: the bridge maps events, this recovers); both move the records of ``_model.py``.
 """
 
