@@ -122,6 +122,23 @@ class CeleryBridge(Recovery):
 
     # --- lifecycle -------------------------------------------------------------------------
 
+    @property
+    def ready(self) -> bool:
+        return self._ready
+
+    def begin(self) -> None:
+        """Publish ``recovering``: the bridge does not know yet what the workers are doing."""
+        if self._hydration is not None:
+            return
+        self._ready = False
+        # What was in flight when the connection went: suspect until an event or the
+        # inspection tells of it again.
+        self._suspects = {
+            task_id for task_id, task in self._tasks.items() if task.state in (PENDING, RUNNING)
+        }
+        self._hydration = self._tracker.hydrating()
+        self._hydration.__enter__()
+
     def take_resync_requests(self) -> list[str]:
         """Workers that came back since the last call: the runner inspects each of them."""
         return self._roster.take_resync_requests()

@@ -1,12 +1,13 @@
 """What the Celery bridge learns besides events: inspections, the result backend, a restart.
 
-Events from before the bridge listened are gone, so it recovers: ``recovering`` from
-:meth:`~Recovery.begin`, then what the workers' inspection reports (``active``, ``reserved``,
+Events from before the bridge listened are gone, so it recovers: ``recovering`` from the
+bridge's ``begin()``, then what the workers' inspection reports (``active``, ``reserved``,
 ``scheduled``), then ``ready``; after a lost broker connection the in-flight tasks no worker
 reports any more are lost and settled from the result backend; a lost worker that comes back is
 resynchronised; a restarted bridge is seeded with its previous instance's roots and looks up
-the names its events did not carry. This is the base of :class:`~workflow_hub.celery.CeleryBridge` (one room per
-concept: the bridge maps events, this recovers); both move the records of ``_model.py``.
+the names its events did not carry. This is the base of
+:class:`~workflow_hub.celery.CeleryBridge` (one room per concept: the bridge maps events, this
+recovers); both move the records of ``_model.py``.
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ from collections.abc import Iterable, Mapping
 from contextlib import AbstractContextManager
 from typing import Any, Final
 
-from .._contract import FailureDetail, RootActivity
+from .._contract import ContractError, FailureDetail, RootActivity
 from ..tracker import SchedulerFacts as Facts
+from ._events import check_text
 from ._model import ENDED, FAILED, LOST, PENDING, REVOKED, RUNNING, SUCCEEDED, Root, Task
 from ._workers import Roster
 
@@ -90,23 +92,6 @@ class Recovery:
         raise NotImplementedError
 
     # --- lifecycle -------------------------------------------------------------------------
-
-    @property
-    def ready(self) -> bool:
-        return self._ready
-
-    def begin(self) -> None:
-        """Publish ``recovering``: the bridge does not know yet what the workers are doing."""
-        if self._hydration is not None:
-            return
-        self._ready = False
-        # What was in flight when the connection went: suspect until an event or the
-        # inspection tells of it again.
-        self._suspects = {
-            task_id for task_id, task in self._tasks.items() if task.state in (PENDING, RUNNING)
-        }
-        self._hydration = self._tracker.hydrating()
-        self._hydration.__enter__()
 
     def recovered(self, inspection: Inspection, now: float) -> list[str]:
         """Add the in-flight tasks the workers reported (``active`` running, ``reserved`` and
@@ -193,6 +178,10 @@ class Recovery:
                 task = self._tasks.get(task_id)
                 name = fields.get("name")
                 if task is None or not task.provisional or not isinstance(name, str) or not name:
+                    continue
+                try:
+                    check_text(name, "name")  # before the guessed root is taken down
+                except ContractError:
                     continue
                 parent = self._tasks.get(str(fields.get("parent_id")))
                 event = {
