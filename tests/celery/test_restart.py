@@ -26,7 +26,10 @@ from tests.support.consumers import RecordingDispatcher
 from tests.support.processes import owned_process, signal_group
 from tests.support.redis_server import RedisServer
 from workflow_hub import (
+    ChangedFrame,
+    Cursor,
     LifecycleEvent,
+    RemovedFrame,
     RootActivity,
     SnapshotFrame,
     StageTarget,
@@ -35,6 +38,7 @@ from workflow_hub import (
     open_hub,
 )
 from workflow_hub.celery import CeleryBridge
+from workflow_hub.celery._restore import fold_newest_first
 from workflow_hub.tracker import RunTracker
 from workflow_hub.wire import loads
 
@@ -301,3 +305,42 @@ async def test_a_task_first_seen_at_its_end_after_a_restart_is_named(
             assert "?" not in names, names
     finally:
         await stopped(quiet)
+
+
+def test_the_last_ready_state_is_each_roots_newest_frame_back_to_a_ready_snapshot() -> None:
+    """How a restart reads its stream (newest first): the trailing non-ready snapshots of a
+    clean stop are skipped; each root's newest changed frame wins, a removal drops it; a ready
+    snapshot fills in the rest and ends the walk; a non-ready snapshot met after changes ends it
+    too (nothing is published while recovering, so nothing older belongs to that state)."""
+
+    def root(root_id: str, state: str = "idle") -> RootActivity:
+        working = state == "working"
+        return RootActivity(
+            root_run_id=root_id,
+            owner_session_id="celery",
+            state=state,
+            reason="executing" if working else "quiescent",
+            active_execution_count=1 if working else 0,
+            actionable_block_count=0,
+            needs_attention=False,
+        )
+
+    at = Cursor(epoch="e", revision=1)
+    ready = SnapshotFrame(cursor=at, availability="ready", roots=(root("a"), root("b"), root("c")))
+    newest_first = [
+        SnapshotFrame(cursor=at, availability="unavailable"),
+        ChangedFrame(cursor=at, root=root("a", "working")),
+        RemovedFrame(cursor=at, root_run_id="b"),
+        ChangedFrame(cursor=at, root=root("a")),
+        ready,
+        ChangedFrame(cursor=at, root=root("z")),
+    ]
+    roots: dict[str, RootActivity | None] = {}
+    assert fold_newest_first(newest_first, roots)
+    assert roots == {"a": root("a", "working"), "b": None, "c": root("c")}
+    cut: dict[str, RootActivity | None] = {}
+    recovering = SnapshotFrame(cursor=at, availability="recovering")
+    assert fold_newest_first([ChangedFrame(cursor=at, root=root("a")), recovering, ready], cut)
+    assert cut == {"a": root("a")}
+    trimmed: dict[str, RootActivity | None] = {}
+    assert not fold_newest_first([ChangedFrame(cursor=at, root=root("a"))], trimmed)
