@@ -78,7 +78,9 @@ def serve_celery(
     ``insecure`` and ``cors_origins``), and :func:`watch_celery` reports the app's events to a
     tracker in the hub's thread, one hand-over per batch. With ``redis_url`` the hub and its
     hook events are also mirrored into that Redis as ``source`` under ``prefix`` (default
-    ``workflow-hub``; :func:`workflow_hub.redis.mirror_hub`, needs the ``redis`` extra).
+    ``workflow-hub``; :func:`workflow_hub.redis.mirror_hub`, needs the ``redis`` extra), and a
+    restart continues from what that source last showed as ready: its canvases, names and ended
+    stages (docs/celery.md, "Restarts").
     ``settle``, ``keep_ended``, ``inspect_timeout``, ``labels`` (on every root:
     ``{"env": "prod"}``) and ``labels_from`` (``("queue", "worker")``: labels from the tasks'
     events) are :func:`watch_celery`'s.
