@@ -81,6 +81,8 @@ class CeleryWatch:
     _jobs: list[Callable[[float], None]] = attrs.field(init=False, factory=list)
     _receiver: Any = attrs.field(init=False, default=None)
     _threads: list[threading.Thread] = attrs.field(init=False, factory=list)
+    _spawning: threading.Lock = attrs.field(init=False, factory=threading.Lock)
+    _naming: threading.Thread | None = attrs.field(init=False, default=None)
     _errors: int = attrs.field(init=False, default=0)
     _failure: tuple[type[BaseException], str] | None = attrs.field(init=False, default=None)
     _connections: int = attrs.field(init=False, default=0)  # broker connections consumed from
@@ -127,15 +129,24 @@ class CeleryWatch:
         with self._wake:
             self._wake.notify_all()
         deadline = time.monotonic() + timeout
-        for thread in self._threads:
-            thread.join(max(0.0, deadline - time.monotonic()))
+        while time.monotonic() < deadline:  # again for any started while it waited
+            with self._spawning:
+                left = [thread for thread in self._threads if thread.is_alive()]
+            if not left:
+                break
+            for thread in left:
+                thread.join(max(0.0, deadline - time.monotonic()))
 
     # --- threads ---------------------------------------------------------------------------
 
-    def _spawn(self, target: Callable[[], None], name: str) -> None:
+    def _spawn(self, target: Callable[[], None], name: str) -> threading.Thread:
         thread = threading.Thread(target=target, name=name, daemon=True)
-        self._threads.append(thread)
-        thread.start()
+        with self._spawning:  # the receiver's and the forwarder's threads both start some
+            # Ended ones are dropped: a bridge that runs for months starts one now and then.
+            self._threads = [each for each in self._threads if each.is_alive()]
+            self._threads.append(thread)
+            thread.start()
+        return thread
 
     def _receive(self) -> None:
         watch = self
@@ -323,9 +334,12 @@ class CeleryWatch:
             if now >= next_tick:
                 self._guarded(functools.partial(bridge.tick, now))
                 next_tick = now + self._tick
-                unnamed = bridge.take_name_requests(now)
-                if unnamed:
-                    self._spawn(functools.partial(self._look_up_names, unnamed), "celery-names")
+                # One look-up at a time; the tasks due meanwhile wait for the next one.
+                if self._naming is None or not self._naming.is_alive():
+                    unnamed = bridge.take_name_requests(now)
+                    if unnamed:
+                        lookup = functools.partial(self._look_up_names, unnamed)
+                        self._naming = self._spawn(lookup, "celery-names")
             for hostname in bridge.take_resync_requests():
                 self._spawn(functools.partial(self._inspect, hostname), "celery-resync")
 
