@@ -344,3 +344,27 @@ def test_the_last_ready_state_is_each_roots_newest_frame_back_to_a_ready_snapsho
     assert cut == {"a": root("a")}
     trimmed: dict[str, RootActivity | None] = {}
     assert not fold_newest_first([ChangedFrame(cursor=at, root=root("a"))], trimmed)
+
+
+async def test_without_redis_a_chain_running_across_the_start_splits_as_documented(
+    worker: CeleryWorker,
+) -> None:
+    """docs/celery.md, "Restarts", without ``--redis``: a chain whose second step runs when the
+    bridge starts is not restored. The step the inspection reports is a root of its own, with
+    its name; the step sent afterwards makes the chain's root (the first step's id) alone,
+    without a parent edge; the first step, which ended before, is not shown."""
+    result = await blocking(chain(add.si(1, 1), nap.si(3), add.si(2, 2)).apply_async)
+    first, second, third = result.parent.parent.id, result.parent.id, result.id
+    with trio.fail_after(60):
+        while f"nap[{second}] received" not in worker.log:  # noqa: ASYNC110
+            await trio.sleep(0.05)  # another process's log: nothing to wait on here
+    async with bridged() as (roots, _watch, _tracker):
+        running = roots.get(second)
+        assert running is not None, roots.view.roots
+        assert [n.name for n in stages(running).values()] == ["tests.celery.app.nap"]
+        chain_root = await roots.wait_root(
+            first, lambda r: statuses(r).get(third) == "completed", "the last step"
+        )
+        assert list(stages(chain_root)) == [third]
+        assert stages(chain_root)[third].parent_ids == ()
+        await roots.wait_root(second, lambda r: statuses(r) == {second: "completed"}, "nap ends")
