@@ -7,6 +7,7 @@ the command as a deploy runs it: ``workflow-hub celery --redis`` killed (``kill 
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import subprocess
@@ -37,12 +38,12 @@ from workflow_hub import (
     WorkflowEvent,
     open_hub,
 )
-from workflow_hub.celery import CeleryBridge
+from workflow_hub.celery import CeleryBridge, serve_celery
 from workflow_hub.celery._restore import fold_newest_first
 from workflow_hub.tracker import RunTracker
 from workflow_hub.wire import loads
 
-from .app import add, nap
+from .app import add, app, nap
 from .support import REPO, CeleryWorker, blocking, bridged, check_root, stages, stopped
 
 
@@ -368,3 +369,19 @@ async def test_without_redis_a_chain_running_across_the_start_splits_as_document
         assert list(stages(chain_root)) == [third]
         assert stages(chain_root)[third].parent_ids == ()
         await roots.wait_root(second, lambda r: statuses(r) == {second: "completed"}, "nap ends")
+
+
+def test_a_redis_that_cannot_be_read_at_start_is_one_warning_and_no_state(
+    broker: RedisServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """docs/celery.md, "Restarts": with ``--redis`` at an address nothing answers, reading the
+    last state fails at once; the bridge says so once and starts as without ``--redis``."""
+    with (
+        caplog.at_level(logging.WARNING, logger="workflow_hub.celery"),
+        serve_celery(app, port=0, redis_url="redis://127.0.0.1:1/0", inspect_timeout=0.2) as served,
+    ):
+        assert served.watch.ready.wait(30), "the bridge did not become ready"
+        assert served.watch.statistics().roots == 0
+    said = [r.getMessage() for r in caplog.records if "last state" in r.getMessage()]
+    assert len(said) == 1, said
+    assert said[0].startswith("could not read the last state of source 'celery' from Redis")
