@@ -24,6 +24,14 @@ app.conf.update(
     worker_prefetch_multiplier=1,
     result_expires=600,
 )
+if os.environ.get("WORKFLOW_HUB_TEST_EXTENDED"):
+    # The result backend keeps each task's name (and arguments): what a bridge that first sees
+    # a task at its end looks its name up in.
+    app.conf.result_extended = True
+if os.environ.get("WORKFLOW_HUB_TEST_NO_CONTROL"):
+    # A worker that answers no remote control (no ping, no inspect: some deployments turn it
+    # off, and some brokers have none): a bridge learns of its tasks from events only.
+    app.conf.worker_enable_remote_control = False
 if os.environ.get("WORKFLOW_HUB_TEST_VISIBILITY"):
     # A worker that takes back, when it starts, the unacknowledged messages of a killed one
     # older than this many seconds (Redis's visibility timeout: one hour by default).

@@ -103,12 +103,18 @@ class CeleryWorker:
             raise
 
     def _wait_ready(self, process: subprocess.Popen[bytes], timeout: float) -> None:
+        # A worker without remote control answers no ping: its log says when it is ready.
+        pings = not self.env.get("WORKFLOW_HUB_TEST_NO_CONTROL")
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if process.poll() is not None:
                 raise RuntimeError(f"the celery worker exited:\n{self.log}")
-            if self._client.control.ping(destination=[self.name], timeout=0.5):
+            if pings and self._client.control.ping(destination=[self.name], timeout=0.5):
                 return
+            if not pings:
+                if f"{self.name} ready." in self.log:
+                    return
+                time.sleep(0.1)  # another process's log: nothing to wait on here
         raise RuntimeError(f"the celery worker did not answer a ping in {timeout} s:\n{self.log}")
 
     def kill(self) -> None:

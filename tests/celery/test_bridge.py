@@ -510,12 +510,13 @@ def test_an_event_whose_handling_raises_loses_only_itself(
 
 def test_a_lone_task_seen_first_from_its_end_takes_its_name_when_received_arrives() -> None:
     """A task outside any canvas whose ``task-succeeded`` overtook ``task-received``: shown
-    under its own id as ``?`` until then, then with its name, still completed (issue 37)."""
+    under its own id as ``unknown task`` until then (never ``?``: issue 38), then with its
+    name, still completed (issue 37)."""
     bridge, tracker = setup(settle=0.0)
     bridge.apply([event("task-succeeded", "x")], 0.0)
     root = tracker.activity("x")
     assert root.graph is not None
-    assert [(n.name, n.status) for n in root.graph.nodes] == [("?", "completed")]
+    assert [(n.name, n.status) for n in root.graph.nodes] == [("unknown task", "completed")]
     bridge.apply([event("task-received", "x", name="job", root_id="x")], 0.5)
     bridge.tick(1.0)
     root = tracker.activity("x")

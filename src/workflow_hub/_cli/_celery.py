@@ -39,7 +39,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--redis",
         default=None,
         metavar="URL",
-        help="also mirror the roots into this Redis fleet (redis://HOST:PORT/DB)",
+        help="also mirror the roots into this Redis fleet (redis://HOST:PORT/DB); a restart "
+        "continues from the source's last state there",
     )
     parser.add_argument(
         "--source", default="celery", help="with --redis: this source's name (default celery)"

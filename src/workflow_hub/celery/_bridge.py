@@ -18,7 +18,7 @@ from typing import Any, Final, final
 
 import attrs
 
-from .._contract import ContractError, FailureDetail, Labels, unknown_detail
+from .._contract import ContractError, FailureDetail, unknown_detail
 from ..tracker import SchedulerFacts as Facts
 from ._events import (
     RefusalLog,
@@ -27,31 +27,18 @@ from ._events import (
     failure_of,
     labelled,
 )
+from ._model import BLOCKED as _BLOCKED
+from ._model import ENDED as _ENDED
+from ._model import FAILED, LOST, PENDING, REVOKED, RUNNING, SUCCEEDED, UNKNOWN_NAME, UNSERVED
+from ._model import STOPPED as _STOPPED
+from ._model import Root as _Root
+from ._model import Task as _Task
+from ._recovery import Inspection, Recovery
 from ._workers import Roster, Worker, WorkerStatus
 
 __all__ = ["BridgeStatistics", "CeleryBridge", "Inspection", "WorkerStatus"]
 
-# A task's life as the bridge knows it. "lost": in flight on a worker that stopped answering;
-# "unserved": queued in the broker while no worker is alive to run it.
-PENDING: Final = "pending"
-RUNNING: Final = "running"
-SUCCEEDED: Final = "succeeded"
-FAILED: Final = "failed"
-REVOKED: Final = "revoked"
-LOST: Final = "lost"
-UNSERVED: Final = "unserved"
-_ENDED = frozenset({SUCCEEDED, FAILED, REVOKED})
-_STOPPED = frozenset({FAILED, REVOKED})  # ends with no continuation to wait for
-_BLOCKED = frozenset({LOST, UNSERVED})  # need attention: nothing will move them on its own
-
 logger = logging.getLogger("workflow_hub.celery")
-
-Inspection = Mapping[str, Mapping[str, Iterable[Mapping[str, Any]]]]
-"""What the workers hold, as Celery's remote control reports it: per worker hostname, per kind
-(``"active"``, ``"reserved"``, ``"scheduled"``), the request dicts of ``app.control.inspect()``'s
-method of that name (each with at least ``id`` and ``name``; ``scheduled`` wraps each in
-``{"eta": …, "request": {…}}``). :meth:`CeleryBridge.recovered` and
-:meth:`CeleryBridge.resynchronised` take one."""
 
 
 @final
@@ -78,42 +65,8 @@ class BridgeStatistics:
     """The bridge has published its first ready snapshot."""
 
 
-@attrs.define(slots=True, eq=False)
-class _Task:
-    task_id: str
-    root_id: str
-    state: str = PENDING
-    retries: int = 0
-    retried: int = 0  # task-retried events seen: the k-th ends attempt k - 1
-    worker: str | None = None
-    terminated: bool = False
-    expired: bool = False
-    reported: tuple[str, bool] = ("pending", False)  # the stage status and retrying flag
-    # Order by meaning, not arrival: ``final`` once a task-succeeded/failed/revoked (or a
-    # rejection without requeue) was applied, which no later event undoes; ``phase`` of the
-    # current attempt (1 received, 2 started), which a late received does not take back.
-    final: bool = False
-    phase: int = 0
-    provisional: bool = False  # first seen without a name: its root is a guess (its own id)
-    name: str | None = None
-    redelivery: bool = False  # its worker went with its message unacked: the broker resends it
-    error: FailureDetail | None = None
-
-
-@attrs.define(slots=True, eq=False)
-class _Root:
-    root_id: str
-    tasks: dict[str, _Task] = attrs.field(factory=dict)
-    open: int = 0  # tasks not ended (lost ones included)
-    stopped: int = 0  # tasks failed or revoked: they end the root without waiting to settle
-    ended: bool = False
-    quiet_since: float | None = None  # when the last open task ended
-    ended_at: float = 0.0
-    labels: Labels | None = None
-
-
 @final
-class CeleryBridge:
+class CeleryBridge(Recovery):
     """Applies Celery events to a tracker (:class:`Facts`): see docs/celery.md for the mapping.
 
     ``settle`` (seconds): how long a root whose tasks have all ended waits for a continuation
@@ -126,8 +79,10 @@ class CeleryBridge:
     ``acks_late(task_name)`` says whether a task's message is acknowledged only after it ran
     (Celery's ``acks_late``): a running one whose worker went away is then redelivered, not lost.
 
-    Lifecycle: :meth:`begin` publishes ``recovering``; events are applied as they come; then
-    :meth:`recovered` adds what the workers' inspection reports and publishes ``ready``.
+    Lifecycle: :meth:`begin` publishes ``recovering``; :meth:`restore` may seed a previous
+    instance's roots (a restart); events are applied as they come; then :meth:`recovered` adds
+    what the workers' inspection reports and publishes ``ready``. Tasks first seen without a
+    name are handed out by :meth:`take_name_requests` and named by :meth:`named`.
     :meth:`tick` ends settled roots, retires old ones and marks silent workers lost.
     """
 
@@ -161,6 +116,7 @@ class CeleryBridge:
         self._ignored = 0
         self._reported: set[str] = set()  # task ids in the last inspection
         self._suspects: set[str] = set()
+        self._unnamed: dict[str, float] = {}  # task ids first seen without a name, and when
         self._serving = True  # a worker is alive (or the bridge cannot tell yet)
         self._unserved_said = False  # the warning of this outage of workers was logged
 
@@ -183,55 +139,6 @@ class CeleryBridge:
         said = None if detail is None else unknown_detail(detail)
         self._hydration = self._tracker.hydrating(said) if said else self._tracker.hydrating()
         self._hydration.__enter__()
-
-    def recovered(self, inspection: Inspection, now: float) -> list[str]:
-        """Add the in-flight tasks the workers reported (``active`` running, ``reserved`` and
-        ``scheduled`` pending) that no event has told of yet, then publish ``ready``.
-
-        After a lost broker connection (a second :meth:`begin`), an open task that no worker
-        reports any more may have ended unseen: it is lost (needs attention) and its id is
-        returned, for :meth:`settle_from_results` to settle from the result backend.
-        """
-        with self._tracker.batch():
-            self._apply_inspection(inspection, now, resync=None)
-            unreported = [
-                task
-                for task_id in self._suspects - self._reported
-                if (task := self._tasks.get(task_id)) is not None
-                and task.state in (PENDING, RUNNING)
-            ]
-            self._suspects = set()
-            for task in unreported:
-                self._set(task, LOST)
-        hydration, self._hydration = self._hydration, None
-        if hydration is not None:
-            hydration.__exit__(None, None, None)
-        self._ready = True
-        with self._tracker.batch():
-            self._check_served()
-        return [task.task_id for task in unreported]
-
-    def settle_from_results(self, states: Mapping[str, str], now: float) -> None:
-        """Lost tasks whose result backend state is final (``SUCCESS``, ``FAILURE``,
-        ``REVOKED``) or in flight (``STARTED``, ``RETRY``) take that state; others stay lost."""
-        with self._tracker.batch():
-            for task_id, state in states.items():
-                task = self._tasks.get(task_id)
-                if task is None or task.state != LOST or state not in _RESULT_STATES:
-                    continue
-                new = _RESULT_STATES[state]
-                task.final = new in _ENDED
-                task.phase = {RUNNING: 2, PENDING: 0}.get(new, task.phase)
-                error = _FROM_RESULTS if new == FAILED else None
-                self._set(task, new, retries=task.retries + (state == "RETRY"), error=error)
-            self._settle_roots(now)
-
-    def resynchronised(self, hostname: str, inspection: Inspection, now: float) -> None:
-        """A lost worker came back and reported what it holds: those tasks are in flight again,
-        the ones it no longer holds are failed (their messages are gone, unless redelivered)."""
-        with self._tracker.batch():
-            self._apply_inspection(inspection, now, resync=hostname)
-            self._check_served()
 
     def take_resync_requests(self) -> list[str]:
         """Workers that came back since the last call: the runner inspects each of them."""
@@ -366,8 +273,10 @@ class CeleryBridge:
         named = isinstance(name, str)
         task = _Task(task_id, root_id, provisional=not named, name=name if named else None)
         self._tracker.add_stage(
-            root_id, task_id, name if isinstance(name, str) else "?", parent_ids=parents
+            root_id, task_id, name if isinstance(name, str) else UNKNOWN_NAME, parent_ids=parents
         )
+        if not named:
+            self._unnamed[task_id] = now  # looked up where Celery keeps names, if still unnamed
         self._tasks[task_id] = task
         root.tasks[task_id] = task
         root.open += 1
@@ -381,6 +290,7 @@ class CeleryBridge:
         in the state it has reached: its guessed root (its own id) is removed."""
         old = self._roots[task.root_id]
         task.provisional = False
+        self._unnamed.pop(task.task_id, None)
         if len(old.tasks) > 1:  # others joined it: it is their root; its name stays unknown
             return task
         self._tracker.remove_run(old.root_id)
@@ -540,32 +450,6 @@ class CeleryBridge:
             task.phase = 0
             self._set(task, PENDING, retries=task.retries + 1)
 
-    # --- inspection ------------------------------------------------------------------------
-
-    def _apply_inspection(self, inspection: Inspection, now: float, resync: str | None) -> None:
-        held = self._reported = set()
-        for hostname, lists in inspection.items():
-            self._roster.heard(hostname, now)
-            for key, state in (("active", RUNNING), ("reserved", PENDING), ("scheduled", PENDING)):
-                for request in lists.get(key, ()):
-                    # scheduled() wraps each request: {"eta": ..., "request": {...}}
-                    body = request.get("request", request)
-                    task_id = body.get("id")
-                    if not isinstance(task_id, str):
-                        continue
-                    held.add(task_id)
-                    known = task_id in self._tasks
-                    task = self._task(task_id, body, now)
-                    if not known or task.state == LOST:
-                        task.worker = hostname
-                        task.phase = 2 if state == RUNNING else 1
-                        self._set(task, state)
-        if resync is not None:
-            for task in list(self._tasks.values()):
-                if task.worker == resync and task.state == LOST and task.task_id not in held:
-                    self._set(task, FAILED, error=_GONE)
-        self._settle_roots(now)
-
     # --- roots -----------------------------------------------------------------------------
 
     def _settle_roots(self, now: float) -> None:
@@ -616,8 +500,6 @@ class CeleryBridge:
 
 # Failures the bridge infers (no task-failed event carries them).
 _REJECTED: Final = FailureDetail(message="rejected by its worker and not requeued")
-_GONE: Final = FailureDetail(message="lost: its worker came back without it")
-_FROM_RESULTS: Final = FailureDetail(message="failed while the broker was unreachable")
 
 _STAGE_STATUS: Final = {
     PENDING: "pending",
@@ -627,15 +509,6 @@ _STAGE_STATUS: Final = {
     REVOKED: "skipped",
     LOST: "blocked",
     UNSERVED: "blocked",
-}
-
-# Result backend states (celery.states) a lost task can be settled with.
-_RESULT_STATES: Final = {
-    "SUCCESS": SUCCEEDED,
-    "FAILURE": FAILED,
-    "REVOKED": REVOKED,
-    "STARTED": RUNNING,
-    "RETRY": PENDING,
 }
 
 _TASK_HANDLERS: Final = {

@@ -22,6 +22,7 @@ from typing import Any, final
 
 import attrs
 
+from .._contract import RootActivity
 from .._exceptions import WorkflowHubError
 from .._threads import signals_to_the_main_thread
 from ..tracker import SchedulerFacts as Facts
@@ -69,6 +70,7 @@ class CeleryWatch:
     _tick: float
     _linger: float
     _clock: Callable[[], float]
+    _restore: tuple[RootActivity, ...] = ()
     ready: threading.Event = attrs.field(init=False, factory=threading.Event)
     """Set once the bridge published its first ready snapshot (cleared while it recovers)."""
     consuming: threading.Event = attrs.field(init=False, factory=threading.Event)
@@ -79,6 +81,8 @@ class CeleryWatch:
     _jobs: list[Callable[[float], None]] = attrs.field(init=False, factory=list)
     _receiver: Any = attrs.field(init=False, default=None)
     _threads: list[threading.Thread] = attrs.field(init=False, factory=list)
+    _spawning: threading.Lock = attrs.field(init=False, factory=threading.Lock)
+    _naming: threading.Thread | None = attrs.field(init=False, default=None)
     _errors: int = attrs.field(init=False, default=0)
     _failure: tuple[type[BaseException], str] | None = attrs.field(init=False, default=None)
     _connections: int = attrs.field(init=False, default=0)  # broker connections consumed from
@@ -125,15 +129,24 @@ class CeleryWatch:
         with self._wake:
             self._wake.notify_all()
         deadline = time.monotonic() + timeout
-        for thread in self._threads:
-            thread.join(max(0.0, deadline - time.monotonic()))
+        while time.monotonic() < deadline:  # again for any started while it waited
+            with self._spawning:
+                left = [thread for thread in self._threads if thread.is_alive()]
+            if not left:
+                break
+            for thread in left:
+                thread.join(max(0.0, deadline - time.monotonic()))
 
     # --- threads ---------------------------------------------------------------------------
 
-    def _spawn(self, target: Callable[[], None], name: str) -> None:
+    def _spawn(self, target: Callable[[], None], name: str) -> threading.Thread:
         thread = threading.Thread(target=target, name=name, daemon=True)
-        self._threads.append(thread)
-        thread.start()
+        with self._spawning:  # the receiver's and the forwarder's threads both start some
+            # Ended ones are dropped: a bridge that runs for months starts one now and then.
+            self._threads = [each for each in self._threads if each.is_alive()]
+            self._threads.append(thread)
+            thread.start()
+        return thread
 
     def _receive(self) -> None:
         watch = self
@@ -274,8 +287,35 @@ class CeleryWatch:
             return
         self._queue_job(functools.partial(self.bridge.settle_from_results, states))
 
+    def _look_up_names(self, task_ids: list[str]) -> None:
+        """Names of tasks first seen without one, where Celery keeps them: the workers that
+        still hold them (``query_task``), then the result backend (``result_extended`` stores
+        the name; any backend the parent's id)."""
+        found: dict[str, dict[str, Any]] = {}
+        try:
+            inspect = self._app.control.inspect(timeout=self._inspect_timeout)
+            for held in (inspect.query_task(task_ids) or {}).values():
+                for task_id, (_state, info) in (held or {}).items():
+                    found[task_id] = {"name": info.get("name")}
+        except Exception:
+            logger.exception("celery inspect query_task failed")
+        missing = [task_id for task_id in task_ids if not found.get(task_id, {}).get("name")]
+        try:
+            backend = self._app.backend
+            if missing and type(backend).__name__ != "DisabledBackend":
+                for task_id in missing:
+                    meta = backend.get_task_meta(task_id)
+                    found[task_id] = {"name": meta.get("name"), "parent_id": meta.get("parent_id")}
+        except Exception:
+            logger.exception("could not read the result backend")
+        if found:
+            self._queue_job(functools.partial(self.bridge.named, found))
+
     def _forward(self) -> None:
         self._guarded(self.bridge.begin)
+        if self._restore:
+            self._guarded(functools.partial(self.bridge.restore, self._restore, self._clock()))
+            self._restore = ()
         next_tick = self._clock() + self._tick
         while not self._stopping.is_set():
             with self._wake:
@@ -296,6 +336,12 @@ class CeleryWatch:
             if now >= next_tick:
                 self._guarded(functools.partial(bridge.tick, now))
                 next_tick = now + self._tick
+                # One look-up at a time; the tasks due meanwhile wait for the next one.
+                if self._naming is None or not self._naming.is_alive():
+                    unnamed = bridge.take_name_requests(now)
+                    if unnamed:
+                        lookup = functools.partial(self._look_up_names, unnamed)
+                        self._naming = self._spawn(lookup, "celery-names")
             for hostname in bridge.take_resync_requests():
                 self._spawn(functools.partial(self._inspect, hostname), "celery-resync")
 
@@ -341,6 +387,7 @@ def watch_celery(
     labels: Mapping[str, str] | None = None,
     labels_from: Iterable[str] = (),
     clock: Callable[[], float] = time.monotonic,
+    restore: Iterable[RootActivity] = (),
 ) -> Iterator[CeleryWatch]:
     """Bridge a Celery app's events to ``tracker`` while the block runs (threads of its own).
 
@@ -351,7 +398,9 @@ def watch_celery(
     CPU per event for at most that much more lag. ``tick`` is how often time-based rules (lost
     workers, settled roots, retention) are checked. ``settle``,
     ``keep_ended``, ``max_ended``, ``labels`` (on every root) and ``labels_from`` (``"queue"``,
-    ``"worker"``: labels from the tasks' events) are :class:`CeleryBridge`'s. Leaving the block stops the
+    ``"worker"``: labels from the tasks' events) are :class:`CeleryBridge`'s. ``restore`` is a
+    previous instance's last roots (:meth:`CeleryBridge.restore`: a restart keeps its canvases;
+    ``serve_celery`` reads them from its Redis source). Leaving the block stops the
     threads (within about a quarter of a second: kombu's drain slice).
     """
     bridge = CeleryBridge(
@@ -371,6 +420,7 @@ def watch_celery(
         tick=tick,
         linger=linger,
         clock=clock,
+        restore=tuple(restore),
     )
     watch.start()
     try:

@@ -10,6 +10,7 @@ Celery's code never runs trio, and trio never waits on Celery: the bridge only l
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -20,11 +21,13 @@ import attrs
 import trio
 
 from .. import HookRunner, WorkflowActivityHub
+from .._contract import RootActivity
 from .._defaults import DEFAULT_PORT
 from .._threads import signals_to_the_main_thread
 from ..sync import HostClosedError, Hub, open_hub
 from ..tracker import RunTracker
 from ._events import check_label_options
+from ._restore import restore_from
 from ._runner import DEFAULT_INSPECT_TIMEOUT, CeleryWatch, watch_celery
 
 __all__ = ["CeleryServer", "serve_celery"]
@@ -75,7 +78,9 @@ def serve_celery(
     ``insecure`` and ``cors_origins``), and :func:`watch_celery` reports the app's events to a
     tracker in the hub's thread, one hand-over per batch. With ``redis_url`` the hub and its
     hook events are also mirrored into that Redis as ``source`` under ``prefix`` (default
-    ``workflow-hub``; :func:`workflow_hub.redis.mirror_hub`, needs the ``redis`` extra).
+    ``workflow-hub``; :func:`workflow_hub.redis.mirror_hub`, needs the ``redis`` extra), and a
+    restart continues from what that source last showed as ready: its canvases, names and ended
+    stages (docs/celery.md, "Restarts").
     ``settle``, ``keep_ended``, ``inspect_timeout``, ``labels`` (on every root:
     ``{"env": "prod"}``) and ``labels_from`` (``("queue", "worker")``: labels from the tasks'
     events) are :func:`watch_celery`'s.
@@ -109,8 +114,23 @@ def serve_celery(
                 cors_origins=cors_origins,
                 runner=runner,
             )
+            restored: tuple[RootActivity, ...] = ()
             if redis_url is not None:
+                from ..redis import DEFAULT_PREFIX
+
                 mirrors.append(_start_mirror(hub, runner, redis_url, source=source, prefix=prefix))
+                # After the mirror's start (a bad source is refused first): the new instance
+                # has appended nothing ready yet, so the stream's last ready state is the
+                # previous instance's (docs/celery.md, "Restarts").
+                restored = trio.from_thread.run(
+                    functools.partial(
+                        restore_from,
+                        redis_url,
+                        source=source,
+                        prefix=DEFAULT_PREFIX if prefix is None else prefix,
+                    ),
+                    trio_token=hub.trio_token,
+                )
             watch = stack.enter_context(
                 watch_celery(
                     app,
@@ -121,6 +141,7 @@ def serve_celery(
                     inspect_timeout=inspect_timeout,
                     labels=labels,
                     labels_from=labels_from,
+                    restore=restored,
                 )
             )
         yield CeleryServer(url=url, hub=hub, watch=watch)
