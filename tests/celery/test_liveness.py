@@ -295,6 +295,26 @@ def test_a_broker_lost_while_serving_is_said_on_the_served_snapshot_and_the_flee
         assert served.watch.broker_unreachable is None
 
 
+def test_a_broker_down_from_the_start_is_said_on_the_served_snapshot(
+    own_redis_server: RedisServer,
+) -> None:
+    """C3, N4 (issue 38): a bridge whose broker is down when it starts is ``recovering`` with
+    the outage's reason as the snapshot's ``detail`` (said once the first attempt failed), not a
+    bare ``recovering``; with the broker up it is ``ready`` without one."""
+    own_redis_server.stop()
+    down = Celery("early", broker=own_redis_server.url, backend=own_redis_server.url)
+    down.conf.broker_connection_retry_on_startup = True
+    with serve_celery(down, port=0, inspect_timeout=0.5) as served:
+        snapshot = poll(lambda: said(served_snapshot(served.url)), 60, "a detail")
+        assert snapshot.availability == "recovering"
+        assert snapshot.detail is not None
+        assert snapshot.detail.startswith("broker unreachable: "), snapshot.detail
+        assert snapshot.detail == served.watch.broker_unreachable
+        own_redis_server.start()
+        back = poll(lambda: ready(served_snapshot(served.url)), 90, "ready")
+        assert back.detail is None
+
+
 def served_snapshot(url: str) -> SnapshotFrame:
     return loads(SnapshotFrame, httpx.get(f"{url}/v1/snapshot", timeout=5).text)
 

@@ -242,6 +242,36 @@ async def test_the_tracker_says_why_while_hydrating() -> None:
         assert REASON in said
 
 
+async def test_a_reason_learnt_while_hydrating_is_said_again() -> None:
+    """C3, C1: ``recovering_because`` inside ``hydrating()`` publishes the recovering snapshot
+    again with the new reason (not when it is unchanged; None takes it away); outside the block
+    it is a ``RuntimeError``, a bad detail a ``ContractError`` on ``detail``, both before
+    anything is published."""
+    async with open_hub(epoch_factory=counting_epochs()) as hub:
+        tracker = RunTracker(hub.register_publisher(), owner_session_id="s")
+        with pytest.raises(RuntimeError, match="outside hydrating"):
+            tracker.recovering_because(REASON)
+        with tracker.hydrating():
+            first = hub.snapshot_frame()
+            assert (first.availability, first.detail) == ("recovering", None)
+            with pytest.raises(ContractError) as caught:
+                tracker.recovering_because("two\nlines")
+            assert caught.value.path == "detail"
+            assert hub.snapshot_frame() == first
+            tracker.recovering_because(REASON)
+            said = hub.snapshot_frame()
+            assert (said.availability, said.detail) == ("recovering", REASON)
+            assert said.cursor.revision == first.cursor.revision + 1
+            tracker.recovering_because(REASON)
+            assert hub.snapshot_frame() == said
+            tracker.recovering_because(None)
+            assert hub.snapshot_frame().detail is None
+        assert hub.snapshot_frame().availability == "ready"
+        with pytest.raises(RuntimeError, match="outside hydrating"):
+            tracker.recovering_because(REASON)
+        assert hub.snapshot_frame().detail is None
+
+
 def test_the_thread_hosts_tracker_says_why() -> None:
     """H1: the thread host's tracker takes ``detail`` too, checked in the calling thread."""
     from workflow_hub.sync import open_hub as open_sync_hub
@@ -253,6 +283,8 @@ def test_the_thread_hosts_tracker_says_why() -> None:
         with tracker.hydrating(detail=REASON):
             assert hub.snapshot_frame().detail == REASON
             assert threading.current_thread() is threading.main_thread()
+            tracker.recovering_because("the broker refused the password")
+            assert hub.snapshot_frame().detail == "the broker refused the password"
         assert hub.snapshot_frame().detail is None
 
 

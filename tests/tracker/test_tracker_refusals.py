@@ -61,6 +61,7 @@ NOT_FACTS = (
     "batch",
     "hydrating",
     "now",
+    "recovering_because",
     "replace_publisher",
     "run_heartbeats",
     "run_status",

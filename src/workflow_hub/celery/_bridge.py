@@ -127,8 +127,11 @@ class CeleryBridge(Recovery):
         return self._ready
 
     def begin(self, detail: str | None = None) -> None:
-        """Publish ``recovering`` (``detail``: why, e.g. ``broker unreachable: …``; C3)."""
+        """Publish ``recovering`` (``detail``: why, e.g. ``broker unreachable: …``; C3). While
+        recovering already (a broker down from the start), only the reason is said."""
         if self._hydration is not None:
+            if detail is not None:
+                self._tracker.recovering_because(unknown_detail(detail))
             return
         self._ready = False
         # What was in flight when the connection went: suspect until an event or the

@@ -36,8 +36,9 @@ class BrokerHealth:
         reason = self._reason
         return None if reason is None else f"broker unreachable: {reason}"
 
-    def failed(self, error: BaseException) -> None:
-        """A connection attempt failed or a connection was lost: logged if it starts an outage."""
+    def failed(self, error: BaseException) -> bool:
+        """A connection attempt failed or a connection was lost: logged if it starts an outage
+        (True then)."""
         with self._lock:
             self.failures += 1
             first = self._reason is None
@@ -47,6 +48,7 @@ class BrokerHealth:
                 "%s; the source is recovering (unknown) until the broker is back",
                 self.unreachable,
             )
+        return first
 
     def consuming(self) -> None:
         """A connection is consumed from: the outage (if any) is over."""

@@ -218,9 +218,14 @@ class CeleryWatch:
     def _connection_lost(self, error: BaseException) -> None:
         """The broker went away (or never answered): the bridge does not know, so the source is
         recovering; the first failure of an outage is logged with its reason."""
-        self._broker.failed(error)
+        first = self._broker.failed(error)
         if not self.consuming.is_set():
-            return  # not consuming yet, or already recovering
+            # Not consuming yet (a broker down from the start), or already recovering: the
+            # views learn the reason with the outage's first failure (issue 38).
+            if first:
+                detail = self._broker.unreachable
+                self._queue_job(lambda now: self.bridge.begin(detail))
+            return
         self.consuming.clear()
         self.ready.clear()
         # The views say why it is unknown (C3's detail), not only "recovering" (issue 38).

@@ -321,6 +321,12 @@ class Tracker(metaclass=NoPublicConstructor):
         # The manager is made here: RunTracker.hydrating checks the detail, and only that.
         return self._block(self._tracker.hydrating(detail), wait_to_enter=True)
 
+    def recovering_because(self, detail: str | None) -> None:
+        """:meth:`RunTracker.recovering_because`, from any thread (waits for the hub's thread
+        and raises its error)."""
+        self._errors().raise_pending()
+        self._portal.call(self._tracker.recovering_because, detail)
+
     @contextmanager
     def _block(
         self, manager: AbstractContextManager[None], *, wait_to_enter: bool

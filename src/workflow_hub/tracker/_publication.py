@@ -152,6 +152,17 @@ class Publication:
         self.dirty.clear()
         self.publisher.publish_snapshot(Availability.RECOVERING, None, detail)
 
+    def say_detail(self, detail: str | None) -> None:
+        """While hydrating, a new reason why the source is unknown: the ``recovering`` snapshot
+        is published again with it (nothing when it is the same)."""
+        if not self.hydrating:
+            raise RuntimeError("recovering_because() outside hydrating(): the source is known")
+        self.publisher._require_hub_thread("a tracker fact")
+        if detail == self.detail:
+            return
+        self.detail = detail
+        self.publisher.publish_snapshot(Availability.RECOVERING, None, detail)
+
     def hydrating_failed(self) -> None:
         """The restore raised: the source's activity is not known (``unavailable``)."""
         self.hydrating = False

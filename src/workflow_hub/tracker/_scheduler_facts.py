@@ -43,6 +43,11 @@ class SchedulerFacts(Protocol):
         snapshot when the block ends."""
         ...
 
+    def recovering_because(self, detail: str | None) -> None:
+        """Inside ``hydrating()``: a new reason why the source is unknown (C3), published on a
+        new ``recovering`` snapshot."""
+        ...
+
     def batch(self) -> AbstractContextManager[None]:
         """Report several facts; each changed root is published once, when the block ends."""
         ...

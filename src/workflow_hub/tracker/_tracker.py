@@ -210,6 +210,15 @@ class RunTracker:
         """
         return self._hydrating(None if detail is None else check_detail(detail, "detail"))
 
+    def recovering_because(self, detail: str | None) -> None:
+        """Inside :meth:`hydrating`: say a new reason why the source is unknown (C3's
+        ``detail``; None for none), e.g. once a first connection attempt has failed. The
+        ``recovering`` snapshot is published again with it (not when it is unchanged). Outside a
+        ``hydrating()`` block it is a ``RuntimeError``; a bad detail a ``ContractError`` on
+        ``detail``, both before anything is published."""
+        checked = None if detail is None else check_detail(detail, "detail")
+        self._ledger.publication.say_detail(checked)
+
     @contextmanager
     def _hydrating(self, detail: str | None) -> Iterator[None]:
         ledger = self._ledger
