@@ -42,7 +42,15 @@ from ._values import VALUE_CLASSES
 if TYPE_CHECKING:
     import cattrs
 
-__all__ = ["discriminator_of", "dumps", "from_wire", "loads", "to_wire", "union_members"]
+__all__ = [
+    "discriminator_of",
+    "dumps",
+    "from_wire",
+    "loads",
+    "parse_json",
+    "to_wire",
+    "union_members",
+]
 
 _T = TypeVar("_T")
 
@@ -587,15 +595,19 @@ def loads(type_: object, text: str | bytes | bytearray) -> Any:
     :class:`~workflow_hub.ContractError` with an empty path.
     """
     _check_decodable(type_)
+    return _structure(parse_json(text), type_)
+
+
+def parse_json(text: str | bytes | bytearray) -> Any:
+    """JSON text as :func:`json.loads` returns it, or the :class:`ContractError` of :func:`loads`."""
     if not isinstance(text, str | bytes | bytearray):
         raise ContractError(
             "", f"expected JSON text (str, bytes or bytearray), got {type(text).__name__}"
         )
     try:
-        data = json.loads(text, parse_constant=_reject_constant)
+        return json.loads(text, parse_constant=_reject_constant)
     except ContractError:
         raise
     except (ValueError, RecursionError) as error:
         # ValueError covers JSONDecodeError, undecodable bytes and over-long integer literals.
         raise ContractError("", f"malformed JSON: {error}") from None
-    return _structure(data, type_)
