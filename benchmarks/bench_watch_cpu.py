@@ -47,7 +47,7 @@ ROOT = Path(__file__).resolve().parents[1]
 _ESCAPES = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]")
 
 
-def _cpu_of(pid: int) -> float:
+def cpu_of(pid: int) -> float:
     """User + system CPU seconds of a live process (``/proc/PID/stat``)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
     ticks = os.sysconf("SC_CLK_TCK")
@@ -106,7 +106,7 @@ class _Reader:
             self.cpu += time.thread_time() - started
 
 
-def _start_watch(
+def start_watch(
     url: str, *, plain: bool, size: tuple[int, int], profile: str | None
 ) -> tuple[subprocess.Popen[bytes], _Reader]:
     program = shutil.which("workflow-hub", path=str(Path(sys.executable).parent))
@@ -136,7 +136,7 @@ def _start_watch(
     return process, _Reader(master)
 
 
-def _stop(process: subprocess.Popen[bytes]) -> None:
+def stop_watch(process: subprocess.Popen[bytes]) -> None:
     if process.poll() is None:
         os.killpg(process.pid, signal.SIGINT)
         try:
@@ -174,13 +174,13 @@ async def _main(args: argparse.Namespace) -> dict[str, float]:
         url = await nursery.start(partial(serve_hub, hub, port=0))
         tracker = RunTracker(hub.register_publisher(), owner_session_id="bench", include_graph=True)
         tracker.start()
-        process, reader = _start_watch(url, plain=args.plain, size=args.size, profile=args.profile)
+        process, reader = start_watch(url, plain=args.plain, size=args.size, profile=args.profile)
         try:
             shown = reader.expect("live")
             if not await trio.to_thread.run_sync(shown.wait, 30):
                 raise SystemExit(f"watch showed nothing in 30 s: {reader.tail()!r}")
             await trio.sleep(1.0)
-            watch_before, own_before = _cpu_of(process.pid), _own_cpu() - reader.cpu
+            watch_before, own_before = cpu_of(process.pid), _own_cpu() - reader.cpu
             wall_before = time.monotonic()
             tracker.add_run("the-end", status="running")  # ended last: the watch caught up
             roots = await _feed(tracker, args.tasks, args.per_root, args.rate)
@@ -191,14 +191,14 @@ async def _main(args: argparse.Namespace) -> dict[str, float]:
             if not args.plain:
                 await trio.sleep(0.5)  # the last redraw of the live view
             own = _own_cpu() - reader.cpu - own_before
-            watch = _cpu_of(process.pid) - watch_before
+            watch = cpu_of(process.pid) - watch_before
             wall = time.monotonic() - wall_before
             # Then a quiet hub (all those roots, nothing changing): what watching it costs.
-            quiet_before = _cpu_of(process.pid)
+            quiet_before = cpu_of(process.pid)
             await trio.sleep(args.quiet)
-            quiet = (_cpu_of(process.pid) - quiet_before) / args.quiet if args.quiet else 0.0
+            quiet = (cpu_of(process.pid) - quiet_before) / args.quiet if args.quiet else 0.0
         finally:
-            _stop(process)
+            stop_watch(process)
             nursery.cancel_scope.cancel()
     return {
         "roots": float(len(roots)),
