@@ -430,6 +430,31 @@ def _value_array_text(values: tuple[Any, ...]) -> str:
     return "[" + ",".join([text_of[type(value)](value) for value in values]) + "]"
 
 
+# A root changes one node at a time, and RunTracker keeps the other nodes' objects in its next
+# graph: a node's text is remembered by the node's identity (the entry holds the node, so its id
+# is not reused while the entry lives), and a graph of 100 nodes is written from 99 known texts
+# and one new one. Values are immutable, so a remembered text is the text. Bounded: emptied
+# when full.
+_NODE_TEXT: dict[int, tuple[Any, str]] = {}
+_NODE_TEXT_LIMIT = 8192
+
+
+def _nodes_text(nodes: tuple[Any, ...]) -> str:
+    known = _NODE_TEXT
+    parts = []
+    for node in nodes:
+        hit = known.get(id(node))
+        if hit is not None and hit[0] is node:
+            parts.append(hit[1])
+            continue
+        text = _TEXT_OF[type(node)](node)
+        if len(known) >= _NODE_TEXT_LIMIT:
+            known.clear()
+        known[id(node)] = (node, text)
+        parts.append(text)
+    return "[" + ",".join(parts) + "]"
+
+
 def _leaf_text(tp: object) -> str:
     """The name of the function writing a present value of type ``tp`` (never None)."""
     members = union_members(tp)
@@ -445,6 +470,8 @@ def _leaf_text(tp: object) -> str:
             return "_labels_text"
         if get_origin(only) is tuple:
             (item,) = {a for a in get_args(only) if a is not Ellipsis}
+            if item == _values.GraphNode:
+                return "_nodes_text"
             return "_str_array_text" if item is str else "_value_array_text"
         if only is str or (isinstance(only, type) and issubclass(only, StrEnum)):
             # A StrEnum member is a str whose text is its value.
@@ -470,6 +497,7 @@ _TEXT_NAMESPACE: dict[str, Any] = {
         "_value_text",
         "_str_array_text",
         "_value_array_text",
+        "_nodes_text",
         "_labels_text",
         "_json_string",
         "_bool_text",
