@@ -38,12 +38,14 @@ from pathlib import Path
 
 import trio
 
+import workflow_hub
 from _harness import Goal, HubFactory, Row, Scale
 from workflow_hub import WorkflowActivityHub
 from workflow_hub.server import serve_hub
 from workflow_hub.tracker import RunTracker
 
-ROOT = Path(__file__).resolve().parents[1]
+# The watch runs the package this process imported (a before/after comparison sets PYTHONPATH).
+SOURCE = Path(workflow_hub.__file__).resolve().parents[1]
 _ESCAPES = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]")
 
 
@@ -114,7 +116,7 @@ def start_watch(
     if profile:  # the main thread only (rich draws the live view from a thread of its own)
         command = [sys.executable, "-m", "cProfile", "-o", profile, "-m", "workflow_hub._cli"]
         command += ["watch", url]
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    env = {**os.environ, "PYTHONPATH": str(SOURCE)}
     if plain:
         process = subprocess.Popen(
             command,

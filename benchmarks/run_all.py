@@ -2,7 +2,7 @@
 
 Usage: ``python benchmarks/run_all.py [--quick | --smoke] [--only NAME ...] [--variants NAME ...]
 [--output PATH]``
-(``make bench`` runs the full scale, about 70 seconds on a 2-core machine). Every row is a
+(``make bench`` runs the full scale, about 9 minutes on a 2-core machine). Every row is a
 figure next to a reference measured in the same run, and the ratio between them; rows with a
 goal from the issue that asked for the benchmark say whether it was met.
 """
