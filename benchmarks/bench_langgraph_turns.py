@@ -7,7 +7,8 @@ the wall time, the CPU time of the whole process, the root's snapshot size on th
 (``wire.dumps`` of its ``RootActivity``) and its node count. The plain graph's turns, measured
 the same way in the same run, are the reference: LangGraph's own checkpointer grows with the
 thread too, so the figure that belongs to the integration is the watched turn's cost over the
-plain turn's, at the start and at the end. Goal: turn N costs <= 1.2x turn 1.
+plain turn's, at the start and at the end. Goal: turn N costs <= 1.2x turn 1 (the watched
+turn's CPU, every thread; its wall time is shown too) and its snapshot is <= 1.2x as large.
 
 In ``make bench`` (``run_all.py``) at 1 000 turns (200 with ``--quick``); run alone for other
 shapes: ``.venv/bin/python benchmarks/bench_langgraph_turns.py [--turns 1000] [--keep-turns N]``.
@@ -127,7 +128,20 @@ def run(
     first, last = measured["first"], measured["last"]
     ends = f"turns {count - window + 1}-{count}"
     starts = f"turns 1-{window}"
+    # The goal is on CPU (the issue's own measure: "CPU per turn rose from about 20 ms to 95
+    # ms"): a median of wall times on a shared machine moves by a third between runs.
     return [
+        Row(
+            benchmark="langgraph_turns",
+            case=f"one thread, watched CPU per turn, {ends}",
+            variant=label,
+            value=last[3] * 1e6,
+            unit="ns",
+            reference=f"the same, {starts}",
+            reference_value=first[3] * 1e6,
+            goal=Goal(op="<=", threshold=1.2),
+            note=f"all threads; plain: {last[1]:.2f} against {first[1]:.2f} ms",
+        ),
         Row(
             benchmark="langgraph_turns",
             case=f"one thread, watched wall per turn, {ends}",
@@ -136,7 +150,6 @@ def run(
             unit="ns",
             reference=f"the same, {starts}",
             reference_value=first[2] * 1e6,
-            goal=Goal(op="<=", threshold=1.2),
             note=f"plain: {last[0]:.2f} against {first[0]:.2f} ms",
         ),
         Row(
