@@ -124,7 +124,8 @@ conformance: $(STAMP)
 docs: $(STAMP)
 	$(BIN)/python -m sphinx -b html -q -W --keep-going -E docs build/docs
 
-# Benchmarks (a few minutes): one table, benchmarks/results.json; docs/performance.md explains.
+# Benchmarks (about 9 minutes on 2 cores): one table, benchmarks/results.json; docs/performance.md
+# explains. The Celery rows need redis-server (started by each benchmark on a free port).
 BENCH_STAMP := $(VENV)/.installed-bench
 $(BENCH_STAMP): pyproject.toml $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[$(EXTRAS),bench]' --group dev

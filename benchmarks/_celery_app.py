@@ -1,7 +1,7 @@
 """The Celery side of bench_celery.py: the app its worker runs, a sender and a bare listener.
 
-``python _celery_app.py send N`` sends N canvases of 20 tasks each (chains, and groups and
-chords started from a task so that each canvas is one root); ``python _celery_app.py listen
+``python _celery_app.py send N [STEPS]`` sends N canvases of STEPS tasks each (20 by default:
+chains, and groups and chords started from a task so that each canvas is one root); ``python _celery_app.py listen
 TASKS`` is Celery's own event receiver doing nothing with the events: it counts them, notes
 each ``task-succeeded``'s worker timestamp and arrival time, and prints its CPU time and those
 notes as JSON once ``TASKS`` tasks have succeeded. The broker is ``BENCH_CELERY_BROKER``.
@@ -18,7 +18,7 @@ from typing import Any
 from celery import Celery, chain, chord, group
 
 BROKER = os.environ.get("BENCH_CELERY_BROKER", "redis://127.0.0.1:1/0")
-STEPS = 20  # tasks per canvas, launcher included
+STEPS = 20  # tasks per canvas, launcher included, unless told otherwise
 
 # Named after the module, so that tasks keep their names when this file runs as __main__.
 app = Celery("_celery_app", broker=BROKER, backend=BROKER)
@@ -36,23 +36,23 @@ def noop(*args: Any) -> int:
 
 
 @app.task
-def launch(kind: str) -> None:
+def launch(kind: str, steps: int = STEPS) -> None:
     if kind == "group":
-        group(noop.s() for _ in range(STEPS - 1)).apply_async()
+        group(noop.s() for _ in range(steps - 1)).apply_async()
     else:
-        chord([noop.s() for _ in range(STEPS - 2)], noop.s()).apply_async()
+        chord([noop.s() for _ in range(steps - 2)], noop.s()).apply_async()
 
 
-def canvas(n: int) -> Any:
-    """The n-th canvas: a chain, a group or a chord, each 20 tasks."""
+def canvas(n: int, steps: int = STEPS) -> Any:
+    """The n-th canvas: a chain, a group or a chord, each ``steps`` tasks."""
     if n % 3 == 0:
-        return chain(noop.si() for _ in range(STEPS))
-    return launch.si("group" if n % 3 == 1 else "chord")
+        return chain(noop.si() for _ in range(steps))
+    return launch.si("group" if n % 3 == 1 else "chord", steps)
 
 
-def send(count: int) -> None:
+def send(count: int, steps: int = STEPS) -> None:
     for n in range(count):
-        canvas(n).apply_async()
+        canvas(n, steps).apply_async()
 
 
 def listen(tasks: int) -> None:
@@ -86,6 +86,6 @@ def listen(tasks: int) -> None:
 
 if __name__ == "__main__":
     if sys.argv[1] == "send":
-        send(int(sys.argv[2]))
+        send(int(sys.argv[2]), int(sys.argv[3]) if len(sys.argv) > 3 else STEPS)
     else:
         listen(int(sys.argv[2]))

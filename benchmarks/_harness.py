@@ -59,7 +59,7 @@ class BenchmarkError(RuntimeError):
 
 @dataclass(frozen=True, kw_only=True)
 class Scale:
-    """How big each benchmark's workload is. ``full`` takes about 70 seconds on 2 cores.
+    """How big each benchmark's workload is. ``full`` takes about 9 minutes on 2 cores.
 
     Timed runs are kept short and repeated rather than made long: on a shared machine a short
     run often fits between two bursts of someone else's work, and the best run is kept.

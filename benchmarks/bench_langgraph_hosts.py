@@ -2,26 +2,30 @@
 graph, for nodes that do 1 ms of work, on ``workflow_hub.sync`` (``invoke``) and on
 ``workflow_hub.asyncio`` (``ainvoke``). Goal: <= 1.1x on both.
 
-Two shapes, each run plain and watched alternately, best of ``--repeats``:
+Two shapes, each run plain and watched, interleaved, best of the scale's repeats:
 
-- **a chain**: one invocation of ``--nodes`` super-steps (a node that loops back to itself), each
-  node waiting 1 ms: the steady cost per node;
-- **requests**: ``--requests`` invocations of a four-node graph (1 ms nodes) on one thread, a
-  new wrapper per invocation, as a web service builds it: the cost per invocation (the report
-  starting and ending, the reporter's wake-ups), which a chain hides.
+- **a chain** (the asyncio host; benchmark ``langgraph`` has the thread host's): one invocation
+  of N super-steps (a node that loops back to itself), each node waiting 1 ms: the steady cost
+  per node;
+- **requests** (both hosts): R invocations of a four-node graph (1 ms nodes) with a
+  checkpointer, on one thread, a new wrapper per invocation, as a web service builds it: the
+  cost per invocation (the report starting and ending, the hand-overs to the reporter and the
+  hub), which a chain hides.
 
 Sync nodes wait with ``time.sleep`` (LangGraph runs them in its thread pool); async nodes with
-``asyncio.sleep``. CPU is the whole process's (every thread). Not part of ``make bench``.
+``asyncio.sleep``. Each case also reports the CPU the watching adds, per node or per request,
+in CPU time of the whole process (every thread): the figure that does not depend on how busy
+the machine is.
 
-Run alone: ``.venv/bin/python benchmarks/bench_langgraph_hosts.py [--nodes 500]``.
+Run alone: ``.venv/bin/python benchmarks/bench_langgraph_hosts.py [--quick | --smoke]``.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, TypedDict
 
 from langgraph.checkpoint.memory import InMemorySaver
@@ -29,157 +33,197 @@ from langgraph.graph import END, START, StateGraph
 
 import workflow_hub.asyncio
 import workflow_hub.sync
+from _harness import BenchmarkError, Goal, HubFactory, Row, Scale, best_of, run_script
+from workflow_hub import WorkflowActivityHub
 from workflow_hub.langgraph import watch
 
 WAIT = 0.001
+"""Seconds each node waits."""
+CHAIN: dict[str, int] = {"full": 500, "quick": 200, "smoke": 10}
+REQUESTS: dict[str, int] = {"full": 100, "quick": 40, "smoke": 3}
+STEPS = ("plan", "search", "act", "reply")
 
 
-class State(TypedDict):
+class _State(TypedDict):
     count: int
 
 
-def chain_graph(nodes: int, asynchronous: bool) -> Any:
-    def step(state: State) -> dict[str, int]:
+def _step(asynchronous: bool) -> Callable[[_State], Any]:
+    def step(state: _State) -> dict[str, int]:
         time.sleep(WAIT)
         return {"count": state["count"] + 1}
 
-    async def astep(state: State) -> dict[str, int]:
+    async def astep(state: _State) -> dict[str, int]:
         await asyncio.sleep(WAIT)
         return {"count": state["count"] + 1}
 
-    def again(state: State) -> str:
+    return astep if asynchronous else step
+
+
+def chain_graph(nodes: int, asynchronous: bool) -> Any:
+    def again(state: _State) -> str:
         return "step" if state["count"] < nodes else END
 
-    builder = StateGraph(State)
-    builder.add_node("step", astep if asynchronous else step)
+    builder = StateGraph(_State)
+    builder.add_node("step", _step(asynchronous))
     builder.add_edge(START, "step")
     builder.add_conditional_edges("step", again)
     return builder.compile()
 
 
 def request_graph(asynchronous: bool) -> Any:
-    builder = StateGraph(State)
+    builder = StateGraph(_State)
     previous = START
-    for name in ("plan", "search", "act", "reply"):
-
-        def step(state: State) -> dict[str, int]:
-            time.sleep(WAIT)
-            return {"count": state["count"] + 1}
-
-        async def astep(state: State) -> dict[str, int]:
-            await asyncio.sleep(WAIT)
-            return {"count": state["count"] + 1}
-
-        builder.add_node(name, astep if asynchronous else step)
+    for name in STEPS:
+        builder.add_node(name, _step(asynchronous))
         builder.add_edge(previous, name)
         previous = name
     builder.add_edge(previous, END)
     return builder.compile(checkpointer=InMemorySaver())
 
 
-class Best:
-    """Best wall and CPU seconds per variant."""
+# --- one timing loop for both hosts -----------------------------------------------------------
+#
+# A host is a tracker and a way to run one invocation to its end from this (sync) code: the
+# thread host calls ``invoke`` here; the asyncio host runs ``ainvoke`` on one event loop, kept
+# for the whole measurement (its hub lives there). Everything else is shared.
 
-    def __init__(self) -> None:
-        self.wall: dict[str, float] = {}
-        self.cpu: dict[str, float] = {}
-
-    def add(self, name: str, wall: float, cpu: float) -> None:
-        self.wall[name] = min(self.wall.get(name, wall), wall)
-        self.cpu[name] = min(self.cpu.get(name, cpu), cpu)
-
-    def line(self, case: str, per: int, unit: str) -> str:
-        ratio = self.wall["watched"] / self.wall["plain"]
-        added = (self.cpu["watched"] - self.cpu["plain"]) / per * 1e6
-        return (
-            f"{case:<44} plain {self.wall['plain']:7.3f} s  watched {self.wall['watched']:7.3f} s"
-            f"  ratio {ratio:5.2f}{'  (goal <= 1.1)' if ratio > 1.1 else ''}"
-            f"  +{added:6.0f} us CPU per {unit}"
-        )
+Invoke = Callable[[Any, Any, dict[str, Any]], Any]
+"""Runs ``graph`` (plain or watched) on ``input`` with ``config`` to its end; its result."""
 
 
-def sync_case(options: argparse.Namespace) -> list[str]:
-    lines = []
+@contextmanager
+def _sync_host() -> Iterator[tuple[Any, Invoke]]:
     with workflow_hub.sync.open_hub() as hub:
         tracker = hub.tracker(owner_session_id="bench")
         tracker.start()
-        chain = chain_graph(options.nodes, asynchronous=False)
-        watched = watch(chain, tracker)
-        config = {"recursion_limit": options.nodes + 10}
-        best = Best()
-        for _ in range(options.repeats):
-            for name, invoke in (("plain", chain.invoke), ("watched", watched.invoke)):
-                wall, cpu = time.perf_counter(), time.process_time()
-                invoke({"count": 0}, config)
-                best.add(name, time.perf_counter() - wall, time.process_time() - cpu)
-        lines.append(
-            best.line(f"sync: a chain of {options.nodes} 1 ms nodes", options.nodes, "node")
-        )
-
-        graphs = {"plain": request_graph(False), "watched": request_graph(False)}
-        best = Best()
-        for repeat in range(options.repeats):
-            for name, graph in graphs.items():
-                thread = {"configurable": {"thread_id": f"r{repeat}"}}
-                wall, cpu = time.perf_counter(), time.process_time()
-                for _ in range(options.requests):
-                    if name == "plain":
-                        graph.invoke({"count": 0}, thread)
-                    else:
-                        watch(graph, tracker).invoke({"count": 0}, thread)
-                best.add(name, time.perf_counter() - wall, time.process_time() - cpu)
-        case = f"sync: {options.requests} requests of 4 1 ms nodes"
-        lines.append(best.line(case, options.requests, "request"))
-    return lines
+        yield tracker, lambda graph, input, config: graph.invoke(input, config)
 
 
-async def asyncio_case(options: argparse.Namespace) -> list[str]:
-    lines = []
-    async with workflow_hub.asyncio.open_hub() as hub:
-        tracker = hub.tracker(owner_session_id="bench")
-        tracker.start()
-        chain = chain_graph(options.nodes, asynchronous=True)
-        watched = watch(chain, tracker)
-        config = {"recursion_limit": options.nodes + 10}
-        best = Best()
-        invocations: tuple[tuple[str, Callable[..., Awaitable[Any]]], ...] = (
-            ("plain", chain.ainvoke),
-            ("watched", watched.ainvoke),
-        )
-        for _ in range(options.repeats):
-            for name, ainvoke in invocations:
-                wall, cpu = time.perf_counter(), time.process_time()
-                await ainvoke({"count": 0}, config)
-                best.add(name, time.perf_counter() - wall, time.process_time() - cpu)
-        case = f"asyncio: a chain of {options.nodes} 1 ms nodes"
-        lines.append(best.line(case, options.nodes, "node"))
+@contextmanager
+def _asyncio_host() -> Iterator[tuple[Any, Invoke]]:
+    with asyncio.Runner() as runner:
+        opened = workflow_hub.asyncio.open_hub()
+        hub = runner.run(opened.__aenter__())
+        try:
+            tracker = hub.tracker(owner_session_id="bench")
+            tracker.start()
 
-        graphs = {"plain": request_graph(True), "watched": request_graph(True)}
-        best = Best()
-        for repeat in range(options.repeats):
-            for name, graph in graphs.items():
-                thread = {"configurable": {"thread_id": f"r{repeat}"}}
-                wall, cpu = time.perf_counter(), time.process_time()
-                for _ in range(options.requests):
-                    if name == "plain":
-                        await graph.ainvoke({"count": 0}, thread)
-                    else:
-                        await watch(graph, tracker).ainvoke({"count": 0}, thread)
-                best.add(name, time.perf_counter() - wall, time.process_time() - cpu)
-        case = f"asyncio: {options.requests} requests of 4 1 ms nodes"
-        lines.append(best.line(case, options.requests, "request"))
-    return lines
+            def invoke(graph: Any, input: Any, config: dict[str, Any]) -> Any:
+                call: Callable[..., Awaitable[Any]] = graph.ainvoke
+                return runner.run(call(input, config))
+
+            yield tracker, invoke
+        finally:
+            runner.run(opened.__aexit__(None, None, None))
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--nodes", type=int, default=500)
-    parser.add_argument("--requests", type=int, default=100)
-    parser.add_argument("--repeats", type=int, default=3)
-    options = parser.parse_args()
-    for line in sync_case(options) + asyncio.run(asyncio_case(options)):
-        print(line)
+HOSTS = {"sync": (_sync_host, "invoke"), "asyncio": (_asyncio_host, "ainvoke")}
+
+
+class _Pair:
+    """Plain and watched runs of one case: best wall (kept by best_of) and best CPU seconds."""
+
+    def __init__(self) -> None:
+        self.cpu: dict[str, float] = {}
+
+    def timed(self, name: str, run: Callable[[], None]) -> float:
+        cpu, wall = time.process_time(), time.perf_counter()
+        run()
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        self.cpu[name] = min(self.cpu.get(name, cpu), cpu)
+        return wall
+
+
+def _measure(
+    scale: Scale, plain: Callable[[], None], watched: Callable[[], None]
+) -> dict[str, float]:
+    pair = _Pair()
+    wall = best_of(
+        scale,
+        {
+            "plain": lambda: pair.timed("plain", plain),
+            "watched": lambda: pair.timed("watched", watched),
+        },
+    )
+    return {**wall, "plain_cpu": pair.cpu["plain"], "watched_cpu": pair.cpu["watched"]}
+
+
+def _rows(
+    case: str, host: str, per: int, unit: str, method: str, best: dict[str, float], label: str
+) -> list[Row]:
+    return [
+        Row(
+            benchmark="langgraph_hosts",
+            case=f"{host}: {case}",
+            variant=label,
+            value=best["watched"] * 1e9,
+            unit="ns",
+            reference=f"plain graph.{method}",
+            reference_value=best["plain"] * 1e9,
+            goal=Goal(op="<=", threshold=1.1),
+        ),
+        Row(
+            benchmark="langgraph_hosts",
+            case=f"{host}: CPU per {unit}, {case.split(' of ')[0]}",
+            variant=label,
+            value=max(best["watched_cpu"] - best["plain_cpu"], 0.0) / per * 1e9,
+            unit="ns",
+            reference=f"plain CPU per {unit}",
+            reference_value=best["plain_cpu"] / per * 1e9,
+            note="all threads",
+        ),
+    ]
+
+
+def _host_rows(scale: Scale, host: str, label: str) -> list[Row]:
+    open_host, method = HOSTS[host]
+    asynchronous = host == "asyncio"
+    nodes = CHAIN.get(scale.name, CHAIN["full"])
+    requests = REQUESTS.get(scale.name, REQUESTS["full"])
+    rows: list[Row] = []
+    with open_host() as (tracker, invoke):
+        if asynchronous:
+            chain = chain_graph(nodes, asynchronous=True)
+            watched_chain = watch(chain, tracker)
+            config = {"recursion_limit": nodes + 10}
+
+            def run_chain(graph: Any) -> None:
+                result = invoke(graph, {"count": 0}, config)
+                if result != {"count": nodes}:
+                    raise BenchmarkError(f"the chain did not run {nodes} nodes: {result}")
+
+            best = _measure(scale, lambda: run_chain(chain), lambda: run_chain(watched_chain))
+            case = f"a chain of {nodes} 1 ms nodes"
+            rows += _rows(case, host, nodes, "node", method, best, label)
+
+        graphs = {"plain": request_graph(asynchronous), "watched": request_graph(asynchronous)}
+        threads = iter(range(1_000_000))
+
+        def run_requests(name: str) -> None:
+            # A thread of its own per run: every run starts the same way (turn 1 onwards).
+            thread = {"configurable": {"thread_id": f"{name}-{next(threads)}"}}
+            graph = graphs[name]
+            for _ in range(requests):
+                # A new wrapper per request, as a web service builds it.
+                target = graph if name == "plain" else watch(graph, tracker)
+                result = invoke(target, {"count": 0}, thread)
+                if result != {"count": len(STEPS)}:
+                    raise BenchmarkError(f"a request did not run its nodes: {result}")
+
+        best = _measure(scale, lambda: run_requests("plain"), lambda: run_requests("watched"))
+        case = f"{requests} requests of {len(STEPS)} 1 ms nodes, a wrapper each"
+        rows += _rows(case, host, requests, "request", method, best, label)
+    return rows
+
+
+def run(
+    scale: Scale, *, hub_factory: HubFactory = WorkflowActivityHub, label: str = "hub"
+) -> list[Row]:
+    if label != "hub":
+        return []  # the hosts build their own hub: one variant is the measurement
+    return [row for host in HOSTS for row in _host_rows(scale, host, label)]
 
 
 if __name__ == "__main__":
-    main()
+    run_script(run)

@@ -11,7 +11,8 @@ ratio; then the watch's CPU a second while the hub is quiet (all those roots, no
 
     .venv/bin/python benchmarks/bench_watch_cpu.py [--tasks 10000] [--plain] [--size 80x24]
 
-A plain script, not a row of ``make bench``: it starts a terminal program and takes a minute.
+``make bench`` (``run_all.py``) runs a shorter form: the live view at 80x24, 5 000 tasks (2 000
+with ``--quick``), best of two runs, CPU per task against the publisher's (goal <= 1).
 """
 
 from __future__ import annotations
@@ -37,15 +38,18 @@ from pathlib import Path
 
 import trio
 
+import workflow_hub
+from _harness import Goal, HubFactory, Row, Scale
 from workflow_hub import WorkflowActivityHub
 from workflow_hub.server import serve_hub
 from workflow_hub.tracker import RunTracker
 
-ROOT = Path(__file__).resolve().parents[1]
+# The watch runs the package this process imported (a before/after comparison sets PYTHONPATH).
+SOURCE = Path(workflow_hub.__file__).resolve().parents[1]
 _ESCAPES = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]")
 
 
-def _cpu_of(pid: int) -> float:
+def cpu_of(pid: int) -> float:
     """User + system CPU seconds of a live process (``/proc/PID/stat``)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
     ticks = os.sysconf("SC_CLK_TCK")
@@ -104,7 +108,7 @@ class _Reader:
             self.cpu += time.thread_time() - started
 
 
-def _start_watch(
+def start_watch(
     url: str, *, plain: bool, size: tuple[int, int], profile: str | None
 ) -> tuple[subprocess.Popen[bytes], _Reader]:
     program = shutil.which("workflow-hub", path=str(Path(sys.executable).parent))
@@ -112,7 +116,7 @@ def _start_watch(
     if profile:  # the main thread only (rich draws the live view from a thread of its own)
         command = [sys.executable, "-m", "cProfile", "-o", profile, "-m", "workflow_hub._cli"]
         command += ["watch", url]
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    env = {**os.environ, "PYTHONPATH": str(SOURCE)}
     if plain:
         process = subprocess.Popen(
             command,
@@ -134,7 +138,7 @@ def _start_watch(
     return process, _Reader(master)
 
 
-def _stop(process: subprocess.Popen[bytes]) -> None:
+def stop_watch(process: subprocess.Popen[bytes]) -> None:
     if process.poll() is None:
         os.killpg(process.pid, signal.SIGINT)
         try:
@@ -172,13 +176,13 @@ async def _main(args: argparse.Namespace) -> dict[str, float]:
         url = await nursery.start(partial(serve_hub, hub, port=0))
         tracker = RunTracker(hub.register_publisher(), owner_session_id="bench", include_graph=True)
         tracker.start()
-        process, reader = _start_watch(url, plain=args.plain, size=args.size, profile=args.profile)
+        process, reader = start_watch(url, plain=args.plain, size=args.size, profile=args.profile)
         try:
             shown = reader.expect("live")
             if not await trio.to_thread.run_sync(shown.wait, 30):
                 raise SystemExit(f"watch showed nothing in 30 s: {reader.tail()!r}")
             await trio.sleep(1.0)
-            watch_before, own_before = _cpu_of(process.pid), _own_cpu() - reader.cpu
+            watch_before, own_before = cpu_of(process.pid), _own_cpu() - reader.cpu
             wall_before = time.monotonic()
             tracker.add_run("the-end", status="running")  # ended last: the watch caught up
             roots = await _feed(tracker, args.tasks, args.per_root, args.rate)
@@ -189,14 +193,14 @@ async def _main(args: argparse.Namespace) -> dict[str, float]:
             if not args.plain:
                 await trio.sleep(0.5)  # the last redraw of the live view
             own = _own_cpu() - reader.cpu - own_before
-            watch = _cpu_of(process.pid) - watch_before
+            watch = cpu_of(process.pid) - watch_before
             wall = time.monotonic() - wall_before
             # Then a quiet hub (all those roots, nothing changing): what watching it costs.
-            quiet_before = _cpu_of(process.pid)
+            quiet_before = cpu_of(process.pid)
             await trio.sleep(args.quiet)
-            quiet = (_cpu_of(process.pid) - quiet_before) / args.quiet if args.quiet else 0.0
+            quiet = (cpu_of(process.pid) - quiet_before) / args.quiet if args.quiet else 0.0
         finally:
-            _stop(process)
+            stop_watch(process)
             nursery.cancel_scope.cancel()
     return {
         "roots": float(len(roots)),
@@ -206,6 +210,36 @@ async def _main(args: argparse.Namespace) -> dict[str, float]:
         "bytes": float(reader.bytes),
         "quiet": quiet,
     }
+
+
+TASKS: dict[str, int] = {"full": 5_000, "quick": 2_000, "smoke": 200}
+"""Task lifecycles fed in ``make bench`` (``run_all.py``), 100 to a root, 1 000 a second."""
+
+
+def run(
+    scale: Scale, *, hub_factory: HubFactory = WorkflowActivityHub, label: str = "hub"
+) -> list[Row]:
+    """The live view at 80x24, best of two runs (one at smoke scale), against the publisher."""
+    if label != "hub":
+        return []  # the served hub is the default one: one variant is the measurement
+    tasks = TASKS.get(scale.name, TASKS["full"])
+    args = argparse.Namespace(
+        tasks=tasks, per_root=100, rate=1_000.0, plain=False, size=(80, 24), quiet=0.0, profile=None
+    )
+    runs = [_main_sync(args) for _ in range(1 if scale.name == "smoke" else 2)]
+    best = min(runs, key=lambda result: result["watch"] / result["publisher"])
+    return [
+        Row(
+            benchmark="watch_cpu",
+            case=f"watch CPU per task, live view 80x24, {tasks} tasks in {int(best['roots'])} roots",
+            variant=label,
+            value=best["watch"] / tasks * 1e9,
+            unit="ns",
+            reference="publisher CPU per task (hub, server, tracker)",
+            reference_value=best["publisher"] / tasks * 1e9,
+            goal=Goal(op="<=", threshold=1.0),
+        )
+    ]
 
 
 def main() -> None:

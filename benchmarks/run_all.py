@@ -2,7 +2,7 @@
 
 Usage: ``python benchmarks/run_all.py [--quick | --smoke] [--only NAME ...] [--variants NAME ...]
 [--output PATH]``
-(``make bench`` runs the full scale, about 70 seconds on a 2-core machine). Every row is a
+(``make bench`` runs the full scale, about 9 minutes on a 2-core machine). Every row is a
 figure next to a reference measured in the same run, and the ratio between them; rows with a
 goal from the issue that asked for the benchmark say whether it was met.
 """
@@ -23,6 +23,8 @@ import bench_fleet_stream
 import bench_hooks
 import bench_hosts
 import bench_langgraph
+import bench_langgraph_hosts
+import bench_langgraph_turns
 import bench_memory
 import bench_metrics
 import bench_network
@@ -32,6 +34,7 @@ import bench_resume
 import bench_snapshot
 import bench_status
 import bench_tracker
+import bench_watch_cpu
 from _harness import (
     HUB_VARIANTS,
     RESULTS_PATH,
@@ -60,8 +63,11 @@ BENCHMARKS: dict[str, Benchmark] = {
     "tracker": bench_tracker.run,
     "dashboard": bench_dashboard.run,
     "langgraph": bench_langgraph.run,
+    "langgraph_hosts": bench_langgraph_hosts.run,
+    "langgraph_turns": bench_langgraph_turns.run,
     "hosts": bench_hosts.run,
     "celery": bench_celery.run,
+    "watch_cpu": bench_watch_cpu.run,
     "conflation": bench_conflation.run,
     "status": bench_status.run,
 }

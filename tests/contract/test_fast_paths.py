@@ -18,9 +18,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from workflow_hub import Cursor, HeartbeatEvent, RootActivity
+from workflow_hub import Cursor, HeartbeatEvent, RootActivity, RootGraph
 from workflow_hub._contract import unchecked, unchecked_builder
 from workflow_hub._contract._values import VALUE_CLASSES
+from workflow_hub.testing import strategies as ws
 from workflow_hub.wire import dumps, to_wire
 
 from .test_wire import TYPES
@@ -122,3 +123,19 @@ def test_dumps_refuses_a_non_finite_number_as_json_does(bad: float) -> None:
 def test_dumps_of_a_non_contract_value_is_a_type_error() -> None:
     with pytest.raises(TypeError):
         dumps({"kind": "snapshot"})
+
+
+@given(graphs=st.lists(ws.root_graphs(max_nodes=4), min_size=1, max_size=4), data=st.data())
+def test_a_graph_that_keeps_some_nodes_of_another_is_written_as_json_does(
+    graphs: list[RootGraph], data: st.DataObject
+) -> None:
+    """C2: ``dumps`` remembers a graph node's text by the node's identity (a tracker keeps the
+    unchanged nodes' objects from one graph to the next); graphs that share nodes, in any
+    order, are each written exactly as ``json.dumps(to_wire(x))`` writes them."""
+    pool = [node for graph in graphs for node in graph.nodes]
+    for graph in graphs:
+        assert dumps(graph) == reference_text(graph)
+        if pool:
+            shared = data.draw(st.lists(st.sampled_from(pool), max_size=6))
+            mixed = RootGraph(nodes=[*shared, *graph.nodes], run_prompts=graph.run_prompts)
+            assert dumps(mixed) == reference_text(mixed)

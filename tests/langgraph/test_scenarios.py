@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.errors import GraphRecursionError
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
@@ -408,6 +409,39 @@ def test_a_breakpoint_pauses_the_thread(scene: SyncScene) -> None:
     assert summary(end) == ("idle", "quiescent", 0, 0, False)
     assert end is not None
     assert statuses(end) == {"a": "completed", "b": "completed"}
+
+
+def test_a_breakpoint_compiled_into_the_graph_pauses_the_thread(scene: SyncScene) -> None:
+    """D7, D8: ``compile(interrupt_after=...)`` stops the thread as the invocation's own
+    breakpoint does: idle / paused."""
+    builder = StateGraph(State)
+    builder.add_node("a", log("a"))
+    builder.add_node("b", log("b"))
+    builder.add_edge(START, "a")
+    builder.add_edge("a", "b")
+    builder.add_edge("b", END)
+    watched = scene.watch(builder.compile(checkpointer=InMemorySaver(), interrupt_after=["a"]))
+    scene.run(partial_invoke(watched, {"log": []}))
+    assert summary(scene.look("at the breakpoint")) == ("idle", "paused", 0, 0, False)
+    scene.run(partial_invoke(watched, None))
+    assert summary(scene.look("end")) == ("idle", "quiescent", 0, 0, False)
+
+
+def test_a_breakpoint_inside_a_subgraph_pauses_the_thread(scene: SyncScene) -> None:
+    """D7, D8: a subgraph compiled with a breakpoint stops its parent's task there; the
+    parent graph has no breakpoint of its own, and its thread is idle / paused all the same."""
+    inner = StateGraph(State)
+    inner.add_node("x", log("x"))
+    inner.add_node("y", log("y"))
+    inner.add_edge(START, "x")
+    inner.add_edge("x", "y")
+    inner.add_edge("y", END)
+    subgraph = inner.compile(interrupt_before=["y"])
+    watched = scene.watch(chain(("before", log("before")), ("sub", subgraph)))
+    scene.run(partial_invoke(watched, {"log": []}))
+    assert summary(scene.look("at the breakpoint")) == ("idle", "paused", 0, 0, False)
+    scene.run(partial_invoke(watched, None))
+    assert summary(scene.look("end")) == ("idle", "quiescent", 0, 0, False)
 
 
 def partial_invoke(watched: Any, input: Any, **kwargs: Any) -> Any:

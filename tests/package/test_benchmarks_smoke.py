@@ -56,8 +56,11 @@ def smoke_rows(run_all: ModuleType, harness: ModuleType) -> list[object]:
         "resume",
         "dashboard",
         "langgraph",
+        "langgraph_hosts",
+        "langgraph_turns",
         "hosts",
         "celery",
+        "watch_cpu",
         "conflation",
     ],
 )

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from ._errors import CommandError, until_ctrl_c
+from ._errors import CommandError, leaves, until_ctrl_c
 from ._fetch_hub import NotYet, fetch_snapshot, why_down
 from ._options import seconds
 from ._urls import check_fleet_url, hub_url, names_fleet
@@ -98,30 +98,52 @@ def _watch_http(args: argparse.Namespace) -> int:
 
 async def _watch(args: argparse.Namespace, output: Output) -> int:
     """Draw frames until the duration ends; the number of frames drawn."""
-    from ..remote import open_remote
+    from ..remote import RemoteHub
     from ..reporting import ActivityView
 
     if hasattr(output, "title"):
         output.title = "workflow-hub watch"
     view = ActivityView()
     shown = 0
+    draw_changes = getattr(output, "draw_changes", None)
+    # The live view shows each root's latest state, so it asks the server to conflate while it
+    # lags (each root's latest frame, not every frame in between, nor an overflow's snapshot):
+    # fewer frames to decode when the watch is behind. A server that cannot (a hosted hub) says
+    # 400, and the watch takes the full stream. Lines on a pipe keep every frame.
+    conflate = draw_changes is not None
     with output, trio.move_on_after(args.duration if args.duration else float("inf")):
-        async with (
-            open_remote(args.url, token=args.token) as stream,
-            trio.open_nursery() as nursery,
-        ):
-            nursery.start_soon(_show_connection, stream, output, args.url, args.token)
-            nursery.start_soon(_show_hook_events, args.url, args.token, output)
-            nursery.start_soon(_end_when_closed, output, nursery.cancel_scope)
-            draw_changes = getattr(output, "draw_changes", None)
-            if draw_changes is not None:  # the live view: redraws coalesced (``_rich``)
-                nursery.start_soon(draw_changes)
-            async for frame in stream:
-                view.apply(frame)
-                output.frame(frame, view)
-                shown += 1
-            nursery.cancel_scope.cancel()
+        while True:
+            try:
+                async with (
+                    RemoteHub(args.url, token=args.token).subscribe(conflate=conflate) as stream,
+                    trio.open_nursery() as nursery,
+                ):
+                    nursery.start_soon(_show_connection, stream, output, args.url, args.token)
+                    nursery.start_soon(_show_hook_events, args.url, args.token, output)
+                    nursery.start_soon(_end_when_closed, output, nursery.cancel_scope)
+                    if draw_changes is not None:  # the live view: redraws coalesced (``_rich``)
+                        nursery.start_soon(draw_changes)
+                    async for frame in stream:
+                        view.apply(frame)
+                        output.frame(frame, view)
+                        shown += 1
+                    nursery.cancel_scope.cancel()
+                break
+            except BaseException as error:
+                if not (conflate and _refused_conflation(error)):
+                    raise
+                conflate = False
     return shown
+
+
+def _refused_conflation(error: BaseException) -> bool:
+    """Whether the server refused the stream with a 400 (a hosted hub cannot conflate)."""
+    from ..remote import RemoteError
+
+    found = [leaf for leaf in leaves(error) if not isinstance(leaf, trio.Cancelled)]
+    return bool(found) and all(
+        isinstance(leaf, RemoteError) and leaf.status == 400 for leaf in found
+    )
 
 
 async def _end_when_closed(output: Output, scope: trio.CancelScope) -> None:

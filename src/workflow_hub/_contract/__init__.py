@@ -32,6 +32,7 @@ from ._enums import StageStatus as StageStatus
 from ._enums import State as State
 from ._enums import ToolNodeStatus as ToolNodeStatus
 from ._errors import ContractError as ContractError
+from ._reuse import FrameDecoder as FrameDecoder
 from ._rules import BLOCKED_PRIORITY as BLOCKED_PRIORITY
 from ._rules import WORKING_PRIORITY as WORKING_PRIORITY
 from ._rules import state_and_reason as state_and_reason

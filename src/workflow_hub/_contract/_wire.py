@@ -42,7 +42,15 @@ from ._values import VALUE_CLASSES
 if TYPE_CHECKING:
     import cattrs
 
-__all__ = ["discriminator_of", "dumps", "from_wire", "loads", "to_wire", "union_members"]
+__all__ = [
+    "discriminator_of",
+    "dumps",
+    "from_wire",
+    "loads",
+    "parse_json",
+    "to_wire",
+    "union_members",
+]
 
 _T = TypeVar("_T")
 
@@ -422,6 +430,31 @@ def _value_array_text(values: tuple[Any, ...]) -> str:
     return "[" + ",".join([text_of[type(value)](value) for value in values]) + "]"
 
 
+# A root changes one node at a time, and RunTracker keeps the other nodes' objects in its next
+# graph: a node's text is remembered by the node's identity (the entry holds the node, so its id
+# is not reused while the entry lives), and a graph of 100 nodes is written from 99 known texts
+# and one new one. Values are immutable, so a remembered text is the text. Bounded: emptied
+# when full.
+_NODE_TEXT: dict[int, tuple[Any, str]] = {}
+_NODE_TEXT_LIMIT = 8192
+
+
+def _nodes_text(nodes: tuple[Any, ...]) -> str:
+    known = _NODE_TEXT
+    parts = []
+    for node in nodes:
+        hit = known.get(id(node))
+        if hit is not None and hit[0] is node:
+            parts.append(hit[1])
+            continue
+        text = _TEXT_OF[type(node)](node)
+        if len(known) >= _NODE_TEXT_LIMIT:
+            known.clear()
+        known[id(node)] = (node, text)
+        parts.append(text)
+    return "[" + ",".join(parts) + "]"
+
+
 def _leaf_text(tp: object) -> str:
     """The name of the function writing a present value of type ``tp`` (never None)."""
     members = union_members(tp)
@@ -437,6 +470,8 @@ def _leaf_text(tp: object) -> str:
             return "_labels_text"
         if get_origin(only) is tuple:
             (item,) = {a for a in get_args(only) if a is not Ellipsis}
+            if item == _values.GraphNode:
+                return "_nodes_text"
             return "_str_array_text" if item is str else "_value_array_text"
         if only is str or (isinstance(only, type) and issubclass(only, StrEnum)):
             # A StrEnum member is a str whose text is its value.
@@ -462,6 +497,7 @@ _TEXT_NAMESPACE: dict[str, Any] = {
         "_value_text",
         "_str_array_text",
         "_value_array_text",
+        "_nodes_text",
         "_labels_text",
         "_json_string",
         "_bool_text",
@@ -587,15 +623,19 @@ def loads(type_: object, text: str | bytes | bytearray) -> Any:
     :class:`~workflow_hub.ContractError` with an empty path.
     """
     _check_decodable(type_)
+    return _structure(parse_json(text), type_)
+
+
+def parse_json(text: str | bytes | bytearray) -> Any:
+    """JSON text as :func:`json.loads` returns it, or the :class:`ContractError` of :func:`loads`."""
     if not isinstance(text, str | bytes | bytearray):
         raise ContractError(
             "", f"expected JSON text (str, bytes or bytearray), got {type(text).__name__}"
         )
     try:
-        data = json.loads(text, parse_constant=_reject_constant)
+        return json.loads(text, parse_constant=_reject_constant)
     except ContractError:
         raise
     except (ValueError, RecursionError) as error:
         # ValueError covers JSONDecodeError, undecodable bytes and over-long integer literals.
         raise ContractError("", f"malformed JSON: {error}") from None
-    return _structure(data, type_)

@@ -109,6 +109,9 @@ class WatchHandler(BaseCallbackHandler):
         self._chain_ns: dict[UUID, str] = {}  # every chain seen with a namespace, while it runs
         self._tasks: dict[UUID, tuple[str, str]] = {}  # task chains: (namespace, node)
         self._failures: dict[str, int] = {}  # failed attempts per task namespace
+        # A task was interrupted (or bubbled up): the invocation may have stopped at a
+        # breakpoint inside it, which only the thread's state can tell.
+        self.bubbled = False
 
     # --- the invocation ---------------------------------------------------------------------
 
@@ -165,6 +168,8 @@ class WatchHandler(BaseCallbackHandler):
 
     @_contained
     def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        if isinstance(error, GraphBubbleUp):
+            self.bubbled = True
         self._chain_ns.pop(run_id, None)
         task = self._tasks.pop(run_id, None)
         if task is None:

@@ -125,6 +125,7 @@ class WatchedGraph:
 
     __slots__ = (
         "_active",
+        "_breakpoints",
         "_graph",
         "_heartbeat",
         "_keep_turns",
@@ -159,6 +160,11 @@ class WatchedGraph:
         self._prefix = root_prefix
         self._keep_turns = keep_turns
         self._policies = retry_policies(graph)
+        # Breakpoints compiled in (a graph that says nothing of them may have some).
+        self._breakpoints = bool(
+            getattr(graph, "interrupt_before_nodes", True)
+            or getattr(graph, "interrupt_after_nodes", True)
+        )
         self._shared: Shared = shared_state(tracker)
         self._active: set[Gate] = set()
 
@@ -259,6 +265,18 @@ class WatchedGraph:
         for gate in list(self._active):
             gate.flush(timeout)
 
+    def _may_pause(self, invocation: _Invocation, kwargs: dict[str, Any]) -> bool:
+        """Whether the invocation may have stopped at a breakpoint: the graph has some, the call
+        set some, or a task was interrupted (a subgraph's breakpoint stops its parent's task so).
+        Otherwise the thread's state need not be read: that read is LangGraph's checkpointer
+        loading the thread's latest checkpoint (for ``InMemorySaver``, a search through all of
+        them), on the caller's time, once per invocation."""
+        return (
+            self._breakpoints
+            or invocation.handler.bubbled
+            or bool(kwargs.get("interrupt_before") or kwargs.get("interrupt_after"))
+        )
+
     def _paused(self, config: dict[str, Any] | None) -> bool:
         if _thread_id(config) is None:
             return False
@@ -285,7 +303,10 @@ class WatchedGraph:
         except BaseException as error:
             invocation.end(_outcome(error), error=error)
             raise
-        invocation.end("completed", paused=self._paused(config))
+        invocation.end(
+            "completed",
+            paused=self._may_pause(invocation, kwargs) and self._paused(config),
+        )
         return result
 
     async def ainvoke(self, input: Any, config: dict[str, Any] | None = None, **kwargs: Any) -> Any:
@@ -299,7 +320,10 @@ class WatchedGraph:
         except BaseException as error:
             invocation.end(_outcome(error), error=error)
             raise
-        invocation.end("completed", paused=await self._apaused(config))
+        invocation.end(
+            "completed",
+            paused=self._may_pause(invocation, kwargs) and await self._apaused(config),
+        )
         return result
 
     def stream(
@@ -321,7 +345,10 @@ class WatchedGraph:
         except BaseException as error:
             invocation.end(_outcome(error), error=error)
             raise
-        invocation.end("completed", paused=self._paused(config))
+        invocation.end(
+            "completed",
+            paused=self._may_pause(invocation, kwargs) and self._paused(config),
+        )
 
     async def astream(
         self, input: Any, config: dict[str, Any] | None = None, **kwargs: Any
@@ -344,7 +371,10 @@ class WatchedGraph:
         except BaseException as error:
             invocation.end(_outcome(error), error=error)
             raise
-        invocation.end("completed", paused=await self._apaused(config))
+        invocation.end(
+            "completed",
+            paused=self._may_pause(invocation, kwargs) and await self._apaused(config),
+        )
 
 
 def watch(
