@@ -40,9 +40,11 @@ class Recorder:
         return [(str(n.kind), str(n.alert.name), n.alert.root_run_id) for n in self.notifications]
 
 
-def asking(root_run_id: str, question: str = "deploy to prod?", **labels: str) -> RootActivity:
+def asking(
+    root_run_id: str, question: str = "deploy to prod?", *, prompt_id: str = "p1", **labels: str
+) -> RootActivity:
     """A root blocked on one stage's prompt."""
-    prompt = NodePrompt(id="p1", kind="confirm", message=question, created_at=1_000)
+    prompt = NodePrompt(id=prompt_id, kind="confirm", message=question, created_at=1_000)
     stage = StageNode(
         id=f"{root_run_id}:approve",
         run_id=root_run_id,
