@@ -51,7 +51,8 @@ def _decode_secret(text: str, where: str) -> bytes:
     if text.startswith(_SECRET_PREFIX):
         text = text[len(_SECRET_PREFIX) :]
     try:
-        key = base64.b64decode(text, validate=True)
+        # Standard Webhooks' own libraries accept unpadded base64: so does this.
+        key = base64.b64decode(text + "=" * (-len(text) % 4), validate=True)
     except (binascii.Error, ValueError):
         raise ContractError(
             where, "expected whsec_ and base64 (a Standard Webhooks secret)"
