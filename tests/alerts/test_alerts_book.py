@@ -90,3 +90,20 @@ def test_durations_are_checked() -> None:
         AlertRules(stuck_after=-1)
     with pytest.raises(ContractError, match="needs_attention_for"):
         AlertRules(needs_attention_for=float("nan"))
+
+
+def test_alertmanager_is_told_when_a_firing_alert_expires_and_when_it_resolved() -> None:
+    """Prometheus' way: a firing alert's ``endsAt`` is four resend intervals ahead (an alerter
+    that died lets it expire); a resolved one's is when it resolved."""
+    from workflow_hub.alerts import AlertmanagerSink
+
+    book = AlertBook(RULES, wall_clock=lambda: 1_000.0)
+    book.apply("s", snapshot("e1", 1, asking("r")), now=0)
+    [fired] = book.evaluate(30)
+    [resolved] = book.apply("s", snapshot("e1", 2), now=40)
+    sink = AlertmanagerSink("http://127.0.0.1:9093", resend_interval=60)
+    firing_body, resolved_body = sink.body([fired, resolved])
+    assert firing_body["startsAt"] == "1970-01-01T00:16:10.000Z"  # 1000 - 30 s
+    assert firing_body["endsAt"] == "1970-01-01T00:20:40.000Z"  # 1000 + 4 x 60 s
+    assert resolved_body["endsAt"] == "1970-01-01T00:16:40.000Z"
+    assert firing_body["labels"]["alertname"] == "WorkflowNeedsAttention"

@@ -122,7 +122,7 @@ async def run_alerts(
     if not isinstance(name, str):
         raise ContractError("name", f"expected a str, got {type(name).__name__}")
     book = AlertBook(rules, wall_clock=wall_clock)
-    runners = [SinkRunner(sink, firing=book.firing) for sink in sinks]
+    runners = [SinkRunner(sink, firing=book.firing, wall_clock=wall_clock) for sink in sinks]
     alerter = Alerter(book, runners, on_notification)
     async with trio.open_nursery() as nursery:
         for runner in runners:

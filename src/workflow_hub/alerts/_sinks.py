@@ -15,6 +15,7 @@ import inspect
 import logging
 import math
 import random
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol, final, runtime_checkable
 
@@ -159,6 +160,7 @@ class SinkRunner:
         *,
         firing: Callable[[], Sequence[Alert]] = list,
         rng: random.Random | None = None,
+        wall_clock: Callable[[], float] = time.time,
     ) -> None:
         if not isinstance(sink, AlertSink):
             raise ContractError("sink", f"expected an AlertSink, got {type(sink).__name__}")
@@ -167,6 +169,7 @@ class SinkRunner:
         self.policy: SinkPolicy = policy if isinstance(policy, SinkPolicy) else SinkPolicy()
         self.statistics = SinkStatistics(name=str(getattr(sink, "name", type(sink).__name__)))
         self._firing = firing
+        self._wall = wall_clock
         self._rng = rng or random.Random()
         self._send, self._receive = trio.open_memory_channel[AlertNotification](
             self.policy.queue_limit
@@ -223,7 +226,7 @@ class SinkRunner:
             await self._deliver(batch)
 
     async def _resend(self) -> None:
-        at = trio.current_time()
+        at = self._wall()
         alerts = list(self._firing())
         step = self.policy.batch_limit
         for start in range(0, len(alerts), step):
