@@ -21,6 +21,7 @@ from ._book import AlertBook as AlertBook
 from ._metrics import AlertMetrics as AlertMetrics
 from ._run import Alerter as Alerter
 from ._run import run_alerts as run_alerts
+from ._service import serve_alerts as serve_alerts
 from ._sinks import AlertSink as AlertSink
 from ._sinks import CallbackSink as CallbackSink
 from ._sinks import SinkPolicy as SinkPolicy
@@ -61,6 +62,7 @@ __all__ = [
     "SinkStatistics",
     "WebhookSink",
     "run_alerts",
+    "serve_alerts",
     "webhook_secret",
 ]
 

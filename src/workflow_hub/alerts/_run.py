@@ -51,6 +51,8 @@ class Alerter:
         self._timer: trio.CancelScope | None = None
         self._on_notification = on_notification
         self.notifications = 0
+        self.metrics_address: tuple[str, int] | None = None
+        """Where ``/metrics`` is served (:func:`serve_alerts`), ``None`` when it is not."""
         self.changed = trio.Event()
         # Replaced whole on every change: a scrape in another thread reads one consistent dict.
         self._counts: Mapping[AlertName, int] = book.statistics()
