@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any, final
 
 from .._contract import ContractError
-from ._sinks import SinkPolicy
+from ._sinks import SinkPolicy, require_httpx
 from ._values import Alert, AlertNotification, NotificationKind
 
 __all__ = ["DEFAULT_RESEND_INTERVAL", "AlertmanagerSink", "rfc3339"]
@@ -54,6 +54,7 @@ class AlertmanagerSink:
     ) -> None:
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
             raise ContractError("url", f"expected an http:// or https:// URL, got {url!r}")
+        require_httpx("AlertmanagerSink")
         self.url = url.rstrip("/")
         self.name = name or f"alertmanager {self.url}"
         self.policy = (

@@ -11,6 +11,7 @@ interval.
 
 from __future__ import annotations
 
+import importlib.util
 import inspect
 import logging
 import math
@@ -33,12 +34,22 @@ __all__ = [
     "SinkPolicy",
     "SinkRunner",
     "SinkStatistics",
+    "require_httpx",
 ]
 
 _logger = logging.getLogger("workflow_hub.alerts")
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 """The buckets of a sink's delivery latency (seconds), for ``/metrics``."""
+
+
+def require_httpx(sink: str) -> None:
+    """The HTTP sinks need httpx (the ``alerts`` extra): say so when the sink is made, not on
+    every retried delivery."""
+    if importlib.util.find_spec("httpx") is None:
+        raise ImportError(
+            f"{sink} needs the 'alerts' extra (httpx): pip install 'workflow-hub[alerts]'"
+        )
 
 
 @runtime_checkable

@@ -25,7 +25,7 @@ from typing import Any, final
 
 from .._contract import ContractError
 from ._alertmanager import rfc3339
-from ._sinks import SinkPolicy
+from ._sinks import SinkPolicy, require_httpx
 from ._values import AlertNotification
 
 __all__ = [
@@ -136,6 +136,7 @@ class WebhookSink:
     ) -> None:
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
             raise ContractError("url", f"expected an http:// or https:// URL, got {url!r}")
+        require_httpx("WebhookSink")
         self.url = url
         self.name = name or f"webhook {url}"
         self.policy = SinkPolicy() if policy is None else policy
