@@ -216,3 +216,20 @@ def test_a_secret_that_is_not_base64_is_refused_naming_the_variable() -> None:
     with pytest.raises(ContractError, match="WORKFLOW_HUB_WEBHOOK_SECRET"):
         webhook_secret({"WORKFLOW_HUB_WEBHOOK_SECRET": "whsec_not base64!"})
     assert webhook_secret({}) is None
+
+
+async def test_ids_are_the_same_after_a_restart_of_the_alerter() -> None:
+    """Restarts: a second alerter on the same picture sends the same alerts under the same
+    ``webhook-id``, so a receiver that deduplicates shows each once."""
+    async with receiving() as receiver, open_hub() as hub:
+        hub.register_publisher().publish_snapshot(
+            Availability.READY, [asking("r1"), asking("r2", prompt_id="p2")]
+        )
+        for run in (1, 2):
+            async with alerting(hub, WebhookSink(receiver.url, secret=SECRET)):
+                with trio.fail_after(BOUND):
+                    await receiver.wait_for(2 * run)
+    first, second = receiver.requests[:2], receiver.requests[2:]
+    assert sorted(r.headers["webhook-id"] for r in first) == sorted(
+        r.headers["webhook-id"] for r in second
+    )
