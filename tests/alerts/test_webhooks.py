@@ -233,3 +233,24 @@ async def test_ids_are_the_same_after_a_restart_of_the_alerter() -> None:
     assert sorted(r.headers["webhook-id"] for r in first) == sorted(
         r.headers["webhook-id"] for r in second
     )
+
+
+async def test_a_refusal_for_good_is_dropped_at_once_not_retried() -> None:
+    """A 4xx other than 408 and 429 would get the same answer again: dropped, counted, next."""
+    async with receiving() as receiver, open_hub() as hub:
+        receiver.answers.extend([400, 429, 200])
+        sink = WebhookSink(receiver.url, secret=SECRET, policy=QUICK)
+        async with alerting(hub, sink) as alerter:
+            publisher = hub.register_publisher()
+            publisher.publish_snapshot(Availability.READY, [asking("r1")])
+            with trio.fail_after(BOUND):
+                await receiver.wait_for(1)
+            publisher.publish_snapshot(
+                Availability.READY, [asking("r1"), asking("r2", prompt_id="p2")]
+            )
+            with trio.fail_after(BOUND):
+                await receiver.wait_for(3)
+                await alerter.wait_delivered()
+            [stats] = alerter.sink_statistics()
+    assert (stats.sent, stats.failed, stats.dropped) == (1, 2, 1)
+    assert [verified(r)["subject"] for r in receiver.requests] == ["r1", "r2", "r2"]

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any, final
 
 from .._contract import ContractError
-from ._sinks import SinkPolicy, require_httpx
+from ._sinks import SinkPolicy, check_answer, require_httpx
 from ._values import Alert, AlertNotification, NotificationKind
 
 __all__ = ["DEFAULT_RESEND_INTERVAL", "AlertmanagerSink", "rfc3339"]
@@ -94,10 +94,7 @@ class AlertmanagerSink:
         if self._client is None:
             self._client = httpx.AsyncClient(headers=self._headers, timeout=self.policy.timeout)
         response = await self._client.post(f"{self.url}/api/v2/alerts", json=self.body(batch))
-        if response.status_code // 100 != 2:
-            raise RuntimeError(
-                f"Alertmanager answered {response.status_code}: {response.text[:200]}"
-            )
+        check_answer(response.status_code, f"Alertmanager ({response.text[:200]!r})")
 
     async def aclose(self) -> None:
         client, self._client = self._client, None

@@ -24,6 +24,7 @@ import attrs
 import trio
 
 from .._contract import ContractError
+from .._exceptions import WorkflowHubError
 from .._failure_log import FailureLog
 from ._values import Alert, AlertNotification, NotificationKind
 
@@ -32,8 +33,10 @@ __all__ = [
     "AlertSink",
     "CallbackSink",
     "SinkPolicy",
+    "SinkRefused",
     "SinkRunner",
     "SinkStatistics",
+    "check_answer",
     "require_httpx",
 ]
 
@@ -41,6 +44,23 @@ _logger = logging.getLogger("workflow_hub.alerts")
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 """The buckets of a sink's delivery latency (seconds), for ``/metrics``."""
+
+
+class SinkRefused(WorkflowHubError):
+    """The receiver refused a batch for good (an HTTP 4xx other than 408 and 429): retrying
+    would get the same answer, so the batch is dropped at once (and counted)."""
+
+
+_RETRIED_4XX = frozenset({408, 429})
+
+
+def check_answer(status: int, said: str) -> None:
+    """Raise unless ``status`` is 2xx: :class:`SinkRefused` when retrying cannot help."""
+    if status // 100 == 2:
+        return
+    if status // 100 == 4 and status not in _RETRIED_4XX:
+        raise SinkRefused(f"{said} refused it: {status}")
+    raise RuntimeError(f"{said} answered {status}")
 
 
 def require_httpx(sink: str) -> None:
@@ -255,9 +275,11 @@ class SinkRunner:
             try:
                 with trio.fail_after(policy.timeout):
                     await self.sink.deliver(batch)
-            except Exception as error:
+            except Exception as error:  # a sink's failure is counted and retried, never raised
                 self.statistics.failed += 1
                 self._failures.failed(error)
+                if isinstance(error, SinkRefused):
+                    break
                 if attempt + 1 < policy.attempts:
                     await trio.sleep(policy.delay(attempt, self._rng))
                 continue
@@ -266,9 +288,9 @@ class SinkRunner:
             return True
         self.statistics.dropped += len(batch)
         _logger.warning(
-            "alert sink %r: dropped %d notification(s) after %d attempts",
+            "alert sink %r: dropped %d notification(s) after %d attempt(s)",
             self.statistics.name,
             len(batch),
-            policy.attempts,
+            attempt + 1,
         )
         return False

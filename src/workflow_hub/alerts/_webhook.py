@@ -25,7 +25,7 @@ from typing import Any, final
 
 from .._contract import ContractError
 from ._alertmanager import rfc3339
-from ._sinks import SinkPolicy, require_httpx
+from ._sinks import SinkPolicy, check_answer, require_httpx
 from ._values import AlertNotification
 
 __all__ = [
@@ -175,8 +175,7 @@ class WebhookSink:
         for notification in batch:
             headers, body = self.request(notification)
             response = await self._client.post(self.url, content=body, headers=headers)
-            if response.status_code // 100 != 2:
-                raise RuntimeError(f"{self.url} answered {response.status_code}")
+            check_answer(response.status_code, self.url)
 
     async def aclose(self) -> None:
         client, self._client = self._client, None
