@@ -16,12 +16,15 @@ import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import coredis
 import httpx
 import standardwebhooks
 import trio
 
+from tests.support.fleet import mirrored
 from tests.support.netutil import served
 from tests.support.processes import open_owned_process
+from tests.support.redis_server import RedisServer
 from workflow_hub import Availability, open_hub
 
 from .receiver import receiving
@@ -156,3 +159,34 @@ def test_an_alert_with_nowhere_to_send_is_a_usage_mistake() -> None:
     )
     assert done.returncode == 2
     assert "--alertmanager URL and/or --webhook URL" in done.stderr
+
+
+async def test_a_fleets_alerts_name_their_source(redis_server: RedisServer) -> None:
+    """``alert redis://…``: every member of the fleet, each alert labelled with its source."""
+    prefix = "alert-command"
+    async with (
+        coredis.Redis.from_url(redis_server.url) as redis,
+        receiving() as receiver,
+        trio.open_nursery() as nursery,
+    ):
+        hub = await mirrored(nursery, redis, prefix, "sched-7")
+        hub.register_publisher().publish_snapshot(Availability.READY, [asking("r1")])
+        async with alert_command(
+            redis_server.url,
+            "--prefix",
+            prefix,
+            "--webhook",
+            receiver.url,
+            "--needs-attention-for",
+            "0",
+        ) as (process, lines):
+            await lines.until("firing WorkflowNeedsAttention sched-7 r1")
+            with trio.fail_after(BOUND):
+                await receiver.wait_for(1)
+            process.send_signal(signal.SIGTERM)
+            with trio.fail_after(BOUND):
+                assert await process.wait() == 0
+        nursery.cancel_scope.cancel()
+    event = json.loads(receiver.requests[0].body)
+    assert event["data"]["labels"]["source"] == "sched-7"
+    assert "dashboard" not in event["data"]["annotations"]
