@@ -1,8 +1,10 @@
 """Which conditions hold right now, read off the folded view of every source.
 
-Nothing here keeps time or state: :func:`derive` looks at each source's
-:class:`~workflow_hub.reporting.ActivityView` (the fold every reporter uses) and says which
-conditions hold, with their labels and summary. The book (``_book.py``) adds the durations.
+Nothing here keeps time or state: these functions look at a source's
+:class:`~workflow_hub.reporting.ActivityView` (the fold every reporter uses) and at one root and
+say which conditions hold, with their labels and summary. The book (``_book.py``) asks them
+again for whatever a frame changed (one root, or a whole source after a snapshot) and adds the
+durations.
 
 - A source that is not known (no snapshot yet, recovering, unavailable, out of sync, replaced,
   unreachable, crashed) is *unknown*: it holds ``WorkflowSourceUnknown`` and its roots' conditions
@@ -37,8 +39,10 @@ from ._values import AlertName
 __all__ = [
     "Condition",
     "ConditionKey",
-    "SourceReading",
-    "derive",
+    "attention_reason",
+    "dashboard_link",
+    "root_conditions",
+    "source_condition",
     "unknown_reason",
 ]
 
@@ -50,19 +54,6 @@ ConditionKey = tuple[AlertName, str, str, str]
 _OWN_LABELS = frozenset({"alertname", "source", "root_run_id", "reason"})
 _LABEL_NAME = re.compile(r"[^a-zA-Z0-9_]")
 _SUMMARY_MAX = 300
-
-
-@final
-@attrs.frozen(kw_only=True)
-class SourceReading:
-    """What is known of one source besides its frames: why it cannot be trusted, if it cannot.
-
-    ``unknown`` is a short reason ("unreachable", "crashed") when the transport says the source
-    cannot be read right now, whatever its view holds; ``None`` when the view alone decides.
-    """
-
-    view: ActivityView
-    unknown: str | None = None
 
 
 @final
@@ -96,11 +87,14 @@ class Condition:
         return digest.hexdigest()[:32]
 
 
-def unknown_reason(reading: SourceReading) -> str | None:
-    """Why a source is unknown, in a word or two; ``None`` when its view is known and trusted."""
-    if reading.unknown is not None:
-        return reading.unknown
-    view = reading.view
+def unknown_reason(view: ActivityView, unknown: str | None = None) -> str | None:
+    """Why a source is unknown, in a word or two; ``None`` when its view is known and trusted.
+
+    ``unknown`` is what the transport says (``"unreachable"``, ``"crashed"``): it wins over
+    whatever the view holds.
+    """
+    if unknown is not None:
+        return unknown
     if view.availability is None:
         return "no snapshot yet"
     if view.availability is not Availability.READY:
@@ -112,33 +106,21 @@ def unknown_reason(reading: SourceReading) -> str | None:
     return None
 
 
-def derive(
-    readings: Mapping[str, SourceReading],
-    touched: Mapping[tuple[str, str], float],
-) -> tuple[dict[ConditionKey, Condition], set[str]]:
-    """The conditions that hold now, and the sources whose roots' conditions are held.
+def source_condition(source: str, reason: str) -> Condition:
+    """``WorkflowSourceUnknown`` of ``source``, unknown for ``reason``."""
+    key: ConditionKey = (AlertName.SOURCE_UNKNOWN, source, "", "unknown")
+    return Condition(
+        key=key,
+        labels={"alertname": str(key[0]), "source": source, "reason": "unknown"},
+        summary=f"source {source!r} is unknown ({reason}): its roots cannot be seen",
+        cause="",
+    )
 
-    ``touched`` is when each ``(source, root_run_id)`` last changed (the book's clock): a working
-    root's ``WorkflowStuck`` condition began then.
-    """
-    held: set[str] = set()
-    conditions: dict[ConditionKey, Condition] = {}
-    for source, reading in readings.items():
-        reason = unknown_reason(reading)
-        if reason is not None:
-            held.add(source)
-            key: ConditionKey = (AlertName.SOURCE_UNKNOWN, source, "", "unknown")
-            conditions[key] = Condition(
-                key=key,
-                labels={"alertname": key[0], "source": source, "reason": "unknown"},
-                summary=f"source {source!r} is unknown ({reason}): its roots cannot be seen",
-                cause="",
-            )
-            continue
-        for root in reading.view.roots:
-            for condition in _root_conditions(source, root, touched):
-                conditions[condition.key] = condition
-    return conditions, held
+
+def root_conditions(source: str, root: RootActivity, changed_at: float | None) -> list[Condition]:
+    """The conditions one root of a known source holds; ``changed_at`` is when it last changed
+    (a working root's ``WorkflowStuck`` began then)."""
+    return list(_root_conditions(source, root, changed_at))
 
 
 def attention_reason(root: RootActivity) -> str | None:
@@ -156,9 +138,7 @@ def attention_reason(root: RootActivity) -> str | None:
 
 
 def _root_conditions(
-    source: str,
-    root: RootActivity,
-    touched: Mapping[tuple[str, str], float],
+    source: str, root: RootActivity, changed_at: float | None
 ) -> Iterator[Condition]:
     root_id = root.root_run_id
     reason = attention_reason(root)
@@ -184,7 +164,7 @@ def _root_conditions(
             labels=_labels(key, root),
             summary=f"root {root_id!r} of {source!r} has been {root.reason} with no change",
             cause="",
-            since=touched.get((source, root_id)),
+            since=changed_at,
         )
 
 
