@@ -107,3 +107,24 @@ def test_alertmanager_is_told_when_a_firing_alert_expires_and_when_it_resolved()
     assert firing_body["endsAt"] == "1970-01-01T00:20:40.000Z"  # 1000 + 4 x 60 s
     assert resolved_body["endsAt"] == "1970-01-01T00:16:40.000Z"
     assert firing_body["labels"]["alertname"] == "WorkflowNeedsAttention"
+
+
+def test_an_unreachable_source_freezes_its_roots_and_a_due_one_fires_when_it_is_back() -> None:
+    """N4: the transport says the source cannot be read (a remote hub's stream is down): its
+    roots' conditions are frozen; one that fell due meanwhile fires when the source is back."""
+    book = AlertBook(RULES)
+    book.apply("s", snapshot("e1", 1, asking("early"), working("w")), now=0)
+    assert [n.alert.root_run_id for n in book.evaluate(30)] == ["early"]
+    book.apply("s", ChangedFrame(cursor=Cursor(epoch="e1", revision=2), root=asking("late")), 40)
+    assert book.set_unknown("s", "unreachable", now=50) == []
+    assert book.evaluate(109) == []  # "late" fell due at 70: frozen
+    [lost] = book.evaluate(110)
+    assert lost.alert.name is AlertName.SOURCE_UNKNOWN
+    assert "unreachable" in lost.alert.summary
+    back = book.set_unknown("s", None, now=120)
+    assert sorted((str(n.kind), n.alert.root_run_id) for n in back) == [
+        ("firing", "late"),
+        ("resolved", None),
+    ]
+    assert sorted(a.root_run_id or "" for a in book.firing()) == ["early", "late"]
+    assert book.next_deadline() == 600  # "w" is stuck at 600 s of no change
