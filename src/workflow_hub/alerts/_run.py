@@ -9,7 +9,6 @@ over HTTP (:class:`~workflow_hub.remote.RemoteHub`), or a fleet
 from __future__ import annotations
 
 import logging
-import math
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
@@ -18,6 +17,7 @@ from typing import Protocol, final
 import trio
 
 from .._contract import ContractError, Frame
+from .._public import NoPublicConstructor
 from ..fleet import FleetEngine, FleetFollower
 from ._book import AlertBook
 from ._sinks import AlertSink, SinkRunner, SinkStatistics
@@ -37,8 +37,9 @@ class _Subscribable(Protocol):
 
 
 @final
-class Alerter:
-    """A running alerter, as :func:`run_alerts` hands it to ``nursery.start``."""
+class Alerter(metaclass=NoPublicConstructor):
+    """A running alerter, as :func:`run_alerts` hands it to ``nursery.start`` (no public
+    constructor: only a running alerter has one)."""
 
     def __init__(
         self,
@@ -53,7 +54,6 @@ class Alerter:
         self.notifications = 0
         self.metrics_address: tuple[str, int] | None = None
         """Where ``/metrics`` is served (:func:`serve_alerts`), ``None`` when it is not."""
-        self.changed = trio.Event()
         # Replaced whole on every change: a scrape in another thread reads one consistent dict.
         self._counts: Mapping[AlertName, int] = book.statistics()
 
@@ -85,8 +85,6 @@ class Alerter:
         self._counts = self.book.statistics()
         if self._timer is not None:
             self._timer.deadline = self.book.next_deadline()
-        self.changed.set()
-        self.changed = trio.Event()
 
     async def run_timer(self) -> None:
         """Evaluate when the next pending condition is due."""
@@ -125,7 +123,7 @@ async def run_alerts(
         raise ContractError("name", f"expected a str, got {type(name).__name__}")
     book = AlertBook(rules, wall_clock=wall_clock)
     runners = [SinkRunner(sink, firing=book.firing, wall_clock=wall_clock) for sink in sinks]
-    alerter = Alerter(book, runners, on_notification)
+    alerter = Alerter._create(book, runners, on_notification)
     async with trio.open_nursery() as nursery:
         for runner in runners:
             nursery.start_soon(runner.run)
@@ -167,6 +165,7 @@ async def _watch_connection(alerter: Alerter, stream: object, name: str) -> None
 async def _watch_liveness(alerter: Alerter, fleet: FleetFollower) -> None:
     """A fleet's source that crashed, or a fleet that cannot be read, is unknown with that reason
     (its frames already say "unavailable"; this tells why)."""
+    unseen = "not seen yet"  # never a reason: the first look at a source always says
     shown: dict[str, str | None] = {}
     while True:
         readable = fleet.readable
@@ -182,7 +181,7 @@ async def _watch_liveness(alerter: Alerter, fleet: FleetFollower) -> None:
                 reasons[member] = None
         now = trio.current_time()
         for member, reason in reasons.items():
-            if shown.get(member, math.nan) != reason and member in alerter.book.fleet.views:
+            if shown.get(member, unseen) != reason and member in alerter.book.fleet.views:
                 shown[member] = reason
                 alerter.hand_out(alerter.book.set_unknown(member, reason, now))
         await trio.sleep(LIVENESS_CHECK)
