@@ -190,3 +190,14 @@ async def test_a_fleets_alerts_name_their_source(redis_server: RedisServer) -> N
     event = json.loads(receiver.requests[0].body)
     assert event["data"]["labels"]["source"] == "sched-7"
     assert "dashboard" not in event["data"]["annotations"]
+
+
+def test_status_counts_alerts_once_not_while_following() -> None:
+    done = subprocess.run(
+        [*CLI, "status", "http://127.0.0.1:1", "--alertmanager", "http://127.0.0.1:2", "--follow"],
+        capture_output=True,
+        text=True,
+        timeout=BOUND,
+    )
+    assert done.returncode == 2
+    assert "--alertmanager counts once" in done.stderr

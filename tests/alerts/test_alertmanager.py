@@ -11,23 +11,29 @@ from __future__ import annotations
 
 import datetime
 import functools
+import json
+import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from typing import Any
+from urllib.parse import urlsplit
 
 import coredis
 import httpx
 import pytest
 import trio
 
+from tests.support.netutil import served
 from tests.support.redis_server import RedisServer
 from workflow_hub import Availability, WorkflowActivityHub, open_hub
 from workflow_hub.alerts import AlertmanagerSink, AlertRules, run_alerts
 from workflow_hub.redis import RedisFleet, mirror_hub
+from workflow_hub.remote import RemoteHub
 
 from .alertmanager import AlertmanagerReceiver, running_alertmanager
 from .support import asking, working
 
+CLI = [sys.executable, "-m", "workflow_hub._cli"]
 RULES = AlertRules(needs_attention_for=0.2, stuck_after=60, unknown_after=0.5)
 BOUND = 20
 
@@ -177,3 +183,30 @@ async def test_a_killed_fleet_source_fires_source_unknown(
         if a["labels"].get("source") == "am-killed" and a["status"] == "resolved"
     ]
     assert resolved == []
+
+
+async def test_status_says_how_many_alerts_alertmanager_has_firing_for_a_hub(
+    alertmanager: str, receiver: AlertmanagerReceiver
+) -> None:
+    """``status URL --alertmanager AM``: the hub's line, and the alerts firing for it (those whose
+    ``source`` is the hub's HOST:PORT, as ``workflow-hub alert`` labels a served hub)."""
+    async with open_hub() as hub, served(hub) as url:
+        name = urlsplit(url).netloc
+        ready(hub, asking("r1"), asking("r2", prompt_id="p2"), working("w"))
+        async with alerting(RemoteHub(url), alertmanager, name=name):
+            await posted(receiver, source=name, root_run_id="r1")
+            await posted(receiver, source=name, root_run_id="r2")
+            done = await trio.run_process(
+                [*CLI, "status", url, "--alertmanager", alertmanager],
+                capture_stdout=True,
+                check=False,
+            )
+            line = done.stdout.decode().strip()
+            assert line.endswith("· 2 alerts firing"), line
+            assert done.returncode == 2  # needs attention: the hub's exit status, as without
+            unasked = await trio.run_process(
+                [*CLI, "status", url, "--alertmanager", "http://127.0.0.1:1", "--json"],
+                capture_stdout=True,
+                check=False,
+            )
+            assert json.loads(unasked.stdout)["alerts_firing"] is None
