@@ -185,11 +185,12 @@ async def test_a_killed_fleet_source_fires_source_unknown(
     assert resolved == []
 
 
-async def test_status_says_how_many_alerts_alertmanager_has_firing_for_a_hub(
+async def test_status_and_watch_say_how_many_alerts_alertmanager_has_firing_for_a_hub(
     alertmanager: str, receiver: AlertmanagerReceiver
 ) -> None:
     """``status URL --alertmanager AM``: the hub's line, and the alerts firing for it (those whose
-    ``source`` is the hub's HOST:PORT, as ``workflow-hub alert`` labels a served hub)."""
+    ``source`` is the hub's HOST:PORT, as ``workflow-hub alert`` labels a served hub); ``watch``
+    says the same beside its connection's state."""
     async with open_hub() as hub, served(hub) as url:
         name = urlsplit(url).netloc
         ready(hub, asking("r1"), asking("r2", prompt_id="p2"), working("w"))
@@ -210,3 +211,9 @@ async def test_status_says_how_many_alerts_alertmanager_has_firing_for_a_hub(
                 check=False,
             )
             assert json.loads(unasked.stdout)["alerts_firing"] is None
+            watched = await trio.run_process(
+                [*CLI, "watch", url, "--alertmanager", alertmanager, "--duration", "2"],
+                capture_stdout=True,
+                check=False,
+            )
+            assert "connection live · 2 alerts firing" in watched.stdout.decode()
