@@ -59,6 +59,7 @@ LAYERS: dict[str, int] = {
     "fleet": INTEGRATIONS,  # the fleet-engine interface: server, redis and the commands use it
     "redis": INTEGRATIONS,
     "testing": INTEGRATIONS,
+    "alerts": INTEGRATIONS,  # alerts: the folded view's conditions, sent to Alertmanager, webhooks
     "_hosting": HOSTS,  # what the asyncio and thread hosts share
     "asyncio": HOSTS,
     "sync": HOSTS,

@@ -69,6 +69,12 @@ def _load_conformance() -> ModuleType:
     return _conformance
 
 
+def _load_alert() -> ModuleType:
+    from . import _alert
+
+    return _alert
+
+
 # subcommand -> (help, the module, imported only when that subcommand runs)
 SUBCOMMANDS: dict[str, tuple[str, Callable[[], ModuleType]]] = {
     "demo": ("run a simulated scheduler and show its activity live", _load_demo),
@@ -89,6 +95,11 @@ SUBCOMMANDS: dict[str, tuple[str, Callable[[], ModuleType]]] = {
     "conformance": (
         "check an implementation of the contract against the reference model",
         _load_conformance,
+    ),
+    "alert": (
+        "send a served hub's or a fleet's alerts (needs attention, stuck, unknown) to "
+        "Alertmanager and signed webhooks",
+        _load_alert,
     ),
 }
 

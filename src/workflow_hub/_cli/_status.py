@@ -117,6 +117,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="how long to wait for an answer (default 5)",
     )
     parser.add_argument(
+        "--alertmanager",
+        metavar="URL",
+        default=None,
+        help="also say how many workflow alerts this Alertmanager has firing (for a served hub: "
+        "those of its HOST:PORT, the 'source' 'workflow-hub alert' gives it); not with --follow",
+    )
+    parser.add_argument(
         "--prefix", default=None, help="redis:// only: the key prefix (default workflow-hub)"
     )
     parser.add_argument(
@@ -218,6 +225,28 @@ def _formatter(args: argparse.Namespace) -> Callable[[Status], str]:
     return lambda status: template.format_map(fields(status))
 
 
+def _with_alerts(
+    args: argparse.Namespace, line: Callable[[Status], str], fleet: bool
+) -> Callable[[Status], str]:
+    """``line`` with how many alerts Alertmanager has firing (``--alertmanager``)."""
+    from ._alert_count import alert_suffix, firing_alerts
+
+    if args.follow:
+        raise UsageError("--alertmanager counts once: run status again (a status bar does)")
+    if not args.alertmanager.startswith(("http://", "https://")):
+        raise UsageError(f"--alertmanager {args.alertmanager}: expected an http:// URL")
+
+    def with_alerts(status: Status) -> str:
+        count = firing_alerts(args.alertmanager, None if fleet else args.url, timeout=args.timeout)
+        if args.json:
+            values = json.loads(line(status))
+            values["alerts_firing"] = count
+            return json.dumps(values, ensure_ascii=False)
+        return line(status) + alert_suffix(count)
+
+    return with_alerts
+
+
 def unknown_status(why: str) -> Summary:
     """What ``status`` says when it cannot know: unknown, with the reason as its message."""
     return Summary(
@@ -253,8 +282,11 @@ class _Printer:
 
 
 def run(args: argparse.Namespace) -> int:
-    printer = _Printer(_formatter(args))
+    line = _formatter(args)
     fleet = names_fleet(args.url)
+    if args.alertmanager is not None:
+        line = _with_alerts(args, line, fleet)
+    printer = _Printer(line)
     if not fleet:
         args.url = hub_url(args.url, command="status")
     elif args.token is not None:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from ._errors import CommandError, leaves, until_ctrl_c
+from ._errors import CommandError, UsageError, leaves, until_ctrl_c
 from ._fetch_hub import NotYet, fetch_snapshot, why_down
 from ._options import seconds
 from ._urls import check_fleet_url, hub_url, names_fleet
@@ -35,6 +35,8 @@ _REDRAW_EVERY = 0.25
 # How long the connection may be down before watch asks the server itself why.
 _ASK_WHY_AFTER = 1.0
 _ASK_WHY_EVERY = 2.0
+# How often watch asks Alertmanager how many of the hub's alerts fire (--alertmanager).
+_COUNT_ALERTS_EVERY = 5.0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -50,6 +52,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="SECONDS",
         help="stop after this long (default: until Ctrl-C)",
+    )
+    parser.add_argument(
+        "--alertmanager",
+        metavar="URL",
+        default=None,
+        help="http:// only: also show how many of the hub's alerts this Alertmanager has firing",
     )
 
     add_watch_arguments(parser)
@@ -67,7 +75,11 @@ def connection_state(stream: RemoteStream) -> str:
 def run(args: argparse.Namespace) -> int:
     if names_fleet(args.url):
         check_fleet_url(args.url)
+        if args.alertmanager is not None:
+            raise UsageError("--alertmanager is for http:// URLs (status redis://… takes it)")
         return run_watch(args)
+    if args.alertmanager is not None and not args.alertmanager.startswith(("http://", "https://")):
+        raise UsageError(f"--alertmanager {args.alertmanager}: expected an http:// URL")
     args.url = hub_url(args.url, command="watch")
     return _watch_http(args)
 
@@ -118,7 +130,9 @@ async def _watch(args: argparse.Namespace, output: Output) -> int:
                     RemoteHub(args.url, token=args.token).subscribe(conflate=conflate) as stream,
                     trio.open_nursery() as nursery,
                 ):
-                    nursery.start_soon(_show_connection, stream, output, args.url, args.token)
+                    nursery.start_soon(
+                        _show_connection, stream, output, args.url, args.token, args.alertmanager
+                    )
                     nursery.start_soon(_show_hook_events, args.url, args.token, output)
                     nursery.start_soon(_end_when_closed, output, nursery.cancel_scope)
                     if draw_changes is not None:  # the live view: redraws coalesced (``_rich``)
@@ -153,14 +167,21 @@ async def _end_when_closed(output: Output, scope: trio.CancelScope) -> None:
 
 
 async def _show_connection(
-    stream: RemoteStream, output: Output, url: str, token: str | None
+    stream: RemoteStream,
+    output: Output,
+    url: str,
+    token: str | None,
+    alertmanager: str | None = None,
 ) -> None:
     """Redraw when the connection's state changes, even when no frame arrives; while it is down,
-    say why (the server's own answer to one snapshot request)."""
+    say why (the server's own answer to one snapshot request). With ``alertmanager``, the state
+    also says how many of the hub's alerts fire there (asked every few seconds)."""
     shown: str | None = None
     down_since: float | None = None
     asked_at = -float("inf")
     why = ""
+    alerts = ""
+    counted_at = -float("inf")
     while True:
         state = connection_state(stream)
         now = trio.current_time()
@@ -173,6 +194,11 @@ async def _show_connection(
                 why = await trio.to_thread.run_sync(partial(why_down, url, token))
         if why:
             state = f"{state} ({why})"
+        if alertmanager is not None:
+            if now - counted_at >= _COUNT_ALERTS_EVERY:
+                counted_at = now
+                alerts = await trio.to_thread.run_sync(partial(_alerts_firing, alertmanager, url))
+            state += alerts
         if state != shown:
             shown = state
             refresh = getattr(output, "refresh", None)
@@ -182,6 +208,12 @@ async def _show_connection(
             else:
                 print(f"connection {state}", flush=True)
         await trio.sleep(_REDRAW_EVERY)
+
+
+def _alerts_firing(alertmanager: str, url: str) -> str:
+    from ._alert_count import alert_suffix, firing_alerts
+
+    return alert_suffix(firing_alerts(alertmanager, url, timeout=_COUNT_ALERTS_EVERY))
 
 
 async def _show_hook_events(url: str, token: str | None, output: Output) -> None:

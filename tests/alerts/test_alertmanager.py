@@ -1,0 +1,219 @@
+"""End to end through Debian's Alertmanager (issue 40): hub -> alerter -> Alertmanager -> a
+webhook receiver on loopback.
+
+One Alertmanager process and one receiver serve the whole module; each test uses its own
+``source`` label, so Alertmanager's groups (by alertname, source and root) never mix tests. The
+network and Alertmanager run on the real clock: durations are fractions of a second and every
+wait is bounded (``fail_after`` or the receiver's own timeout).
+"""
+
+from __future__ import annotations
+
+import datetime
+import functools
+import json
+import sys
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from typing import Any
+from urllib.parse import urlsplit
+
+import coredis
+import httpx
+import pytest
+import trio
+
+from tests.support.netutil import served
+from tests.support.redis_server import RedisServer
+from workflow_hub import Availability, WorkflowActivityHub, open_hub
+from workflow_hub.alerts import AlertmanagerSink, AlertRules, run_alerts
+from workflow_hub.redis import RedisFleet, mirror_hub
+from workflow_hub.remote import RemoteHub
+
+from .alertmanager import AlertmanagerReceiver, running_alertmanager
+from .support import asking, working
+
+CLI = [sys.executable, "-m", "workflow_hub._cli"]
+RULES = AlertRules(needs_attention_for=0.2, stuck_after=60, unknown_after=0.5)
+BOUND = 20
+
+
+@pytest.fixture(scope="module")
+def receiver() -> Iterator[AlertmanagerReceiver]:
+    opened = AlertmanagerReceiver()
+    yield opened
+    opened.close()
+
+
+@pytest.fixture(scope="module")
+def alertmanager(receiver: AlertmanagerReceiver) -> Iterator[str]:
+    with running_alertmanager(receiver.url) as url:
+        yield url
+
+
+@asynccontextmanager
+async def alerting(
+    source: Any, alertmanager: str, *, name: str = "hub", rules: AlertRules = RULES
+) -> AsyncIterator[None]:
+    sink = AlertmanagerSink(alertmanager, resend_interval=1.0)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(functools.partial(run_alerts, source, [sink], rules=rules, name=name))
+        yield
+        nursery.cancel_scope.cancel()
+
+
+async def posted(receiver: AlertmanagerReceiver, **wanted: str) -> dict[str, Any]:
+    """The first alert Alertmanager posted whose labels (and ``status``) are ``wanted``."""
+    status = wanted.pop("status", "firing")
+
+    def matches(alert: dict[str, Any]) -> bool:
+        labels = alert["labels"]
+        return alert["status"] == status and all(labels.get(k) == v for k, v in wanted.items())
+
+    return await trio.to_thread.run_sync(functools.partial(receiver.wait_for, matches, BOUND))
+
+
+def ready(hub: WorkflowActivityHub, *roots: Any) -> Any:
+    publisher = hub.register_publisher()
+    publisher.publish_snapshot(Availability.READY, roots)
+    return publisher
+
+
+async def test_a_blocked_root_reaches_the_receiver_and_resolves_when_answered(
+    alertmanager: str, receiver: AlertmanagerReceiver
+) -> None:
+    async with open_hub() as hub, alerting(hub, alertmanager, name="am-blocked"):
+        publisher = ready(hub, working("r1"))
+        publisher.publish_changed(asking("r1", team="infra"))
+        fired = await posted(receiver, source="am-blocked", root_run_id="r1")
+        assert fired["labels"] == {
+            "alertname": "WorkflowNeedsAttention",
+            "source": "am-blocked",
+            "root_run_id": "r1",
+            "reason": "awaiting_input",
+            "team": "infra",
+        }
+        assert "deploy to prod?" in fired["annotations"]["summary"]
+        publisher.publish_changed(working("r1"))
+        resolved = await posted(receiver, source="am-blocked", root_run_id="r1", status="resolved")
+        assert resolved["labels"]["alertname"] == "WorkflowNeedsAttention"
+
+
+async def test_a_stuck_root_fires_after_its_duration(
+    alertmanager: str, receiver: AlertmanagerReceiver
+) -> None:
+    rules = AlertRules(needs_attention_for=0.2, stuck_after=0.5, unknown_after=60)
+    async with open_hub() as hub, alerting(hub, alertmanager, name="am-stuck", rules=rules):
+        started = trio.current_time()
+        ready(hub, working("r1"))
+        fired = await posted(receiver, source="am-stuck", alertname="WorkflowStuck")
+        assert trio.current_time() - started >= 0.5
+        assert fired["labels"]["root_run_id"] == "r1"
+
+
+async def test_a_silence_in_alertmanager_silences_the_alert(
+    alertmanager: str, receiver: AlertmanagerReceiver
+) -> None:
+    now = datetime.datetime.now(datetime.UTC)
+    silence = {
+        "matchers": [
+            {"name": "source", "value": "am-silence", "isRegex": False, "isEqual": True},
+            {"name": "root_run_id", "value": "quiet", "isRegex": False, "isEqual": True},
+        ],
+        "startsAt": now.isoformat(),
+        "endsAt": (now + datetime.timedelta(hours=1)).isoformat(),
+        "createdBy": "tests",
+        "comment": "a maintenance window",
+    }
+    async with httpx.AsyncClient() as client:
+        answer = await client.post(f"{alertmanager}/api/v2/silences", json=silence)
+        assert answer.status_code == 200, answer.text
+        async with open_hub() as hub, alerting(hub, alertmanager, name="am-silence"):
+            ready(hub, asking("quiet"), asking("loud"))
+            await posted(receiver, source="am-silence", root_run_id="loud")
+            with trio.fail_after(BOUND):
+                while True:
+                    held = await client.get(
+                        f"{alertmanager}/api/v2/alerts",
+                        params={"filter": ['source="am-silence"', 'root_run_id="quiet"']},
+                    )
+                    states = [alert["status"]["state"] for alert in held.json()]
+                    if states:
+                        break
+                    await trio.sleep(0.05)
+    assert states == ["suppressed"]
+    quiet = [a for a in receiver.alerts() if a["labels"].get("root_run_id") == "quiet"]
+    assert quiet == []
+
+
+async def test_a_killed_fleet_source_fires_source_unknown(
+    alertmanager: str, receiver: AlertmanagerReceiver, redis_server: RedisServer
+) -> None:
+    """N4, N5: a fleet member that stops refreshing without a word is unknown (crashed); one
+    alert for the source, its roots' alerts held."""
+    prefix = "alerts-killed"
+    async with coredis.Redis.from_url(redis_server.url) as redis, open_hub() as hub:
+        # A live mirror refreshes every 0.05 s: 2 s without one is a crash, even on a busy machine.
+        fleet = RedisFleet(redis, prefix=prefix, stale_after=2.0, retire_after=600)
+        async with trio.open_nursery() as nursery:
+            killed = trio.CancelScope()
+
+            async def mirror_until_killed(*, task_status: trio.TaskStatus[Any]) -> None:
+                with killed:
+                    await mirror_hub(
+                        hub,
+                        redis,
+                        source="am-killed",
+                        prefix=prefix,
+                        refresh_interval=0.05,
+                        task_status=task_status,
+                    )
+
+            mirror = await nursery.start(mirror_until_killed)
+            await mirror.wait_claimed()
+            async with alerting(fleet, alertmanager):
+                ready(hub, asking("r1"))
+                await posted(receiver, source="am-killed", alertname="WorkflowNeedsAttention")
+                killed.cancel()  # no goodbye in Redis: the source crashed
+                lost = await posted(receiver, source="am-killed", alertname="WorkflowSourceUnknown")
+    assert "crashed" in lost["annotations"]["summary"]
+    resolved = [
+        a
+        for a in receiver.alerts()
+        if a["labels"].get("source") == "am-killed" and a["status"] == "resolved"
+    ]
+    assert resolved == []
+
+
+async def test_status_and_watch_say_how_many_alerts_alertmanager_has_firing_for_a_hub(
+    alertmanager: str, receiver: AlertmanagerReceiver
+) -> None:
+    """``status URL --alertmanager AM``: the hub's line, and the alerts firing for it (those whose
+    ``source`` is the hub's HOST:PORT, as ``workflow-hub alert`` labels a served hub); ``watch``
+    says the same beside its connection's state."""
+    async with open_hub() as hub, served(hub) as url:
+        name = urlsplit(url).netloc
+        ready(hub, asking("r1"), asking("r2", prompt_id="p2"), working("w"))
+        async with alerting(RemoteHub(url), alertmanager, name=name):
+            await posted(receiver, source=name, root_run_id="r1")
+            await posted(receiver, source=name, root_run_id="r2")
+            done = await trio.run_process(
+                [*CLI, "status", url, "--alertmanager", alertmanager],
+                capture_stdout=True,
+                check=False,
+            )
+            line = done.stdout.decode().strip()
+            assert line.endswith("· 2 alerts firing"), line
+            assert done.returncode == 2  # needs attention: the hub's exit status, as without
+            unasked = await trio.run_process(
+                [*CLI, "status", url, "--alertmanager", "http://127.0.0.1:1", "--json"],
+                capture_stdout=True,
+                check=False,
+            )
+            assert json.loads(unasked.stdout)["alerts_firing"] is None
+            watched = await trio.run_process(
+                [*CLI, "watch", url, "--alertmanager", alertmanager, "--duration", "2"],
+                capture_stdout=True,
+                check=False,
+            )
+            assert "connection live · 2 alerts firing" in watched.stdout.decode()
