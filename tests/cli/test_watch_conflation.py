@@ -55,7 +55,7 @@ class _Counted(RichOutput):
 
 
 def _args(url: str) -> argparse.Namespace:
-    return argparse.Namespace(url=url, token=None, duration=None)
+    return argparse.Namespace(url=url, token=None, duration=None, alertmanager=None)
 
 
 async def test_a_lagging_live_view_gets_each_roots_latest_frame_not_every_frame() -> None:
