@@ -12,6 +12,7 @@ import select
 import signal
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -54,6 +55,15 @@ def sleeping(seconds: str) -> list[int]:
             if state != "Z":
                 found.append(int(name))
     return found
+
+
+def settled(pid: int) -> None:
+    """Wait until ``/proc/PID/cmdline`` is readable: for a moment after ``exec`` (seen on a loaded
+    machine) it reads empty, and the process would look like it is not there."""
+    deadline = time.monotonic() + WAIT
+    while command_line(pid) == "":
+        assert time.monotonic() < deadline, f"process {pid} has no command line"
+        time.sleep(0.01)
 
 
 def session(tmp_path: Path, files: dict[str, str]) -> Path:
@@ -155,7 +165,9 @@ def test_sigterm_of_pytest_stops_the_processes_of_the_running_test(
                 assert readable, "the inner test never started its process"
                 line += os.read(reader, 64)
                 assert pytest_process.poll() is None, pytest_process.communicate()[0]
-            assert sleeping(job) == [int(line)]
+            pid = int(line)
+            settled(pid)
+            assert sleeping(job) == [pid]
             pytest_process.send_signal(signal.SIGTERM)  # the pytest process only, not its group
             out, _ = pytest_process.communicate(timeout=WAIT)
     finally:
