@@ -46,8 +46,9 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.ge
 
 
 # The files that take longest, handed out first. xdist's ``--dist loadfile`` gives workers whole
-# files in collection order, and the longest files sort late (tests/testing, tests/tracker): the
-# last of them kept one worker busy for minutes while the other two had nothing left to do.
+# files in collection order (once its reordering is off, below), and the longest files sort late
+# (tests/testing, tests/tracker): the last of them kept one worker busy for minutes while the
+# other two had nothing left to do.
 LONGEST_FIRST = (
     "tests/testing/test_conformance_threads.py",
     "tests/testing/test_conformance_js.py",
@@ -76,6 +77,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # xdist's loadfile hands files out by their number of tests, most first, unless told to keep
+    # the collection's order: the order LONGEST_FIRST sets (test_architecture's 1 062 quick
+    # tests went first, the long conformance files wherever their counts put them).
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
     # Every process a test starts is stopped by the test; this fails the run if one is not.
     config.pluginmanager.register(LeakCheck(config), "workflow-hub-leak-check")
     config.addinivalue_line(
