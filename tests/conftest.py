@@ -46,25 +46,36 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.ge
 
 
 # The files that take longest, handed out first. xdist's ``--dist loadfile`` gives workers whole
-# files in collection order, and the longest files sort late (tests/testing, tests/tracker): the
-# last of them kept one worker busy for minutes while the other two had nothing left to do.
+# files in collection order (once its reordering is off, below), and the longest files sort late
+# (tests/testing, tests/tracker): the last of them kept one worker busy for minutes while the
+# other two had nothing left to do.
 LONGEST_FIRST = (
-    "tests/testing/test_conformance_threads.py",
-    "tests/testing/test_conformance_js.py",
-    "tests/dashboard/test_fleet_browser.py",
-    "tests/core/test_hub_properties.py",
-    "tests/testing/test_conformance.py",
-    "tests/redis/test_fleet_reading.py",
-    "tests/package/test_api_reference.py",
-    "tests/server/test_server_encoding.py",
-    "tests/testing/test_conformance_profiles.py",
-    "tests/testing/test_conformance_cli.py",
-    "tests/tracker/test_tracker_refusals.py",
-    "tests/reporting/test_reporting_properties.py",
+    # Longest first by wall time measured in a whole run on 2026-12-02 (-n 3 --dist loadfile):
+    # test_cli_fleet mostly waits (a one-minute serve), the conformance files use the CPU.
     "tests/redis/test_cli_fleet.py",
+    "tests/testing/test_conformance_threads.py",
     "tests/package/test_leaked_processes.py",
+    "tests/package/test_docs_commands.py",
+    "tests/celery/test_liveness.py",
+    "tests/package/test_api_reference.py",
+    "tests/cli/test_mistakes.py",
+    "tests/testing/test_conformance_js.py",
     "tests/dashboard/test_dashboard_screenshot.py",
+    "tests/package/test_benchmarks_smoke.py",
+    "tests/contract/test_wire.py",
+    "tests/cli/test_signals.py",
+    "tests/dashboard/test_dashboard_views.py",
+    "tests/testing/test_conformance.py",
+    "tests/cli/test_status_summary.py",
+    "tests/celery/test_canvases.py",
+    "tests/testing/test_conformance_profiles.py",
+    "tests/redis/test_consumer_failures.py",
+    "tests/redis/test_events.py",
+    "tests/testing/test_conformance_cli.py",
+    "tests/dashboard/test_fleet_browser.py",
     "tests/dashboard/test_fleet_oncall_browser.py",
+    "tests/redis/test_fleet_reading.py",
+    "tests/server/test_server_encoding.py",
 )
 
 
@@ -76,6 +87,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # xdist's loadfile hands files out by their number of tests, most first, unless told to keep
+    # the collection's order: the order LONGEST_FIRST sets (test_architecture's 1 062 quick
+    # tests went first, the long conformance files wherever their counts put them).
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
     # Every process a test starts is stopped by the test; this fails the run if one is not.
     config.pluginmanager.register(LeakCheck(config), "workflow-hub-leak-check")
     config.addinivalue_line(

@@ -15,6 +15,7 @@ name and whose body is ``.. public-module:: <dotted name>`` (copy any page there
 
 from __future__ import annotations
 
+import functools
 import subprocess
 import sys
 import zlib
@@ -101,30 +102,26 @@ def test_the_reference_names_nothing_private(inventory: dict[str, tuple[str, str
 UNDESCRIBED: dict[str, str] = {}
 
 
-class EntryText(HTMLParser):
-    """The text an entry's own description holds: the ``<dd>`` after ``<dt id="name">``, without
-    the entries nested in it (an enumeration's members, a class's methods) and without the
-    ``Bases:`` line autodoc writes for an exception."""
+class _Entry:
+    """The text one entry's own description holds: the ``<dd>`` after ``<dt id="name">``,
+    without the entries nested in it (an enumeration's members, a class's methods) and without
+    the ``Bases:`` line autodoc writes for an exception."""
 
-    def __init__(self, anchor: str) -> None:
-        super().__init__()
-        self.anchor = anchor
-        self.state = "before"  # then "between" (in the <dt>), "inside" (its <dd>), "after"
+    def __init__(self) -> None:
+        self.state = "between"  # in its <dt>; then "inside" (its <dd>), "after"
         self.depth = 0  # elements open inside the <dd>
         self.nested = 0  # <dl> open inside the <dd>: another entry's description
         self.text: list[str] = []
         self.paragraph: list[str] = []
 
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if self.state == "before" and tag == "dt" and ("id", self.anchor) in attrs:
-            self.state = "between"
-        elif self.state == "between" and tag == "dd":
+    def start(self, tag: str) -> None:
+        if self.state == "between" and tag == "dd":
             self.state = "inside"
         elif self.state == "inside":
             self.depth += 1
             self.nested += tag == "dl"
 
-    def handle_endtag(self, tag: str) -> None:
+    def end(self, tag: str) -> None:
         if self.state != "inside":
             return
         if self.depth == 0:  # the entry's own </dd>
@@ -138,17 +135,51 @@ class EntryText(HTMLParser):
                 self.text.append(line)
             self.paragraph = []
 
-    def handle_data(self, data: str) -> None:
+    def data(self, data: str) -> None:
         if self.state == "inside" and self.nested == 0:
             self.paragraph.append(data)
 
 
+class PageEntries(HTMLParser):
+    """Every entry of a page (each ``<dt id=...>``, its first one for an id that repeats) with its
+    own description, in one pass: the reference has hundreds of names on a few long pages."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.entries: dict[str, _Entry] = {}
+        self.open: list[_Entry] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        for entry in self.open:
+            entry.start(tag)
+        anchor = dict(attrs).get("id")
+        if tag == "dt" and anchor is not None and anchor not in self.entries:
+            self.entries[anchor] = _Entry()
+            self.open.append(self.entries[anchor])
+
+    def handle_endtag(self, tag: str) -> None:
+        for entry in self.open:
+            entry.end(tag)
+        self.open = [entry for entry in self.open if entry.state != "after"]
+
+    def handle_data(self, data: str) -> None:
+        for entry in self.open:
+            entry.data(data)
+
+
+@functools.cache
+def page_entries(page: Path) -> dict[str, _Entry]:
+    parser = PageEntries()
+    parser.feed(page.read_text(encoding="utf-8"))
+    return parser.entries
+
+
 def description(site: Path, uri: str) -> str:
     page, _, anchor = uri.partition("#")
-    parser = EntryText(anchor)
-    parser.feed((site / page).read_text(encoding="utf-8"))
-    assert parser.state == "after", f"no entry #{anchor} on {page}"
-    return " ".join(parser.text).strip()
+    entry = page_entries(site / page).get(anchor)
+    assert entry is not None, f"no entry #{anchor} on {page}"
+    assert entry.state == "after", f"the entry #{anchor} on {page} never ends"
+    return " ".join(entry.text).strip()
 
 
 def test_every_public_name_says_what_it_is(

@@ -40,6 +40,11 @@ def test_owned():
 
 XDIST = [pytest.param([], id="plain"), pytest.param(["-n", "2"], id="xdist")]
 
+# The inner sessions load the plugins the suite's do, less LangSmith's (installed with langgraph,
+# used by no test here), whose import of its client costs each pytest process, and each xdist
+# worker, about half a second of CPU.
+PYTEST = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:langsmith_plugin"]
+
 
 def tag() -> str:
     """A ``sleep`` argument no other process has: 600 s and a unique fraction."""
@@ -76,7 +81,7 @@ def session(tmp_path: Path, files: dict[str, str]) -> Path:
 
 def run(where: Path, *options: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "src")])}
-    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", *options]
+    command = [*PYTEST, "-q", *options]
     with owned_process(
         command, cwd=where, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     ) as process:
@@ -153,7 +158,7 @@ def test_sigterm_of_pytest_stops_the_processes_of_the_running_test(
     )
     (where / "pytest.ini").write_text("[pytest]\ntrio_mode = true\n")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "src")])}
-    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", *options]
+    command = [*PYTEST, "-q", *options]
     reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
     try:
         with owned_process(

@@ -9,6 +9,7 @@ The broken adapters use a fixed seed: they test the harness, not the hub, and mu
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Sequence
 from typing import Any
@@ -217,7 +218,10 @@ class DropsDetail(Delegating):
         return await self.inner.publish_snapshot(publisher, availability, roots)
 
 
+@functools.cache
 def caught(adapter: Any, examples: int = BROKEN_EXAMPLES) -> ConformanceFailure:
+    """The shrunk failure the seeded search finds for ``adapter``, searched once for the module
+    (a search costs seconds, and with the fixed seed it finds the same failure every time)."""
     # Hypothesis stops at the first failure, so a larger budget costs only when a bug hides.
     with pytest.raises(ConformanceFailure) as info:
         check_conformance(adapter, max_examples=examples, seed=SEED)
