@@ -59,6 +59,7 @@ LAYERS: dict[str, int] = {
     "fleet": INTEGRATIONS,  # the fleet-engine interface: server, redis and the commands use it
     "redis": INTEGRATIONS,
     "testing": INTEGRATIONS,
+    "otel": INTEGRATIONS,  # OpenTelemetry traces from the hook events (the otel extra)
     "_hosting": HOSTS,  # what the asyncio and thread hosts share
     "asyncio": HOSTS,
     "sync": HOSTS,
@@ -119,6 +120,7 @@ NOT_ON_IMPORT = (
     "langchain_core",
     "celery",
     "kombu",
+    "opentelemetry",
 )
 
 
