@@ -65,6 +65,7 @@ _NODE_OUTCOMES: Final = frozenset({"failed", "completed", "skipped", "cached", "
 _RETRY_FROM: Final = frozenset({"failed", "pending", "blocked"})
 
 _HINTS_LIMIT: Final = 10_000
+_MAX_NESTING: Final = 64  # a chain of hosts that long is a loop of stale hints
 
 
 def _ns(ms: float) -> int:
@@ -102,9 +103,9 @@ class HostHints:
         with self._lock:
             self._hints.pop(run_id, None)
 
-    def pop(self, run_id: str) -> HostHint | None:
+    def get(self, run_id: str) -> HostHint | None:
         with self._lock:
-            return self._hints.pop(run_id, None)
+            return self._hints.get(run_id)
 
 
 @attrs.define
@@ -158,6 +159,8 @@ class SpanBook:
         self._stages: dict[str, _Node] = {}
         self._labels: dict[str, Mapping[str, str]] = {}
         self.hints = hints if hints is not None else HostHints()
+        # Ended runs' and stages' span contexts, for children that start late (bounded).
+        self._ended: OrderedDict[str, tuple[SpanContext, str]] = OrderedDict()
         self.counts = SpanCounts()
         self._on_end = on_end
 
@@ -179,7 +182,13 @@ class SpanBook:
             return
         run = self._runs.get(event.run_id)
         if run is None:
-            run = self._start_run(event, mid_flight=True)
+            run = self._start_run(
+                event.run_id,
+                event.root_run_id,
+                event.owner_session_id,
+                event.occurred_at,
+                mid_flight=True,
+            )
         if isinstance(target, StageTarget):
             self._node_event(event, run, target.stage_id, target.stage_name, target.status, True)
         elif isinstance(target, ToolTarget):
@@ -214,24 +223,57 @@ class SpanBook:
 
     # ---- runs ---------------------------------------------------------------------------
 
-    def _start_run(self, event: LifecycleEvent, *, mid_flight: bool) -> _Run:
-        run_id = event.run_id
-        hint = self.hints.pop(run_id)
+    def _start_run(
+        self,
+        run_id: str,
+        root_run_id: str,
+        owner_session_id: str,
+        at_ms: float,
+        *,
+        mid_flight: bool,
+        by_child: bool = False,
+        starting: tuple[str, ...] = (),
+    ) -> _Run:
+        hint = self.hints.get(run_id)
         parent: Context | None = None
         inferred = False
-        if hint is not None and hint.host_stage_id is not None and hint.parent_run_id is not None:
-            host = self._stages.get(f"{hint.parent_run_id}:{hint.host_stage_id}")
-            if host is not None:
-                parent = trace.set_span_in_context(host.span)
-            elif (outer := self._runs.get(hint.parent_run_id)) is not None:
-                parent = trace.set_span_in_context(outer.span)
+        starting = (*starting, run_id)
+        if run_id == root_run_id:
+            # A root has no parent in the graph: only a span of the caller's can hold it.
+            if hint is not None and hint.span_context is not None:
+                parent = trace.set_span_in_context(trace.NonRecordingSpan(hint.span_context))
         elif hint is not None and hint.parent_run_id is not None:
-            if (outer := self._runs.get(hint.parent_run_id)) is not None:
+            outer_id = hint.parent_run_id
+            if hint.host_stage_id is not None:
+                parent = self._context_of(f"{outer_id}:{hint.host_stage_id}", root_run_id)
+            if parent is None:
+                parent = self._context_of(outer_id, root_run_id)
+            if parent is None and outer_id not in starting and len(starting) < _MAX_NESTING:
+                # The hosting run never sent an event (added pending, say): it starts now,
+                # with its first child, so the root stays one trace.
+                outer = self._start_run(
+                    outer_id,
+                    root_run_id,
+                    owner_session_id,
+                    at_ms,
+                    mid_flight=False,
+                    by_child=True,
+                    starting=starting,
+                )
                 parent = trace.set_span_in_context(outer.span)
-        elif hint is not None and hint.span_context is not None:
-            parent = trace.set_span_in_context(trace.NonRecordingSpan(hint.span_context))
-        if parent is None and hint is None and run_id != event.root_run_id:
-            parent = self._infer_host(event.root_run_id)
+        if parent is None and run_id != root_run_id:
+            parent = self._infer_host(root_run_id)
+            if parent is None:
+                outer = self._start_run(
+                    root_run_id,
+                    root_run_id,
+                    owner_session_id,
+                    at_ms,
+                    mid_flight=False,
+                    by_child=True,
+                    starting=starting,
+                )
+                parent = trace.set_span_in_context(outer.span)
             inferred = parent is not None
         if parent is None:
             parent = Context()  # a root span: never the ambient context of the hook task
@@ -243,9 +285,9 @@ class SpanBook:
             A.PIPELINE_ACTION: "RUN",
             A.GENAI_OPERATION: "invoke_workflow",
             A.GENAI_WORKFLOW_NAME: name,
-            A.GENAI_CONVERSATION_ID: event.root_run_id,
-            A.ROOT_RUN_ID: event.root_run_id,
-            A.OWNER_SESSION_ID: event.owner_session_id,
+            A.GENAI_CONVERSATION_ID: root_run_id,
+            A.ROOT_RUN_ID: root_run_id,
+            A.OWNER_SESSION_ID: owner_session_id,
         }
         if self._source is not None:
             attributes[A.SOURCE] = self._source
@@ -254,18 +296,36 @@ class SpanBook:
             self.counts.mid_flight += 1
         if inferred:
             attributes[A.PARENT_INFERRED] = True
+        if by_child:
+            attributes[A.STARTED_BY_CHILD] = True
         span = self._tracer.start_span(
             f"invoke_workflow {name}" if self._genai else f"RUN {name}",
             context=parent,
             kind=SpanKind.INTERNAL,
             attributes=attributes,
-            start_time=_ns(event.occurred_at),
+            start_time=_ns(at_ms),
         )
         self.counts.started += 1
-        run = _Run(span=span, run_id=run_id, root_run_id=event.root_run_id)
-        self._label(span, self._labels.get(event.root_run_id, {}))
+        run = _Run(span=span, run_id=run_id, root_run_id=root_run_id)
+        self._label(span, self._labels.get(root_run_id, {}))
         self._runs[run_id] = run
         return run
+
+    def _context_of(self, key: str, root_run_id: str) -> Context | None:
+        """The span of a run (by run id) or stage (by nested id) of ``root_run_id``'s tree, open
+        or ended: a child that starts after its host ended still joins it."""
+        run = self._runs.get(key)
+        if run is not None:
+            return trace.set_span_in_context(run.span) if run.root_run_id == root_run_id else None
+        stage = self._stages.get(key)
+        if stage is not None:
+            outer = self._runs.get(stage.run_id)
+            mine = outer is not None and outer.root_run_id == root_run_id
+            return trace.set_span_in_context(stage.span) if mine else None
+        ended = self._ended.get(key)
+        if ended is not None and ended[1] == root_run_id:
+            return trace.set_span_in_context(trace.NonRecordingSpan(ended[0]))
+        return None
 
     def _infer_host(self, root_run_id: str) -> Context | None:
         # Without the scheduler's word: the latest started stage of the same root still running.
@@ -282,7 +342,13 @@ class SpanBook:
         if run is None:
             if status in _RUN_ENDS and target.previous_status is None:
                 return  # added already ended: nothing ran that a span could show
-            run = self._start_run(event, mid_flight=target.previous_status is not None)
+            run = self._start_run(
+                event.run_id,
+                event.root_run_id,
+                event.owner_session_id,
+                event.occurred_at,
+                mid_flight=target.previous_status not in (None, RunStatus.PENDING),
+            )
         span = run.span
         if target.action is not None:
             run.action = str(target.action)
@@ -321,7 +387,8 @@ class SpanBook:
             prompt_span.set_attribute(A.ENDED_BY, ended_by or "run")
             self._end(prompt_span, at_ms)
         for node_id, node in run.nodes.items():
-            self._stages.pop(node_id, None)
+            if self._stages.pop(node_id, None) is not None:
+                self._remember(node_id, node.span, run.root_run_id)
             if node.failed_at is not None:
                 self._end_node(node, node.failed_at, "failed")
             else:
@@ -341,6 +408,7 @@ class SpanBook:
                 self.counts.vanished += 1
         self._label(span, self._labels.get(run.root_run_id, {}))
         self._end(span, at_ms)
+        self._remember(run.run_id, span, run.root_run_id)
         if run.run_id == run.root_run_id:
             self._labels.pop(run.root_run_id, None)
 
@@ -391,7 +459,8 @@ class SpanBook:
             node.span.add_event(A.EVENT_FAILED, failed, timestamp=_ns(at))
         elif (is_stage and status in _STAGE_ENDS) or (not is_stage and status in _TOOL_ENDS):
             del run.nodes[node_id]
-            self._stages.pop(node_id, None)
+            if self._stages.pop(node_id, None) is not None:
+                self._remember(node_id, node.span, run.root_run_id)
             self._end_node(node, at, value)
 
     def _start_node(
@@ -472,6 +541,12 @@ class SpanBook:
         self.counts.ended += 1
         if self._on_end is not None:
             self._on_end()
+
+    def _remember(self, key: str, span: Span, root_run_id: str) -> None:
+        self._ended[key] = (span.get_span_context(), root_run_id)
+        self._ended.move_to_end(key)
+        while len(self._ended) > _HINTS_LIMIT:
+            self._ended.popitem(last=False)
 
     @staticmethod
     def _label(span: Span, labels: Mapping[str, str]) -> None:
