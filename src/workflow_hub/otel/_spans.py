@@ -43,6 +43,7 @@ from .._contract import (
     ToolTarget,
 )
 from . import _attributes as A
+from ._metrics import SpanMetrics
 
 __all__ = ["HostHint", "HostHints", "SpanBook", "SpanCounts"]
 
@@ -124,6 +125,9 @@ class _Node:
     span: Span
     status: str
     run_id: str
+    kind: str
+    name: str
+    started_at: float
     attempts: int = 1
     failed_at: float | None = None
     error: FailureDetail | None = None
@@ -134,9 +138,11 @@ class _Run:
     span: Span
     run_id: str
     root_run_id: str
+    started_at: float
+    state: str
     action: str | None = None
     nodes: dict[str, _Node] = attrs.Factory(dict)
-    waits: dict[str, Span] = attrs.Factory(dict)
+    waits: dict[str, tuple[Span, float]] = attrs.Factory(dict)
 
 
 class SpanBook:
@@ -149,8 +155,10 @@ class SpanBook:
         source: str | None = None,
         genai_names: bool = False,
         hints: HostHints | None = None,
+        metrics: SpanMetrics | None = None,
         on_end: Callable[[], None] | None = None,
     ) -> None:
+        self._metrics = metrics
         self._tracer = tracer
         self._source = source
         self._genai = genai_names
@@ -233,6 +241,7 @@ class SpanBook:
         mid_flight: bool,
         by_child: bool = False,
         starting: tuple[str, ...] = (),
+        state: str = "executing",
     ) -> _Run:
         hint = self.hints.get(run_id)
         parent: Context | None = None
@@ -306,7 +315,9 @@ class SpanBook:
             start_time=_ns(at_ms),
         )
         self.counts.started += 1
-        run = _Run(span=span, run_id=run_id, root_run_id=root_run_id)
+        run = _Run(span=span, run_id=run_id, root_run_id=root_run_id, started_at=at_ms, state=state)
+        if self._metrics is not None:
+            self._metrics.run_state(None, state)
         self._label(span, self._labels.get(root_run_id, {}))
         self._runs[run_id] = run
         return run
@@ -348,6 +359,7 @@ class SpanBook:
                 event.owner_session_id,
                 event.occurred_at,
                 mid_flight=target.previous_status not in (None, RunStatus.PENDING),
+                state=A.RUN_STATES.get(str(status), "executing"),
             )
         span = run.span
         if target.action is not None:
@@ -366,15 +378,28 @@ class SpanBook:
                 timestamp=_ns(event.occurred_at),
             )
         if str(status) in A.RUN_STATES:
-            span.set_attribute(A.PIPELINE_RUN_STATE, A.RUN_STATES[str(status)])
+            state = A.RUN_STATES[str(status)]
+            span.set_attribute(A.PIPELINE_RUN_STATE, state)
+            if self._metrics is not None:
+                self._metrics.run_state(run.state, state)
+            run.state = state
         if status in _RUN_ENDS and target.action is None:
+            error_type = None
             if status is RunStatus.FAILED:
                 span.set_status(Status(StatusCode.ERROR, _message(target.error)))
-                _error_attributes(span, target.error)
-            self._end_run(run, event.occurred_at, ended_by=None, status=str(status))
+                error_type = _error_attributes(span, target.error)
+            self._end_run(
+                run, event.occurred_at, ended_by=None, status=str(status), error_type=error_type
+            )
 
     def _end_run(
-        self, run: _Run, at_ms: float, *, ended_by: str | None, status: str | None = None
+        self,
+        run: _Run,
+        at_ms: float,
+        *,
+        ended_by: str | None,
+        status: str | None = None,
+        error_type: str | None = None,
     ) -> None:
         del self._runs[run.run_id]
         # Nested runs first: they end with the run that hosts them.
@@ -383,7 +408,7 @@ class SpanBook:
                 other.root_run_id == run.root_run_id and run.run_id == run.root_run_id
             ):
                 self._end_run(other, at_ms, ended_by=ended_by or "run")
-        for prompt_span in run.waits.values():
+        for prompt_span, _ in run.waits.values():
             prompt_span.set_attribute(A.ENDED_BY, ended_by or "run")
             self._end(prompt_span, at_ms)
         for node_id, node in run.nodes.items():
@@ -409,6 +434,10 @@ class SpanBook:
         self._label(span, self._labels.get(run.root_run_id, {}))
         self._end(span, at_ms)
         self._remember(run.run_id, span, run.root_run_id)
+        if self._metrics is not None:
+            self._metrics.run_state(run.state, None)
+            result = A.RUN_RESULTS.get(status or "", ended_by or "unknown")
+            self._metrics.run_ended((at_ms - run.started_at) / 1000, result, error_type)
         if run.run_id == run.root_run_id:
             self._labels.pop(run.root_run_id, None)
 
@@ -457,6 +486,9 @@ class SpanBook:
                 if error.type is not None:
                     failed[A.ERROR_TYPE] = error.type
             node.span.add_event(A.EVENT_FAILED, failed, timestamp=_ns(at))
+            if self._metrics is not None:
+                error_type = "_OTHER" if error is None or error.type is None else error.type
+                self._metrics.task_failed(node.kind, node.name, error_type)
         elif (is_stage and status in _STAGE_ENDS) or (not is_stage and status in _TOOL_ENDS):
             del run.nodes[node_id]
             if self._stages.pop(node_id, None) is not None:
@@ -487,7 +519,14 @@ class SpanBook:
             start_time=_ns(event.occurred_at),
         )
         self.counts.started += 1
-        node = _Node(span=span, status="pending", run_id=run.run_id)
+        node = _Node(
+            span=span,
+            status="pending",
+            run_id=run.run_id,
+            kind="stage" if is_stage else "tool",
+            name=name,
+            started_at=event.occurred_at,
+        )
         run.nodes[node_id] = node
         if is_stage:
             self._stages[node_id] = node
@@ -503,6 +542,9 @@ class SpanBook:
             span.set_status(Status(StatusCode.ERROR, _message(node.error)))
             _error_attributes(span, node.error)
         self._end(span, at_ms)
+        if self._metrics is not None:
+            result = A.TASK_RESULTS.get(status, status)
+            self._metrics.task_ended(node.kind, node.name, (at_ms - node.started_at) / 1000, result)
 
     # ---- human waits ----------------------------------------------------------------------
 
@@ -525,14 +567,16 @@ class SpanBook:
             self.counts.started += 1
             old = run.waits.pop(target.prompt_id, None)
             if old is not None:
-                self._end(old, event.occurred_at)
-            run.waits[target.prompt_id] = span
+                self._end(old[0], event.occurred_at)
+            run.waits[target.prompt_id] = (span, event.occurred_at)
             return
         waited = run.waits.pop(target.prompt_id, None)
         if waited is not None:
-            span = waited
+            span, opened_at = waited
             span.set_attribute(A.PROMPT_RESULT, status)
             self._end(span, event.occurred_at)
+            if self._metrics is not None:
+                self._metrics.wait_ended((event.occurred_at - opened_at) / 1000, status)
 
     # ---- helpers --------------------------------------------------------------------------
 
@@ -558,9 +602,10 @@ def _message(error: FailureDetail | None) -> str | None:
     return None if error is None else error.message
 
 
-def _error_attributes(span: Span, error: FailureDetail | None) -> None:
-    if error is None:
-        span.set_attribute(A.ERROR_TYPE, "_OTHER")
-        return
-    span.set_attribute(A.ERROR_TYPE, error.type or "_OTHER")
-    span.set_attribute(A.ERROR_MESSAGE, error.message)
+def _error_attributes(span: Span, error: FailureDetail | None) -> str:
+    """Set the error's attributes; returns its ``error.type``."""
+    error_type = "_OTHER" if error is None or error.type is None else error.type
+    span.set_attribute(A.ERROR_TYPE, error_type)
+    if error is not None:
+        span.set_attribute(A.ERROR_MESSAGE, error.message)
+    return error_type

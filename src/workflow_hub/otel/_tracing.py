@@ -18,6 +18,7 @@ from typing import Any, Final, cast, final
 import attrs
 import trio
 from opentelemetry import trace
+from opentelemetry.metrics import MeterProvider
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.trace import TracerProvider as ApiTracerProvider
 
@@ -27,10 +28,11 @@ from .._contract import (
     ContractError,
     LifecycleEvent,
 )
-from .._core import HookRunner
+from .._core import HookRunner, ObserverLease
 from ..tracker import SchedulerFacts
 from . import _attributes
 from ._export import ExportCounts, ExportStatistics, tracer_provider_from_env
+from ._metrics import RootGauge, SpanMetrics
 from ._spans import HostHint, HostHints, SpanBook
 
 __all__ = [
@@ -76,7 +78,14 @@ class HubTracing:
         self._book = book
         self._counts = counts
         self._owned = owned
+        self._gauge: RootGauge | None = None
+        self._lease: ObserverLease | None = None
         self.closed = False
+
+    def count_roots(self, gauge: RootGauge, lease: ObserverLease) -> None:
+        """Own the observer that feeds the roots' gauge (``trace_hub`` with a meter provider)."""
+        self._gauge = gauge
+        self._lease = lease
 
     def statistics(self) -> TracingStatistics:
         """Spans started and ended, runs open, and the exporter's counts."""
@@ -127,6 +136,10 @@ class HubTracing:
         if not self.closed:
             self._book.close(_wall_ms() if now_ms is None else now_ms)
             self.closed = True
+            if self._lease is not None:
+                self._lease.dispose()
+            if self._gauge is not None:
+                self._gauge.close()
 
     def shutdown(self) -> None:
         """Flush and shut down the tracer provider :func:`trace_hub` built (nothing for a
@@ -172,6 +185,7 @@ def trace_hub(
     runner: HookRunner,
     *,
     tracer_provider: ApiTracerProvider | None = None,
+    meter_provider: MeterProvider | None = None,
     source: str | None = None,
 ) -> HubTracing:
     """Start tracing ``runner``'s hub: register the ``otel`` extension, and return the handle.
@@ -182,6 +196,10 @@ def trace_hub(
     ``tracer_provider`` one is built from the standard ``OTEL_*`` variables (OTLP over HTTP,
     protobuf, by default: :func:`tracer_provider_from_env`), and :meth:`HubTracing.shutdown`
     shuts it down. ``source`` names the source on every run's span (``workflow_hub.source``).
+
+    With ``meter_provider`` the tracing also records metrics (docs/otel.md lists them): runs
+    active and ended, stage and tool durations and failures by name, human waits, and the hub's
+    roots by state and reason (an observer of the hub: the hub must be running).
     """
     if not isinstance(runner, HookRunner):
         raise ContractError("runner", f"expected a HookRunner, got {type(runner).__name__}")
@@ -192,14 +210,23 @@ def trace_hub(
             "tracer_provider",
             f"expected an OpenTelemetry TracerProvider, got {type(tracer_provider).__name__}",
         )
+    if meter_provider is not None and not isinstance(meter_provider, MeterProvider):
+        raise ContractError(
+            "meter_provider",
+            f"expected an OpenTelemetry MeterProvider, got {type(meter_provider).__name__}",
+        )
     counts: ExportCounts | None = None
     owned: TracerProvider | None = None
     if tracer_provider is None:
         owned, counts = tracer_provider_from_env()
         tracer_provider = owned
     tracer = tracer_provider.get_tracer(_TRACER_NAME, schema_url=_attributes.SCHEMA_URL)
-    book = SpanBook(tracer, source=source, genai_names=_attributes.genai_names())
+    metrics = None if meter_provider is None else SpanMetrics(meter_provider, source)
+    book = SpanBook(tracer, source=source, genai_names=_attributes.genai_names(), metrics=metrics)
     tracing = HubTracing(book, counts, owned)
+    if meter_provider is not None:
+        gauge = RootGauge(meter_provider, source)
+        tracing.count_roots(gauge, runner.hub.observe(gauge))
     hooks = runner.extension("otel")
     hooks.on("workflow_lifecycle", tracing.lifecycle)
     hooks.on("workflow_activity_changed", tracing.activity)
@@ -211,6 +238,7 @@ async def open_tracing(
     runner: HookRunner,
     *,
     tracer_provider: ApiTracerProvider | None = None,
+    meter_provider: MeterProvider | None = None,
     source: str | None = None,
     sweep_interval: float = DEFAULT_SWEEP_INTERVAL,
     clock: Callable[[], float] = _wall_ms,
@@ -227,7 +255,9 @@ async def open_tracing(
         raise ContractError("sweep_interval", "expected a finite number of seconds")
     if sweep_interval <= 0:
         raise ContractError("sweep_interval", "expected a positive number of seconds")
-    tracing = trace_hub(runner, tracer_provider=tracer_provider, source=source)
+    tracing = trace_hub(
+        runner, tracer_provider=tracer_provider, meter_provider=meter_provider, source=source
+    )
     try:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(_sweep, runner.hub, tracing, sweep_interval, clock)
