@@ -13,6 +13,7 @@ from ._attributes import SEMCONV_VERSION as SEMCONV_VERSION
 from ._export import DEFAULT_SERVICE_NAME as DEFAULT_SERVICE_NAME
 from ._export import ExportStatistics as ExportStatistics
 from ._export import tracer_provider_from_env as tracer_provider_from_env
+from ._follow import trace_source as trace_source
 from ._tracing import DEFAULT_SWEEP_INTERVAL as DEFAULT_SWEEP_INTERVAL
 from ._tracing import HubTracing as HubTracing
 from ._tracing import TracingStatistics as TracingStatistics
@@ -29,6 +30,7 @@ __all__ = [
     "TracingStatistics",
     "open_tracing",
     "trace_hub",
+    "trace_source",
     "tracer_provider_from_env",
 ]
 

@@ -160,7 +160,7 @@ class SpanBook:
     ) -> None:
         self._metrics = metrics
         self._tracer = tracer
-        self._source = source
+        self.source = source
         self._genai = genai_names
         self._runs: dict[str, _Run] = {}
         # stage id (nested) -> its run, for child runs looking for their host
@@ -298,8 +298,8 @@ class SpanBook:
             A.ROOT_RUN_ID: root_run_id,
             A.OWNER_SESSION_ID: owner_session_id,
         }
-        if self._source is not None:
-            attributes[A.SOURCE] = self._source
+        if self.source is not None:
+            attributes[A.SOURCE] = self.source
         if mid_flight:
             attributes[A.FIRST_SEEN_MID_FLIGHT] = True
             self.counts.mid_flight += 1

@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any, Final, cast, final
 
 import attrs
@@ -78,12 +79,13 @@ class HubTracing:
         self._book = book
         self._counts = counts
         self._owned = owned
+        self.source = book.source
         self._gauge: RootGauge | None = None
         self._lease: ObserverLease | None = None
         self.closed = False
 
-    def count_roots(self, gauge: RootGauge, lease: ObserverLease) -> None:
-        """Own the observer that feeds the roots' gauge (``trace_hub`` with a meter provider)."""
+    def count_roots(self, gauge: RootGauge, lease: ObserverLease | None) -> None:
+        """Own the roots' gauge and the observer that feeds it (with a meter provider)."""
         self._gauge = gauge
         self._lease = lease
 
@@ -134,7 +136,7 @@ class HubTracing:
         ``workflow_hub.ended_by = exporter_closed``; later events are ignored. Idempotent.
         Call it in the hub's thread."""
         if not self.closed:
-            self._book.close(_wall_ms() if now_ms is None else now_ms)
+            self._book.close(wall_ms() if now_ms is None else now_ms)
             self.closed = True
             if self._lease is not None:
                 self._lease.dispose()
@@ -177,7 +179,16 @@ class _TracedFacts:
         return getattr(self._inner, name)
 
 
-def _wall_ms() -> float:
+def check_interval(sweep_interval: object) -> None:
+    """A sweep interval is a positive, finite number of seconds (C1: refused before anything)."""
+    if isinstance(sweep_interval, bool) or not isinstance(sweep_interval, int | float):
+        raise ContractError("sweep_interval", "expected a number of seconds")
+    if not math.isfinite(sweep_interval) or sweep_interval <= 0:
+        raise ContractError("sweep_interval", "expected a positive, finite number of seconds")
+
+
+def wall_ms() -> float:
+    """Now, in epoch milliseconds (the contract's timestamps)."""
     return time.time() * 1000
 
 
@@ -203,6 +214,26 @@ def trace_hub(
     """
     if not isinstance(runner, HookRunner):
         raise ContractError("runner", f"expected a HookRunner, got {type(runner).__name__}")
+    tracing = build_tracing(
+        tracer_provider=tracer_provider, meter_provider=meter_provider, source=source
+    )
+    if meter_provider is not None:
+        gauge = RootGauge(meter_provider, source)
+        tracing.count_roots(gauge, runner.hub.observe(gauge))
+    hooks = runner.extension("otel")
+    hooks.on("workflow_lifecycle", tracing.lifecycle)
+    hooks.on("workflow_activity_changed", tracing.activity)
+    return tracing
+
+
+def build_tracing(
+    *,
+    tracer_provider: ApiTracerProvider | None,
+    meter_provider: MeterProvider | None,
+    source: str | None,
+) -> HubTracing:
+    """The tracing, checked and built, fed by nothing yet (``trace_hub`` and ``trace_source``
+    feed it)."""
     if source is not None and not isinstance(source, str):
         raise ContractError("source", f"expected a string, got {type(source).__name__}")
     if tracer_provider is not None and not isinstance(tracer_provider, ApiTracerProvider):
@@ -223,14 +254,7 @@ def trace_hub(
     tracer = tracer_provider.get_tracer(_TRACER_NAME, schema_url=_attributes.SCHEMA_URL)
     metrics = None if meter_provider is None else SpanMetrics(meter_provider, source)
     book = SpanBook(tracer, source=source, genai_names=_attributes.genai_names(), metrics=metrics)
-    tracing = HubTracing(book, counts, owned)
-    if meter_provider is not None:
-        gauge = RootGauge(meter_provider, source)
-        tracing.count_roots(gauge, runner.hub.observe(gauge))
-    hooks = runner.extension("otel")
-    hooks.on("workflow_lifecycle", tracing.lifecycle)
-    hooks.on("workflow_activity_changed", tracing.activity)
-    return tracing
+    return HubTracing(book, counts, owned)
 
 
 @asynccontextmanager
@@ -241,7 +265,7 @@ async def open_tracing(
     meter_provider: MeterProvider | None = None,
     source: str | None = None,
     sweep_interval: float = DEFAULT_SWEEP_INTERVAL,
-    clock: Callable[[], float] = _wall_ms,
+    clock: Callable[[], float] = wall_ms,
 ) -> AsyncIterator[HubTracing]:
     """Trace ``runner``'s hub while the block runs: a span per run, stage, tool and human wait.
 
@@ -251,40 +275,55 @@ async def open_tracing(
     a provider the block built shut down, waiting at most 5 seconds for a backend that does not
     answer. ``clock`` gives the time, in epoch milliseconds, at which those spans end.
     """
-    if not (isinstance(sweep_interval, int | float) and math.isfinite(sweep_interval)):
-        raise ContractError("sweep_interval", "expected a finite number of seconds")
-    if sweep_interval <= 0:
-        raise ContractError("sweep_interval", "expected a positive number of seconds")
+    check_interval(sweep_interval)
     tracing = trace_hub(
         runner, tracer_provider=tracer_provider, meter_provider=meter_provider, source=source
     )
     try:
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(_sweep, runner.hub, tracing, sweep_interval, clock)
+            hub = runner.hub
+            nursery.start_soon(sweep_loop, partial(_hub_roots, hub), tracing, sweep_interval, clock)
             try:
                 yield tracing
             finally:
                 nursery.cancel_scope.cancel()
     finally:
         tracing.close(clock())
-        # Bounded in real time by a thread's join, not by trio's clock (a test's MockClock
-        # would jump past any trio timeout while the exporter sends).
-        shutdown = threading.Thread(target=tracing.shutdown, name="otel-shutdown", daemon=True)
-        shutdown.start()
-        with trio.CancelScope(shield=True):
-            await trio.to_thread.run_sync(shutdown.join, _SHUTDOWN_TIMEOUT)
+        await shut_down(tracing)
 
 
-async def _sweep(
-    hub: Any, tracing: HubTracing, interval: float, clock: Callable[[], float]
+async def shut_down(tracing: HubTracing) -> None:
+    """``tracing.shutdown()`` in a thread, waited for at most 5 seconds, even when cancelled.
+
+    Bounded in real time by a thread's join, not by trio's clock (a test's MockClock would jump
+    past any trio timeout while the exporter sends)."""
+    shutdown = threading.Thread(target=tracing.shutdown, name="otel-shutdown", daemon=True)
+    shutdown.start()
+    with trio.CancelScope(shield=True):
+        await trio.to_thread.run_sync(shutdown.join, _SHUTDOWN_TIMEOUT)
+
+
+def _hub_roots(hub: Any) -> set[str] | None:
+    frame = hub.snapshot_frame()
+    if frame.availability is not Availability.READY or frame.roots is None:
+        return None  # unknown is not gone (N4)
+    return {root.root_run_id for root in frame.roots}
+
+
+async def sweep_loop(
+    present_roots: Callable[[], set[str] | None],
+    tracing: HubTracing,
+    interval: float,
+    clock: Callable[[], float],
 ) -> None:
+    """Every ``interval`` seconds, end the spans of roots absent from the source twice in a
+    row; ``present_roots`` gives None while the source is not ready (nothing ends then)."""
     absent_before: set[str] = set()
     while True:
         await trio.sleep(interval)
-        frame = hub.snapshot_frame()
-        if frame.availability is not Availability.READY or frame.roots is None:
-            continue  # unknown is not gone (N4)
-        present = {root.root_run_id for root in frame.roots}
+        present = present_roots()
+        if present is None:
+            continue
         absent = tracing.open_roots() - present
         tracing.sweep(present | (absent - absent_before), clock())
         absent_before = absent
