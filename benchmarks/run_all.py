@@ -26,6 +26,7 @@ import bench_langgraph
 import bench_memory
 import bench_metrics
 import bench_network
+import bench_otel
 import bench_publish
 import bench_redis
 import bench_resume
@@ -64,6 +65,7 @@ BENCHMARKS: dict[str, Benchmark] = {
     "celery": bench_celery.run,
     "conflation": bench_conflation.run,
     "status": bench_status.run,
+    "otel": bench_otel.run,
 }
 
 

@@ -44,14 +44,15 @@ async def test_a_hanging_backend_never_slows_the_hub_and_its_drops_are_counted(
                 with trio.fail_after(10):
                     _runs(tracker, 32, 2000)
                     await trio.testing.wait_all_tasks_blocked()
-                statistics = tracing.statistics()
-        assert statistics.spans_ended == 2032
-        export = statistics.export
-        assert export is not None
-        assert export.exported == 0
-        assert export.queued == export.queue_limit == 32
-        # The exporter holds one batch of 32; the queue keeps the newest 32; the rest dropped.
-        assert export.dropped == 2032 - 32 - 32
+                assert tracing.statistics().spans_ended == 2032
+    export = tracing.statistics().export
+    assert export is not None
+    assert export.exported == 0
+    # Every span is accounted for: sent and timed out, or dropped from the full queue (the
+    # exporter holds one batch of 32 at a time, for its 1 s timeout; the queue keeps 32).
+    assert export.failed + export.dropped + export.queued == 2032
+    assert export.queue_limit == 32
+    assert export.dropped >= 2032 - 32 * 10
 
 
 async def test_a_refusing_backend_counts_its_failed_spans(

@@ -59,6 +59,7 @@ def smoke_rows(run_all: ModuleType, harness: ModuleType) -> list[object]:
         "hosts",
         "celery",
         "conflation",
+        "otel",
     ],
 )
 def test_each_benchmark_reports_figures_next_to_a_reference(

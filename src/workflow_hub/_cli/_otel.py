@@ -64,11 +64,13 @@ def run(args: argparse.Namespace) -> int:
         )
     url = hub_url(args.url, command="otel")
     try:
-        from ..otel import trace_source
+        import opentelemetry.exporter.otlp.proto.http
+        import opentelemetry.sdk  # noqa: F401
     except ImportError as missing:
         raise CommandError(
             f"workflow-hub otel needs the otel extra: pip install 'workflow-hub[otel]' ({missing})"
         ) from None
+    from ..otel import trace_source
     found: list[HubTracing] = []
 
     async def main() -> None:
