@@ -71,6 +71,7 @@ def run(args: argparse.Namespace) -> int:
             f"workflow-hub otel needs the otel extra: pip install 'workflow-hub[otel]' ({missing})"
         ) from None
     from ..otel import trace_source
+
     found: list[HubTracing] = []
 
     async def main() -> None:
