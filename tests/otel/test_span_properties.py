@@ -205,6 +205,11 @@ def test_every_started_run_stage_and_tool_has_one_span_ended_once_under_its_pare
         if kind == "run" and attributes["workflow_hub.root_run_id"] == key:
             assert span.parent is None, key
             continue
+        if kind == "run" and attributes.get("workflow_hub.parent_lost"):
+            # An earlier run of the same ids, whose tree newer facts replaced before its events
+            # were dispatched: no record of its host is left. A root of its own, marked.
+            assert span.parent is None, key
+            continue
         assert parent is not None, (kind, key)
         assert parent.context.trace_id == span.context.trace_id
         parent_kind, parent_key = _id(parent)
@@ -221,4 +226,4 @@ def test_every_started_run_stage_and_tool_has_one_span_ended_once_under_its_pare
             assert parent_kind in ("run", "stage")
             assert (parent.attributes or {})["workflow_hub.root_run_id"] == attributes[
                 "workflow_hub.root_run_id"
-            ]
+            ], (key, parent_kind, parent_key, dict(attributes), dict(parent.attributes or {}))

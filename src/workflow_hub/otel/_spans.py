@@ -243,9 +243,12 @@ class SpanBook:
         starting: tuple[str, ...] = (),
         state: str = "executing",
     ) -> _Run:
+        existing = self._runs.get(run_id)
+        if existing is not None:
+            return existing  # one open span per run, whatever asks for it
         hint = self.hints.get(run_id)
         parent: Context | None = None
-        inferred = False
+        inferred = lost = False
         starting = (*starting, run_id)
         if run_id == root_run_id:
             # A root has no parent in the graph: only a span of the caller's can hold it.
@@ -257,7 +260,12 @@ class SpanBook:
                 parent = self._context_of(f"{outer_id}:{hint.host_stage_id}", root_run_id)
             if parent is None:
                 parent = self._context_of(outer_id, root_run_id)
-            if parent is None and outer_id not in starting and len(starting) < _MAX_NESTING:
+            if (
+                parent is None
+                and outer_id not in starting
+                and len(starting) < _MAX_NESTING
+                and self._root_of(outer_id) in (None, root_run_id)
+            ):
                 # The hosting run never sent an event (added pending, say): it starts now,
                 # with its first child, so the root stays one trace.
                 outer = self._start_run(
@@ -272,7 +280,7 @@ class SpanBook:
                 parent = trace.set_span_in_context(outer.span)
         if parent is None and run_id != root_run_id:
             parent = self._infer_host(root_run_id)
-            if parent is None:
+            if parent is None and self._root_of(root_run_id) in (None, root_run_id):
                 outer = self._start_run(
                     root_run_id,
                     root_run_id,
@@ -284,6 +292,10 @@ class SpanBook:
                 )
                 parent = trace.set_span_in_context(outer.span)
             inferred = parent is not None
+            if parent is None:
+                # Events of an earlier run of these ids, queued behind newer facts: its tree is
+                # gone from every record. A root span of its own, marked.
+                lost = True
         if parent is None:
             parent = Context()  # a root span: never the ambient context of the hook task
         name = run_id
@@ -307,6 +319,8 @@ class SpanBook:
             attributes[A.PARENT_INFERRED] = True
         if by_child:
             attributes[A.STARTED_BY_CHILD] = True
+        if lost:
+            attributes[A.PARENT_LOST] = True
         span = self._tracer.start_span(
             f"invoke_workflow {name}" if self._genai else f"RUN {name}",
             context=parent,
@@ -322,17 +336,27 @@ class SpanBook:
         self._runs[run_id] = run
         return run
 
+    def _root_of(self, run_id: str) -> str | None:
+        """The root a run's open or ended span belongs to; None for a run never seen. A hint is
+        the latest ``add_run`` of an id: events queued before it may be of an earlier run of that
+        id, in another root (the hint is then stale for them)."""
+        run = self._runs.get(run_id)
+        if run is not None:
+            return run.root_run_id
+        ended = self._ended.get(run_id)
+        return None if ended is None else ended[1]
+
     def _context_of(self, key: str, root_run_id: str) -> Context | None:
         """The span of a run (by run id) or stage (by nested id) of ``root_run_id``'s tree, open
         or ended: a child that starts after its host ended still joins it."""
         run = self._runs.get(key)
-        if run is not None:
-            return trace.set_span_in_context(run.span) if run.root_run_id == root_run_id else None
+        if run is not None and run.root_run_id == root_run_id:
+            return trace.set_span_in_context(run.span)
         stage = self._stages.get(key)
         if stage is not None:
             outer = self._runs.get(stage.run_id)
-            mine = outer is not None and outer.root_run_id == root_run_id
-            return trace.set_span_in_context(stage.span) if mine else None
+            if outer is not None and outer.root_run_id == root_run_id:
+                return trace.set_span_in_context(stage.span)
         ended = self._ended.get(key)
         if ended is not None and ended[1] == root_run_id:
             return trace.set_span_in_context(trace.NonRecordingSpan(ended[0]))
@@ -344,8 +368,7 @@ class SpanBook:
             outer = self._runs.get(node.run_id)
             if outer is not None and outer.root_run_id == root_run_id and node.status == "running":
                 return trace.set_span_in_context(node.span)
-        root = self._runs.get(root_run_id)
-        return None if root is None else trace.set_span_in_context(root.span)
+        return self._context_of(root_run_id, root_run_id)
 
     def _run_event(self, event: LifecycleEvent, target: RunTarget) -> None:
         run = self._runs.get(event.run_id)
