@@ -28,6 +28,7 @@ import bench_langgraph_turns
 import bench_memory
 import bench_metrics
 import bench_network
+import bench_otel
 import bench_publish
 import bench_redis
 import bench_resume
@@ -70,6 +71,7 @@ BENCHMARKS: dict[str, Benchmark] = {
     "watch_cpu": bench_watch_cpu.run,
     "conflation": bench_conflation.run,
     "status": bench_status.run,
+    "otel": bench_otel.run,
 }
 
 

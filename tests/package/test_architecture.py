@@ -60,6 +60,7 @@ LAYERS: dict[str, int] = {
     "redis": INTEGRATIONS,
     "testing": INTEGRATIONS,
     "alerts": INTEGRATIONS,  # alerts: the folded view's conditions, sent to Alertmanager, webhooks
+    "otel": INTEGRATIONS,  # OpenTelemetry traces from the hook events (the otel extra)
     "_hosting": HOSTS,  # what the asyncio and thread hosts share
     "asyncio": HOSTS,
     "sync": HOSTS,
@@ -120,6 +121,7 @@ NOT_ON_IMPORT = (
     "langchain_core",
     "celery",
     "kombu",
+    "opentelemetry",
 )
 
 

@@ -62,6 +62,7 @@ def smoke_rows(run_all: ModuleType, harness: ModuleType) -> list[object]:
         "celery",
         "watch_cpu",
         "conflation",
+        "otel",
     ],
 )
 def test_each_benchmark_reports_figures_next_to_a_reference(

@@ -63,6 +63,12 @@ def _load_celery() -> ModuleType:
     return _celery
 
 
+def _load_otel() -> ModuleType:
+    from . import _otel
+
+    return _otel
+
+
 def _load_conformance() -> ModuleType:
     from . import _conformance
 
@@ -91,6 +97,10 @@ SUBCOMMANDS: dict[str, tuple[str, Callable[[], ModuleType]]] = {
     "celery": (
         "show a Celery app's workflows live, from its workers' events (-E), served with the dashboard",
         _load_celery,
+    ),
+    "otel": (
+        "send a served hub's runs to an OpenTelemetry backend as traces (OTLP)",
+        _load_otel,
     ),
     "conformance": (
         "check an implementation of the contract against the reference model",
