@@ -63,6 +63,12 @@ def _load_celery() -> ModuleType:
     return _celery
 
 
+def _load_airflow() -> ModuleType:
+    from . import _airflow
+
+    return _airflow
+
+
 def _load_conformance() -> ModuleType:
     from . import _conformance
 
@@ -85,6 +91,10 @@ SUBCOMMANDS: dict[str, tuple[str, Callable[[], ModuleType]]] = {
     "celery": (
         "show a Celery app's workflows live, from its workers' events (-E), served with the dashboard",
         _load_celery,
+    ),
+    "airflow": (
+        "show an Airflow 3 deployment's DAG runs live, from its REST API, served with the dashboard",
+        _load_airflow,
     ),
     "conformance": (
         "check an implementation of the contract against the reference model",

@@ -1,0 +1,107 @@
+"""Real DAG runs of a real Airflow 3, as roots (docs/airflow.md, "Mapping"; SPEC §5).
+
+All the runs are triggered at once by the session fixture; each test waits for what its own
+run must show: a state it passed through (recorded as it happened) and the state it ends in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from workflow_hub import RootActivity, StageNode
+
+from .conftest import Session
+
+
+def stages(root: RootActivity) -> dict[str, StageNode]:
+    assert root.graph is not None
+    return {node.node_id: node for node in root.graph.nodes if isinstance(node, StageNode)}
+
+
+def parents(node: StageNode) -> set[str]:
+    """A stage's parents by their stage ids (the graph names them ``"{run_id}:{stage_id}"``)."""
+    return {parent.removeprefix(f"{node.run_id}:") for parent in node.parent_ids}
+
+
+def ever(session: Session, dag_id: str, seen: Callable[[RootActivity], bool]) -> RootActivity:
+    """The first root of ``dag_id``'s run for which ``seen(root)`` holds (waiting for it)."""
+    root_id = session.roots[dag_id]
+
+    def found() -> RootActivity | None:
+        return next((r for r in session.recorder.history.get(root_id, ()) if seen(r)), None)
+
+    result: RootActivity = session.recorder.wait(found)
+    return result
+
+
+def settled(root: RootActivity) -> bool:
+    """Ended: idle / quiescent with every task instance ended."""
+    ended = {"completed", "failed", "skipped"}
+    return (
+        root.state == "idle"
+        and root.reason == "quiescent"
+        and all(node.status in ended for node in stages(root).values())
+    )
+
+
+def test_source_is_ready_with_a_scheduler_alive(airflow_session: Session) -> None:
+    """N4: the source is ready (known) once the API was read and a scheduler is alive."""
+    airflow_session.recorder.wait(lambda: airflow_session.recorder.availability == "ready")
+
+
+def test_parallel_tasks_run_side_by_side_then_join(airflow_session: Session) -> None:
+    """§5 D4: each running task instance is an execution; the graph is the DAG's."""
+    busiest = ever(airflow_session, "parallel", lambda r: r.active_execution_count >= 2)
+    assert (busiest.state, busiest.reason) == ("working", "executing")
+    end = ever(airflow_session, "parallel", settled)
+    nodes = stages(end)
+    assert parents(nodes["join"]) == {"left", "middle", "right"}
+    assert {n.status for n in nodes.values()} == {"completed"}
+    assert not end.needs_attention
+
+
+def test_a_task_retried_twice_makes_its_root_retrying_then_succeeds(
+    airflow_session: Session,
+) -> None:
+    """up_for_retry is retrying (§5 D5), and the third try's success completes the run."""
+    retrying = ever(airflow_session, "retries", lambda r: r.reason == "retrying")
+    assert retrying.state == "working"
+    end = ever(airflow_session, "retries", settled)
+    assert stages(end)["flaky"].status == "completed"
+    assert stages(end)["after"].status == "completed"
+    assert not end.needs_attention
+
+
+def test_a_failed_task_fails_its_run_which_needs_attention(airflow_session: Session) -> None:
+    """A failed DAG run is a settled failure (§5 D3); upstream_failed is skipped."""
+    end = ever(airflow_session, "failing", lambda r: settled(r) and r.needs_attention)
+    nodes = stages(end)
+    assert nodes["broken"].status == "failed"
+    assert nodes["broken"].error is not None
+    assert nodes["never"].status == "skipped"
+
+
+def test_mapped_instances_are_stages_of_their_own(airflow_session: Session) -> None:
+    """A mapped task hosts a nested run whose stages are its instances; the task after it
+    waits for all of them."""
+    end = ever(airflow_session, "mapped", settled)
+    nodes = stages(end)
+    assert {"double[0]", "double[1]", "double[2]"} <= set(nodes)
+    assert all(nodes[f"double[{i}]"].status == "completed" for i in range(3))
+    assert parents(nodes["total"]) == {"double"}
+    assert nodes["double"].status == "completed"
+    assert not end.needs_attention
+
+
+def test_a_queued_run_is_an_automatic_continuation(airflow_session: Session) -> None:
+    """A queued DAG run with a scheduler alive will start by itself: working /
+    automatic_continuation (§5 D6), never idle."""
+    root = ever(airflow_session, "parallel", lambda r: r.active_execution_count == 0)
+    assert (root.state, root.reason) == ("working", "automatic_continuation")
+
+
+def test_a_paused_dags_run_is_paused(airflow_session: Session) -> None:
+    """A paused DAG's queued run: idle / paused (§5 D7), not working and not quiescent."""
+    root = ever(airflow_session, "paused", lambda r: r.reason == "paused")
+    assert root.state == "idle"
+    assert root.active_execution_count == 0
