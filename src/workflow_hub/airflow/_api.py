@@ -18,13 +18,16 @@ from urllib.parse import quote
 
 import httpx
 
+from .._exceptions import WorkflowHubError
+
 __all__ = ["AirflowApi", "AirflowUnreachable"]
 
 _PAGE = 100
 
 
-class AirflowUnreachable(Exception):
-    """Airflow's API could not be read (its message says why)."""
+class AirflowUnreachable(WorkflowHubError):
+    """Airflow's API could not be read (its message says why): the poller catches it and
+    reports the source as unknown; a caller of :class:`AirflowApi` sees it raised."""
 
 
 @final
