@@ -18,7 +18,7 @@ from workflow_hub.airflow import root_id_of
 
 from .support import Airflow, Recorder
 
-TRIGGERED = ("parallel", "retries", "failing", "mapped", "paused")
+TRIGGERED = ("parallel", "retries", "failing", "mapped", "paused", "approval")
 
 
 @attrs.frozen
@@ -27,6 +27,8 @@ class Session:
     recorder: Recorder
     roots: dict[str, str]
     """DAG id -> the root id of its triggered run."""
+    run_ids: dict[str, str]
+    """DAG id -> its triggered run's ``dag_run_id``."""
     timings: dict[str, float]
 
 
@@ -42,6 +44,7 @@ def airflow_session() -> Iterator[Session]:
         recorder = Recorder(airflow)
         recorder.start()
         roots: dict[str, str] = {}
+        run_ids: dict[str, str] = {}
         with airflow.client() as client:
             client.patch("/api/v2/dags/paused", json={"is_paused": True}).raise_for_status()
             for dag_id in TRIGGERED:
@@ -49,8 +52,9 @@ def airflow_session() -> Iterator[Session]:
                     f"/api/v2/dags/{dag_id}/dagRuns", json={"logical_date": None}
                 )
                 response.raise_for_status()
-                roots[dag_id] = root_id_of(dag_id, response.json()["dag_run_id"])
-        yield Session(airflow, recorder, roots, airflow.timings)
+                run_ids[dag_id] = response.json()["dag_run_id"]
+                roots[dag_id] = root_id_of(dag_id, run_ids[dag_id])
+        yield Session(airflow, recorder, roots, run_ids, airflow.timings)
     finally:
         try:
             if recorder is not None:

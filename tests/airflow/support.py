@@ -17,6 +17,7 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import threading
@@ -29,7 +30,7 @@ import httpx
 import pytest
 import trio
 
-from tests.support.processes import stop_group
+from tests.support.processes import signal_group, stop_group
 from tests.support.redis_server import free_port
 from workflow_hub import ChangedFrame, RemovedFrame, RootActivity, SnapshotFrame, open_hub
 from workflow_hub.airflow import AirflowApi, AirflowBridge, watch_airflow
@@ -82,6 +83,9 @@ class Airflow:
             "AIRFLOW__API_AUTH__JWT_SECRET": "workflow-hub-tests-only-secret-"
             + "0123456789abcdef" * 3,
             "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
+            # A killed scheduler is reported unhealthy after this many seconds (default 30); a
+            # live one on two loaded cores can miss its 5-second heartbeat by a few seconds.
+            "AIRFLOW__SCHEDULER__SCHEDULER_HEALTH_CHECK_THRESHOLD": "15",
             "AIRFLOW__LOGGING__LOGGING_LEVEL": "WARNING",
         }
         self.env.pop("PYTHONPATH", None)  # Airflow's venv, never the project's sources
@@ -138,10 +142,14 @@ class Airflow:
             time.sleep(0.5)
 
     def stop(self) -> None:
+        """Every component at once: SIGTERM to each group, then each is waited for (and
+        killed, with what is left of its group, when it does not exit in time)."""
         try:
+            for process in self.processes.values():
+                signal_group(process.pid, signal.SIGTERM)
             while self.processes:
                 _, process = self.processes.popitem()
-                stop_group(process)
+                stop_group(process, grace=5)
         finally:
             shutil.rmtree(self.home, ignore_errors=True)
 
@@ -176,6 +184,9 @@ class Recorder:
         self.history: dict[str, list[RootActivity]] = {}
         self.current: dict[str, RootActivity] = {}
         self.availability: str = "unavailable"
+        self.availabilities: list[tuple[float, str]] = []
+        """Every snapshot's availability, with the seconds since the recorder started."""
+        self._began = time.monotonic()
         self.bridge: AirflowBridge | None = None
         self._token: trio.lowlevel.TrioToken | None = None
         self._cancel: trio.CancelScope | None = None
@@ -202,6 +213,9 @@ class Recorder:
         except BaseException as error:
             self._error = error
             self._started.set()
+        finally:
+            with self._changed:
+                self._changed.notify_all()
 
     async def _run(self) -> None:
         self._token = trio.lowlevel.current_trio_token()
@@ -226,6 +240,9 @@ class Recorder:
         with self._changed:
             if isinstance(frame, SnapshotFrame):
                 self.availability = str(frame.availability)
+                self.availabilities.append(
+                    (round(time.monotonic() - self._began, 1), self.availability)
+                )
                 self.current = {root.root_run_id: root for root in frame.roots or ()}
                 for root in frame.roots or ():
                     self.history.setdefault(root.root_run_id, []).append(root)
@@ -239,8 +256,14 @@ class Recorder:
     def wait(self, condition: Callable[[], Any], within: float = 180.0) -> Any:
         """Wait until ``condition()`` (called under the recorder's lock) is truthy; return it."""
         with self._changed:
-            result = self._changed.wait_for(condition, within)
-            assert result, f"not seen within {within} s; roots now: {self.current}"
+            result = self._changed.wait_for(
+                lambda: condition() or not self._thread.is_alive(), within
+            )
+            assert self._error is None, f"the recorder failed: {self._error!r}"
+            seen = f"roots now: {self.current}; availabilities: {self.availabilities}"
+            assert self._thread.is_alive(), f"the recorder stopped; {seen}"
+            assert result, f"not seen within {within} s; {seen}"
+            result = condition()
             return result
 
     def roots_of(self, dag_id: str) -> Iterator[str]:

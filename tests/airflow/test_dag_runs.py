@@ -105,3 +105,48 @@ def test_a_paused_dags_run_is_paused(airflow_session: Session) -> None:
     root = ever(airflow_session, "paused", lambda r: r.reason == "paused")
     assert root.state == "idle"
     assert root.active_execution_count == 0
+
+
+def test_an_approval_is_an_open_prompt_until_answered_through_the_api(
+    airflow_session: Session,
+) -> None:
+    """awaiting_input is a human wait (§5 D2): blocked / awaiting_input with the question and
+    its options; the answer, given through Airflow's API, closes it and the run goes on."""
+    waiting = ever(
+        airflow_session,
+        "approval",
+        lambda r: r.reason == "awaiting_input" and stages(r)["approve"].pending_prompt is not None,
+    )
+    assert waiting.state == "blocked"
+    assert waiting.needs_attention
+    prompt = stages(waiting)["approve"].pending_prompt
+    assert prompt is not None
+    assert prompt.message.startswith("Ship it?")
+    assert prompt.choices == ("Approve", "Reject")
+    run_id = airflow_session.run_ids["approval"]
+    with airflow_session.airflow.client() as client:
+        client.patch(
+            f"/api/v2/dags/approval/dagRuns/{run_id}/taskInstances/approve/-1/hitlDetails",
+            json={"chosen_options": ["Approve"]},
+        ).raise_for_status()
+    end = ever(airflow_session, "approval", settled)
+    assert stages(end)["approve"].pending_prompt is None
+    assert stages(end)["ship"].status == "completed"
+    assert not end.needs_attention
+
+
+def test_a_killed_scheduler_makes_the_source_unknown_until_it_is_back(
+    airflow_session: Session,
+) -> None:
+    """N4: with no scheduler alive nothing Airflow says is current: the source is recovering
+    (never idle), and ready again once a scheduler is back. Last in the file: it stops the
+    scheduler the other tests' runs need."""
+    recorder = airflow_session.recorder
+    for dag_id in ("parallel", "retries", "failing", "mapped", "approval"):
+        ever(airflow_session, dag_id, settled)
+    airflow_session.airflow.kill("scheduler")
+    try:
+        recorder.wait(lambda: recorder.availability == "recovering")
+    finally:
+        airflow_session.airflow.run("scheduler")
+    recorder.wait(lambda: recorder.availability == "ready")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, suppress
 from typing import Any, Final, final
 
 import attrs
@@ -171,6 +171,14 @@ class AirflowBridge:
         hydration, self._hydration = self._hydration, None
         if hydration is not None:
             hydration.__exit__(None, None, None)
+
+    def close(self) -> None:
+        """The bridge stops: an outage in progress ends as ``unavailable`` (nothing is known
+        any more), in the caller's thread, the hub's."""
+        hydration, self._hydration = self._hydration, None
+        if hydration is not None:
+            with suppress(GeneratorExit):
+                hydration.__exit__(GeneratorExit, GeneratorExit(), None)
 
     # --- DAGs -------------------------------------------------------------------------------
 

@@ -59,12 +59,15 @@ async def watch_airflow(
     poller = _Poller(api, bridge, tracker, keep_ended)
     bridge.unknown("not read yet", say=False)
     started = False
-    while True:
-        await poller.poll()
-        if not started:
-            task_status.started(bridge)
-            started = True
-        await trio.sleep(interval)
+    try:
+        while True:
+            await poller.poll()
+            if not started:
+                task_status.started(bridge)
+                started = True
+            await trio.sleep(interval)
+    finally:
+        bridge.close()
 
 
 class _Poller:

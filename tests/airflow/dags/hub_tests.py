@@ -102,3 +102,18 @@ retries()
 failing()
 mapped()
 paused()
+
+
+@dag(schedule=None, tags=["hub-tests"])
+def approval():
+    """A human-in-the-loop approval (Airflow 3.1+), answered by the tests through the API."""
+    from airflow.providers.standard.operators.hitl import ApprovalOperator
+
+    @task
+    def ship():
+        return "shipped"
+
+    ApprovalOperator(task_id="approve", subject="Ship it?", body="release 1.2") >> ship()
+
+
+approval()
