@@ -49,6 +49,8 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.ge
 # files in collection order, and the longest files sort late (tests/testing, tests/tracker): the
 # last of them kept one worker busy for minutes while the other two had nothing left to do.
 LONGEST_FIRST = (
+    # One real Airflow for the file (a minute of its processes' CPU): early, in the others' shade.
+    "tests/airflow/test_dag_runs.py",
     "tests/testing/test_conformance_threads.py",
     "tests/testing/test_conformance_js.py",
     "tests/dashboard/test_fleet_browser.py",

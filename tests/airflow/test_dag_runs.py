@@ -6,11 +6,17 @@ run must show: a state it passed through (recorded as it happened) and the state
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
+import httpx
+import trio
+
 from workflow_hub import RootActivity, StageNode
+from workflow_hub.airflow import serve_airflow
 
 from .conftest import Session
+from .support import PASSWORD, USER
 
 
 def stages(root: RootActivity) -> dict[str, StageNode]:
@@ -133,6 +139,29 @@ def test_an_approval_is_an_open_prompt_until_answered_through_the_api(
     assert stages(end)["approve"].pending_prompt is None
     assert stages(end)["ship"].status == "completed"
     assert not end.needs_attention
+
+
+async def test_serve_airflow_serves_the_dag_runs_over_http(airflow_session: Session) -> None:
+    """The composition ``workflow-hub airflow`` runs: the hub's snapshot, served over HTTP, is
+    ready and holds the DAG runs (settled ones too, within ``keep_ended``)."""
+    async with trio.open_nursery() as nursery:
+        served = await nursery.start(
+            functools.partial(
+                serve_airflow,
+                airflow_session.airflow.url,
+                username=USER,
+                password=PASSWORD,
+                interval=0.5,
+                port=0,
+            )
+        )
+        async with httpx.AsyncClient(base_url=served.url) as client:
+            with trio.fail_after(60):
+                body = (await client.get("/v1/snapshot")).json()
+        assert body["availability"] == "ready"
+        ids = {root["rootRunId"] for root in body["roots"]}
+        assert airflow_session.roots["failing"] in ids
+        nursery.cancel_scope.cancel()
 
 
 def test_a_killed_scheduler_makes_the_source_unknown_until_it_is_back(
