@@ -141,6 +141,39 @@ def test_an_approval_is_an_open_prompt_until_answered_through_the_api(
     assert not end.needs_attention
 
 
+def test_a_cleared_task_makes_its_run_live_again_until_it_ends_again(
+    airflow_session: Session,
+) -> None:
+    """A clear (from the UI or, here, the API) runs the task again: the settled failure is
+    working again, then settles as Airflow ends the run again (it fails again here)."""
+    root_id = airflow_session.roots["failing"]
+    history = airflow_session.recorder.history
+    ever(airflow_session, "failing", lambda r: settled(r) and r.needs_attention)
+    before = len(history[root_id])
+    run_id = airflow_session.run_ids["failing"]
+    with airflow_session.airflow.client() as client:
+        client.post(
+            "/api/v2/dags/failing/clearTaskInstances",
+            json={
+                "dry_run": False,
+                "dag_run_id": run_id,
+                "task_ids": ["broken"],
+                "include_downstream": True,
+                "reset_dag_runs": True,
+            },
+        ).raise_for_status()
+
+    def after(seen: Callable[[RootActivity], bool]) -> int | None:
+        return next((i for i, r in enumerate(history[root_id]) if i >= before and seen(r)), None)
+
+    live = airflow_session.recorder.wait(lambda: after(lambda r: r.state == "working"))
+    airflow_session.recorder.wait(
+        lambda: (
+            (end := after(lambda r: settled(r) and r.needs_attention)) is not None and end > live
+        )
+    )
+
+
 async def test_serve_airflow_serves_the_dag_runs_over_http(airflow_session: Session) -> None:
     """The composition ``workflow-hub airflow`` runs: the hub's snapshot, served over HTTP, is
     ready and holds the DAG runs (settled ones too, within ``keep_ended``)."""
