@@ -52,6 +52,8 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.ge
 LONGEST_FIRST = (
     # Longest first by wall time measured in a whole run on 2026-12-02 (-n 3 --dist loadfile):
     # test_cli_fleet mostly waits (a one-minute serve), the conformance files use the CPU.
+    # One real Airflow for the file (a minute of its processes' CPU): early, in the others' shade.
+    "tests/airflow/test_dag_runs.py",
     "tests/redis/test_cli_fleet.py",
     "tests/testing/test_conformance_threads.py",
     "tests/package/test_leaked_processes.py",

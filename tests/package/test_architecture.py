@@ -66,6 +66,7 @@ LAYERS: dict[str, int] = {
     "sync": HOSTS,
     "langgraph": HOSTS,
     "celery": HOSTS,
+    "airflow": HOSTS,
     "_cli": APPLICATIONS,
 }
 
@@ -518,7 +519,7 @@ def test_the_private_state_check_sees_a_reach() -> None:
 
 # The scheduler bridges: folders that turn a scheduler's own events into facts. Each reports to
 # the one public protocol (docs/architecture.md, "Where to add a scheduler").
-SCHEDULER_BRIDGES = ("celery", "langgraph")
+SCHEDULER_BRIDGES = ("airflow", "celery", "langgraph")
 
 
 @pytest.mark.parametrize("bridge", SCHEDULER_BRIDGES)

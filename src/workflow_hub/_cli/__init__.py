@@ -69,6 +69,12 @@ def _load_otel() -> ModuleType:
     return _otel
 
 
+def _load_airflow() -> ModuleType:
+    from . import _airflow
+
+    return _airflow
+
+
 def _load_conformance() -> ModuleType:
     from . import _conformance
 
@@ -101,6 +107,10 @@ SUBCOMMANDS: dict[str, tuple[str, Callable[[], ModuleType]]] = {
     "otel": (
         "send a served hub's runs to an OpenTelemetry backend as traces (OTLP)",
         _load_otel,
+    ),
+    "airflow": (
+        "show an Airflow 3 deployment's DAG runs live, from its REST API, served with the dashboard",
+        _load_airflow,
     ),
     "conformance": (
         "check an implementation of the contract against the reference model",

@@ -1,0 +1,119 @@
+"""The DAGs of tests/airflow, parsed by the tests' own Airflow (never imported by pytest).
+
+Each task does next to nothing: what the tests measure is what Airflow's scheduler does with
+them, and every DAG is triggered at once at the start of the session so they run side by side.
+"""
+
+from datetime import timedelta
+
+from airflow.sdk import dag, task
+
+_FAST_RETRY = {"retries": 2, "retry_delay": timedelta(seconds=1)}
+
+
+@dag(schedule=None, tags=["hub-tests"])
+def parallel():
+    """Three tasks at once between a start and a join."""
+
+    @task
+    def start():
+        return 1
+
+    @task
+    def branch(x):
+        return x
+
+    @task
+    def join(a, b, c):
+        return a + b + c
+
+    first = start()
+    join(
+        branch.override(task_id="left")(first),
+        branch.override(task_id="middle")(first),
+        branch.override(task_id="right")(first),
+    )
+
+
+@dag(schedule=None, tags=["hub-tests"])
+def retries():
+    """A task that fails on its first two tries and succeeds on the third."""
+
+    @task(**_FAST_RETRY)
+    def flaky(**context):
+        if context["ti"].try_number < 3:
+            raise RuntimeError(f"flaky on try {context['ti'].try_number}")
+        return "ok"
+
+    @task
+    def after(value):
+        return value
+
+    after(flaky())
+
+
+@dag(schedule=None, tags=["hub-tests"])
+def failing():
+    """A task that fails for good; its downstream task never runs (upstream_failed)."""
+
+    @task
+    def broken():
+        raise ValueError("the data is bad")
+
+    @task
+    def never(value):
+        return value
+
+    never(broken())
+
+
+@dag(schedule=None, tags=["hub-tests"])
+def mapped():
+    """A dynamically mapped task: one instance per item, then a task over all of them."""
+
+    @task
+    def items():
+        return [1, 2, 3]
+
+    @task
+    def double(x):
+        return 2 * x
+
+    @task
+    def total(values):
+        return sum(values)
+
+    total(double.expand(x=items()))
+
+
+@dag(schedule=None, tags=["hub-tests"])
+def paused():
+    """Paused by the tests before its run is triggered: the run waits, paused."""
+
+    @task
+    def waits():
+        return 1
+
+    waits()
+
+
+parallel()
+retries()
+failing()
+mapped()
+paused()
+
+
+@dag(schedule=None, tags=["hub-tests"])
+def approval():
+    """A human-in-the-loop approval (Airflow 3.1+), answered by the tests through the API."""
+    from airflow.providers.standard.operators.hitl import ApprovalOperator
+
+    @task
+    def ship():
+        return "shipped"
+
+    ApprovalOperator(task_id="approve", subject="Ship it?", body="release 1.2") >> ship()
+
+
+approval()

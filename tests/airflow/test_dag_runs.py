@@ -1,0 +1,214 @@
+"""Real DAG runs of a real Airflow 3, as roots (docs/airflow.md, "Mapping"; SPEC §5).
+
+All the runs are triggered at once by the session fixture; each test waits for what its own
+run must show: a state it passed through (recorded as it happened) and the state it ends in.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+import httpx
+import trio
+
+from workflow_hub import RootActivity, StageNode
+from workflow_hub.airflow import serve_airflow
+
+from .conftest import Session
+from .support import PASSWORD, USER
+
+
+def stages(root: RootActivity) -> dict[str, StageNode]:
+    assert root.graph is not None
+    return {node.node_id: node for node in root.graph.nodes if isinstance(node, StageNode)}
+
+
+def parents(node: StageNode) -> set[str]:
+    """A stage's parents by their stage ids (the graph names them ``"{run_id}:{stage_id}"``)."""
+    return {parent.removeprefix(f"{node.run_id}:") for parent in node.parent_ids}
+
+
+def ever(session: Session, dag_id: str, seen: Callable[[RootActivity], bool]) -> RootActivity:
+    """The first root of ``dag_id``'s run for which ``seen(root)`` holds (waiting for it)."""
+    root_id = session.roots[dag_id]
+
+    def found() -> RootActivity | None:
+        return next((r for r in session.recorder.history.get(root_id, ()) if seen(r)), None)
+
+    result: RootActivity = session.recorder.wait(found)
+    return result
+
+
+def settled(root: RootActivity) -> bool:
+    """Ended: idle / quiescent with every task instance ended."""
+    ended = {"completed", "failed", "skipped"}
+    return (
+        root.state == "idle"
+        and root.reason == "quiescent"
+        and all(node.status in ended for node in stages(root).values())
+    )
+
+
+def test_source_is_ready_with_a_scheduler_alive(airflow_session: Session) -> None:
+    """N4: the source is ready (known) once the API was read and a scheduler is alive."""
+    airflow_session.recorder.wait(lambda: airflow_session.recorder.availability == "ready")
+
+
+def test_parallel_tasks_run_side_by_side_then_join(airflow_session: Session) -> None:
+    """§5 D4: each running task instance is an execution; the graph is the DAG's."""
+    busiest = ever(airflow_session, "parallel", lambda r: r.active_execution_count >= 2)
+    assert (busiest.state, busiest.reason) == ("working", "executing")
+    end = ever(airflow_session, "parallel", settled)
+    nodes = stages(end)
+    assert parents(nodes["join"]) == {"left", "middle", "right"}
+    assert {n.status for n in nodes.values()} == {"completed"}
+    assert not end.needs_attention
+
+
+def test_a_task_retried_twice_makes_its_root_retrying_then_succeeds(
+    airflow_session: Session,
+) -> None:
+    """up_for_retry is retrying (§5 D5), and the third try's success completes the run."""
+    retrying = ever(airflow_session, "retries", lambda r: r.reason == "retrying")
+    assert retrying.state == "working"
+    end = ever(airflow_session, "retries", settled)
+    assert stages(end)["flaky"].status == "completed"
+    assert stages(end)["after"].status == "completed"
+    assert not end.needs_attention
+
+
+def test_a_failed_task_fails_its_run_which_needs_attention(airflow_session: Session) -> None:
+    """A failed DAG run is a settled failure (§5 D3); upstream_failed is skipped."""
+    end = ever(airflow_session, "failing", lambda r: settled(r) and r.needs_attention)
+    nodes = stages(end)
+    assert nodes["broken"].status == "failed"
+    assert nodes["broken"].error is not None
+    assert nodes["never"].status == "skipped"
+
+
+def test_mapped_instances_are_stages_of_their_own(airflow_session: Session) -> None:
+    """A mapped task hosts a nested run whose stages are its instances; the task after it
+    waits for all of them."""
+    end = ever(airflow_session, "mapped", settled)
+    nodes = stages(end)
+    assert {"double[0]", "double[1]", "double[2]"} <= set(nodes)
+    assert all(nodes[f"double[{i}]"].status == "completed" for i in range(3))
+    assert parents(nodes["total"]) == {"double"}
+    assert nodes["double"].status == "completed"
+    assert not end.needs_attention
+
+
+def test_a_queued_run_is_an_automatic_continuation(airflow_session: Session) -> None:
+    """A queued DAG run with a scheduler alive will start by itself: working /
+    automatic_continuation (§5 D6), never idle."""
+    root = ever(airflow_session, "parallel", lambda r: r.active_execution_count == 0)
+    assert (root.state, root.reason) == ("working", "automatic_continuation")
+
+
+def test_a_paused_dags_run_is_paused(airflow_session: Session) -> None:
+    """A paused DAG's queued run: idle / paused (§5 D7), not working and not quiescent."""
+    root = ever(airflow_session, "paused", lambda r: r.reason == "paused")
+    assert root.state == "idle"
+    assert root.active_execution_count == 0
+
+
+def test_an_approval_is_an_open_prompt_until_answered_through_the_api(
+    airflow_session: Session,
+) -> None:
+    """awaiting_input is a human wait (§5 D2): blocked / awaiting_input with the question and
+    its options; the answer, given through Airflow's API, closes it and the run goes on."""
+    waiting = ever(
+        airflow_session,
+        "approval",
+        lambda r: r.reason == "awaiting_input" and stages(r)["approve"].pending_prompt is not None,
+    )
+    assert waiting.state == "blocked"
+    assert waiting.needs_attention
+    prompt = stages(waiting)["approve"].pending_prompt
+    assert prompt is not None
+    assert prompt.message.startswith("Ship it?")
+    assert prompt.choices == ("Approve", "Reject")
+    run_id = airflow_session.run_ids["approval"]
+    with airflow_session.airflow.client() as client:
+        client.patch(
+            f"/api/v2/dags/approval/dagRuns/{run_id}/taskInstances/approve/-1/hitlDetails",
+            json={"chosen_options": ["Approve"]},
+        ).raise_for_status()
+    end = ever(airflow_session, "approval", settled)
+    assert stages(end)["approve"].pending_prompt is None
+    assert stages(end)["ship"].status == "completed"
+    assert not end.needs_attention
+
+
+def test_a_cleared_task_makes_its_run_live_again_until_it_ends_again(
+    airflow_session: Session,
+) -> None:
+    """A clear (from the UI or, here, the API) runs the task again: the settled failure is
+    working again, then settles as Airflow ends the run again (it fails again here)."""
+    root_id = airflow_session.roots["failing"]
+    history = airflow_session.recorder.history
+    ever(airflow_session, "failing", lambda r: settled(r) and r.needs_attention)
+    before = len(history[root_id])
+    run_id = airflow_session.run_ids["failing"]
+    with airflow_session.airflow.client() as client:
+        client.post(
+            "/api/v2/dags/failing/clearTaskInstances",
+            json={
+                "dry_run": False,
+                "dag_run_id": run_id,
+                "task_ids": ["broken"],
+                "include_downstream": True,
+                "reset_dag_runs": True,
+            },
+        ).raise_for_status()
+
+    def after(seen: Callable[[RootActivity], bool]) -> int | None:
+        return next((i for i, r in enumerate(history[root_id]) if i >= before and seen(r)), None)
+
+    live = airflow_session.recorder.wait(lambda: after(lambda r: r.state == "working"))
+    airflow_session.recorder.wait(
+        lambda: (
+            (end := after(lambda r: settled(r) and r.needs_attention)) is not None and end > live
+        )
+    )
+
+
+async def test_serve_airflow_serves_the_dag_runs_over_http(airflow_session: Session) -> None:
+    """The composition ``workflow-hub airflow`` runs: the hub's snapshot, served over HTTP, is
+    ready and holds the DAG runs (settled ones too, within ``keep_ended``)."""
+    async with trio.open_nursery() as nursery:
+        served = await nursery.start(
+            functools.partial(
+                serve_airflow,
+                airflow_session.airflow.url,
+                username=USER,
+                password=PASSWORD,
+                interval=0.5,
+                port=0,
+            )
+        )
+        async with httpx.AsyncClient(base_url=served.url) as client:
+            with trio.fail_after(60):
+                body = (await client.get("/v1/snapshot")).json()
+        assert body["availability"] == "ready"
+        ids = {root["rootRunId"] for root in body["roots"]}
+        assert airflow_session.roots["failing"] in ids
+        nursery.cancel_scope.cancel()
+
+
+def test_a_killed_scheduler_makes_the_source_unknown_until_it_is_back(
+    airflow_session: Session,
+) -> None:
+    """N4: with no scheduler alive nothing Airflow says is current: the source is recovering
+    (never idle), and ready again once a scheduler is back. Last in the file: it stops the
+    scheduler the other tests' runs need."""
+    recorder = airflow_session.recorder
+    for dag_id in ("parallel", "retries", "failing", "mapped", "approval"):
+        ever(airflow_session, dag_id, settled)
+    airflow_session.airflow.kill("scheduler")
+    try:
+        recorder.wait(lambda: recorder.availability == "recovering")
+    finally:
+        airflow_session.airflow.run("scheduler")
+    recorder.wait(lambda: recorder.availability == "ready")

@@ -1,0 +1,110 @@
+"""The mapping table of docs/airflow.md, one Airflow state at a time, on a real RunTracker.
+
+No Airflow here: the records are what ``/api/v2`` returns (only the fields the bridge reads),
+so every row of the table is checked in milliseconds; tests/airflow/test_dag_runs.py checks
+the same against a real Airflow.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from workflow_hub import RootActivity, StageNode, open_hub
+from workflow_hub.airflow import AirflowBridge, DagShape
+from workflow_hub.tracker import RunTracker
+
+TASKS = [
+    {"task_id": "first", "downstream_task_ids": ["second"]},
+    {"task_id": "second", "downstream_task_ids": []},
+]
+
+
+def run(state: str) -> dict[str, Any]:
+    return {"dag_id": "etl", "dag_run_id": "r1", "state": state}
+
+
+def instance(task_id: str, state: str | None, **more: Any) -> dict[str, Any]:
+    return {"dag_id": "etl", "dag_run_id": "r1", "task_id": task_id, "state": state, **more}
+
+
+async def root_after(*steps: tuple[str, Any], paused: bool = False) -> RootActivity:
+    async with open_hub() as hub:
+        tracker = RunTracker(
+            hub.register_publisher(), owner_session_id="airflow", include_graph=True
+        )
+        bridge = AirflowBridge(tracker)
+        bridge.dag(DagShape.from_tasks("etl", TASKS))
+        bridge.paused("etl", paused)
+        with tracker.hydrating():
+            pass
+        for kind, record in steps:
+            if kind == "run":
+                bridge.run(record, now=0.0)
+            else:
+                bridge.task_instance(record)
+        (root,) = hub.snapshot_frame().roots or ()
+        return root
+
+
+def stage(root: RootActivity, stage_id: str) -> StageNode:
+    assert root.graph is not None
+    return next(n for n in root.graph.nodes if isinstance(n, StageNode) and n.node_id == stage_id)
+
+
+@pytest.mark.parametrize(
+    ("state", "status", "summary"),
+    [
+        (None, "pending", ("working", "automatic_continuation")),
+        ("scheduled", "pending", ("working", "automatic_continuation")),
+        ("queued", "pending", ("working", "automatic_continuation")),
+        ("deferred", "pending", ("working", "automatic_continuation")),
+        ("up_for_reschedule", "pending", ("working", "automatic_continuation")),
+        ("running", "running", ("working", "executing")),
+        ("up_for_retry", "pending", ("working", "retrying")),
+        ("restarting", "pending", ("working", "retrying")),
+        ("awaiting_input", "awaiting_input", ("blocked", "awaiting_input")),
+    ],
+)
+async def test_a_task_instance_state_is_a_stage_status(
+    state: str | None, status: str, summary: tuple[str, str]
+) -> None:
+    """Each row of docs/airflow.md's table for a running DAG run (§5 D4 to D8)."""
+    root = await root_after(("run", run("running")), ("ti", instance("first", state)))
+    assert stage(root, "first").status == status
+    assert (root.state, root.reason) == summary
+
+
+@pytest.mark.parametrize("state", ["upstream_failed", "skipped", "removed"])
+async def test_tasks_that_will_not_run_are_skipped(state: str) -> None:
+    root = await root_after(
+        ("run", run("running")),
+        ("ti", instance("first", "success")),
+        ("ti", instance("second", state)),
+    )
+    assert stage(root, "second").status == "skipped"
+
+
+async def test_a_failed_run_is_a_settled_failure_that_needs_attention() -> None:
+    root = await root_after(
+        ("run", run("running")),
+        ("ti", instance("first", "failed", try_number=3)),
+        ("ti", instance("second", "upstream_failed")),
+        ("run", run("failed")),
+    )
+    assert (root.state, root.reason, root.needs_attention) == ("idle", "quiescent", True)
+    error = stage(root, "first").error
+    assert error is not None
+    assert "try 3" in error.message
+
+
+async def test_a_paused_dags_queued_run_is_paused() -> None:
+    root = await root_after(("run", run("queued")), paused=True)
+    assert (root.state, root.reason) == ("idle", "paused")
+
+
+async def test_the_graph_is_the_dags() -> None:
+    root = await root_after(("run", run("queued")))
+    assert stage(root, "second").parent_ids == (f"{root.root_run_id}:first",)
+    assert root.root_run_id == "etl/r1"
