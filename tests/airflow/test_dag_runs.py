@@ -50,6 +50,11 @@ def settled(root: RootActivity) -> bool:
     )
 
 
+def release_parallel(session: Session) -> None:
+    """Let the parallel DAG's three branches end (they hold until this file exists)."""
+    (session.airflow.home / "release-parallel").touch()
+
+
 def test_source_is_ready_with_a_scheduler_alive(airflow_session: Session) -> None:
     """N4: the source is ready (known) once the API was read and a scheduler is alive."""
     airflow_session.recorder.wait(lambda: airflow_session.recorder.availability == "ready")
@@ -57,8 +62,9 @@ def test_source_is_ready_with_a_scheduler_alive(airflow_session: Session) -> Non
 
 def test_parallel_tasks_run_side_by_side_then_join(airflow_session: Session) -> None:
     """§5 D4: each running task instance is an execution; the graph is the DAG's."""
-    busiest = ever(airflow_session, "parallel", lambda r: r.active_execution_count >= 2)
+    busiest = ever(airflow_session, "parallel", lambda r: r.active_execution_count == 3)
     assert (busiest.state, busiest.reason) == ("working", "executing")
+    release_parallel(airflow_session)
     end = ever(airflow_session, "parallel", settled)
     nodes = stages(end)
     assert parents(nodes["join"]) == {"left", "middle", "right"}
@@ -204,6 +210,7 @@ def test_a_killed_scheduler_makes_the_source_unknown_until_it_is_back(
     (never idle), and ready again once a scheduler is back. Last in the file: it stops the
     scheduler the other tests' runs need."""
     recorder = airflow_session.recorder
+    release_parallel(airflow_session)
     for dag_id in ("parallel", "retries", "failing", "mapped", "approval"):
         ever(airflow_session, dag_id, settled)
     airflow_session.airflow.kill("scheduler")

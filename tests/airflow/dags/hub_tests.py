@@ -4,11 +4,18 @@ Each task does next to nothing: what the tests measure is what Airflow's schedul
 them, and every DAG is triggered at once at the start of the session so they run side by side.
 """
 
+import os
+import time
 from datetime import timedelta
+from pathlib import Path
 
 from airflow.sdk import dag, task
 
-_FAST_RETRY = {"retries": 2, "retry_delay": timedelta(seconds=1)}
+# Long enough for the tests' recorder (it polls every 0.5 s) to see the wait on a loaded machine.
+_FAST_RETRY = {"retries": 2, "retry_delay": timedelta(seconds=4)}
+# The parallel DAG's branches hold until the test has seen them run side by side (it writes
+# this file in AIRFLOW_HOME), so what it asserts never hangs on how fast the tasks were.
+RELEASE_PARALLEL = "release-parallel"
 
 
 @dag(schedule=None, tags=["hub-tests"])
@@ -21,6 +28,10 @@ def parallel():
 
     @task
     def branch(x):
+        release = Path(os.environ["AIRFLOW_HOME"]) / RELEASE_PARALLEL
+        deadline = time.monotonic() + 600
+        while not release.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
         return x
 
     @task
