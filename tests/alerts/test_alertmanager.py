@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime
 import functools
 import json
+import re
 import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -26,6 +27,7 @@ import trio
 from tests.support.netutil import served
 from tests.support.redis_server import RedisServer
 from workflow_hub import Availability, WorkflowActivityHub, open_hub
+from workflow_hub._cli._alert_count import AlertCount
 from workflow_hub.alerts import AlertmanagerSink, AlertRules, run_alerts
 from workflow_hub.redis import RedisFleet, mirror_hub
 from workflow_hub.remote import RemoteHub
@@ -217,3 +219,83 @@ async def test_status_and_watch_say_how_many_alerts_alertmanager_has_firing_for_
                 check=False,
             )
             assert "connection live · 2 alerts firing" in watched.stdout.decode()
+
+
+async def test_status_follow_counts_alerts_and_redraws_when_only_the_count_changes(
+    alertmanager: str, receiver: AlertmanagerReceiver
+) -> None:
+    """``status --follow --alertmanager``: the first line already has the count; the count is
+    asked again every few seconds, and a change of it alone redraws the line (here the
+    ``AlertCount`` the command uses, asking every 0.1 s, while the root is answered)."""
+    async with open_hub() as hub, served(hub) as url:
+        name = urlsplit(url).netloc
+        publisher = ready(hub, asking("r1"), working("w"))
+        async with alerting(RemoteHub(url), alertmanager, name=name):
+            await posted(receiver, source=name, root_run_id="r1")
+            followed = await trio.run_process(
+                [
+                    *CLI,
+                    "status",
+                    url,
+                    "--alertmanager",
+                    alertmanager,
+                    "--follow",
+                    "--duration",
+                    "1.5",
+                ],
+                capture_stdout=True,
+                check=False,
+            )
+            first = followed.stdout.decode().splitlines()[0]
+            assert first.endswith("· 1 alert firing"), first
+            counted = AlertCount(alertmanager, url, timeout=5.0, every=0.1)
+            changed = trio.Event()
+            async with trio.open_nursery() as nursery:
+                await nursery.start(counted.follow, changed.set)
+                assert counted.now() == 1
+                publisher.publish_changed(working("r1"))  # answered: it resolves
+                with trio.fail_after(BOUND):
+                    await changed.wait()
+                nursery.cancel_scope.cancel()
+            assert counted.now() == 0
+
+
+async def test_watch_of_a_fleet_shows_how_many_alerts_fire(
+    alertmanager: str, receiver: AlertmanagerReceiver, redis_server: RedisServer
+) -> None:
+    """``watch redis://… --alertmanager``: the fleet's line says how many workflow alerts fire
+    (every source of the fleet: Alertmanager's whole count of them)."""
+    prefix = "alerts-watched"
+    async with coredis.Redis.from_url(redis_server.url) as redis, open_hub() as hub:
+        fleet = RedisFleet(redis, prefix=prefix, stale_after=5.0, retire_after=600)
+        async with trio.open_nursery() as nursery:
+            mirror = await nursery.start(
+                functools.partial(
+                    mirror_hub, hub, redis, source="am-watched", prefix=prefix, refresh_interval=0.1
+                )
+            )
+            await mirror.wait_claimed()
+            async with alerting(fleet, alertmanager):
+                ready(hub, asking("r1"))
+                await posted(receiver, source="am-watched", root_run_id="r1")
+                watched = await trio.run_process(
+                    [
+                        *CLI,
+                        "watch",
+                        redis_server.url,
+                        "--prefix",
+                        prefix,
+                        "--alertmanager",
+                        alertmanager,
+                        "--duration",
+                        "2",
+                    ],
+                    capture_stdout=True,
+                    check=False,
+                )
+            nursery.cancel_scope.cancel()
+    fleet_lines = [
+        line for line in watched.stdout.decode().splitlines() if line.startswith("fleet")
+    ]
+    assert fleet_lines, watched.stdout
+    assert re.search(r"· [1-9]\d* alerts? firing$", fleet_lines[-1]), fleet_lines
