@@ -13,6 +13,7 @@ import datetime
 import functools
 import json
 import re
+import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -31,6 +32,7 @@ from workflow_hub._cli._alert_count import AlertCount
 from workflow_hub.alerts import AlertmanagerSink, AlertRules, run_alerts
 from workflow_hub.redis import RedisFleet, mirror_hub
 from workflow_hub.remote import RemoteHub
+from workflow_hub.server import serve_fleet
 
 from .alertmanager import AlertmanagerReceiver, running_alertmanager
 from .support import asking, working
@@ -299,3 +301,46 @@ async def test_watch_of_a_fleet_shows_how_many_alerts_fire(
     ]
     assert fleet_lines, watched.stdout
     assert re.search(r"· [1-9]\d* alerts? firing$", fleet_lines[-1]), fleet_lines
+
+
+async def test_a_served_fleets_source_is_labelled_by_its_name(
+    alertmanager: str, receiver: AlertmanagerReceiver, redis_server: RedisServer
+) -> None:
+    """SOURCE is anything ``watch`` takes, a served fleet's ``URL/sources/NAME`` too: its alerts'
+    ``source`` is NAME (as ``alert redis://…`` labels the same source), and ``status`` of that
+    URL counts them."""
+    prefix = "alerts-served"
+    async with (
+        coredis.Redis.from_url(redis_server.url) as redis,
+        open_hub() as hub,
+        trio.open_nursery() as nursery,
+    ):
+        mirror = await nursery.start(
+            functools.partial(
+                mirror_hub, hub, redis, source="am-served", prefix=prefix, refresh_interval=0.1
+            )
+        )
+        await mirror.wait_claimed()
+        ready(hub, asking("r1"))
+        served_url = await nursery.start(
+            functools.partial(serve_fleet, redis, prefix=prefix, port=0)
+        )
+        url = f"{served_url.rstrip('/')}/sources/am-served"
+        alert = await nursery.start(
+            functools.partial(
+                trio.run_process,
+                [*CLI, "alert", url, "--alertmanager", alertmanager, "--needs-attention-for", "0"],
+                stdout=subprocess.DEVNULL,
+            )
+        )
+        fired = await posted(receiver, source="am-served", root_run_id="r1")
+        done = await trio.run_process(
+            [*CLI, "status", url, "--alertmanager", alertmanager],
+            capture_stdout=True,
+            check=False,
+        )
+        alert.terminate()
+        nursery.cancel_scope.cancel()
+    assert fired["annotations"]["dashboard"] == f"{url}/#q=r1"
+    line = done.stdout.decode().strip()
+    assert line.endswith("· 1 alert firing"), line

@@ -12,14 +12,25 @@ from __future__ import annotations
 import json
 import urllib.request
 from functools import partial
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import unquote, urlencode, urlsplit
 
 TYPE_CHECKING = False  # not from typing: a status refresh does not load it
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-__all__ = ["AlertCount", "alert_suffix", "firing_alerts"]
+__all__ = ["AlertCount", "alert_suffix", "firing_alerts", "source_label"]
+
+
+def source_label(url: str) -> str:
+    """The ``source`` label of a served hub's alerts: the ``NAME`` of a served fleet's source
+    (``URL/sources/NAME``: the label ``alert redis://…`` gives the same source), otherwise the
+    URL's ``HOST:PORT``."""
+    parts = urlsplit(url)
+    path = [unquote(part) for part in parts.path.split("/") if part]
+    if len(path) >= 2 and path[-2] == "sources":
+        return path[-1]
+    return parts.netloc
 
 
 def firing_alerts(alertmanager: str, hub: str | None, *, timeout: float) -> int | None:
@@ -32,7 +43,7 @@ def firing_alerts(alertmanager: str, hub: str | None, *, timeout: float) -> int 
         ("filter", 'alertname=~"Workflow.*"'),
     ]
     if hub is not None:
-        query.append(("filter", f'source="{urlsplit(hub).netloc}"'))
+        query.append(("filter", f'source="{source_label(hub)}"'))
     url = f"{alertmanager.rstrip('/')}/api/v2/alerts?{urlencode(query)}"
     try:
         with urllib.request.urlopen(url, timeout=timeout) as answer:
