@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime
 import functools
+import io
 import json
 import re
 import subprocess
@@ -24,12 +25,15 @@ import coredis
 import httpx
 import pytest
 import trio
+from rich.console import Console
 
 from tests.support.netutil import served
 from tests.support.redis_server import RedisServer
 from workflow_hub import Availability, WorkflowActivityHub, open_hub
 from workflow_hub._cli._alert_count import AlertCount
+from workflow_hub._cli._watch_fleet import _fleet_table, _LogTail
 from workflow_hub.alerts import AlertmanagerSink, AlertRules, run_alerts
+from workflow_hub.fleet import FleetView
 from workflow_hub.redis import RedisFleet, mirror_hub
 from workflow_hub.remote import RemoteHub
 from workflow_hub.server import serve_fleet
@@ -252,9 +256,14 @@ async def test_status_follow_counts_alerts_and_redraws_when_only_the_count_chang
             assert first.endswith("· 1 alert firing"), first
             counted = AlertCount(alertmanager, url, timeout=5.0, every=0.1)
             changed = trio.Event()
+            assert counted.suffix() == ""  # not asked yet: a view drawn now does not wait
             async with trio.open_nursery() as nursery:
                 await nursery.start(counted.follow, changed.set)
                 assert counted.now() == 1
+                table = _fleet_table(FleetView(), {}, _LogTail(3), counted)
+                console = Console(width=100, file=io.StringIO(), record=True, color_system=None)
+                console.print(table)  # watch redis://…'s live table: the count in its title
+                assert "fleet unknown: 0 sources · 1 alert firing" in console.export_text()
                 publisher.publish_changed(working("r1"))  # answered: it resolves
                 with trio.fail_after(BOUND):
                     await changed.wait()

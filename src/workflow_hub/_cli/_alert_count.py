@@ -82,7 +82,9 @@ class AlertCount:
         return firing_alerts(self._alertmanager, self._hub, timeout=self._timeout)
 
     def suffix(self) -> str:
-        return alert_suffix(self.now())
+        """What a followed view's line says: nothing until the first answer (a view drawn
+        before it never waits for Alertmanager)."""
+        return alert_suffix(self.count) if self._following else ""
 
     async def follow(self, changed: Callable[[], object], *, task_status: Any) -> None:
         """Ask now, then every ``every`` seconds; ``changed()`` when the count changed."""
