@@ -192,12 +192,13 @@ async def test_a_fleets_alerts_name_their_source(redis_server: RedisServer) -> N
     assert "dashboard" not in event["data"]["annotations"]
 
 
-def test_status_counts_alerts_once_not_while_following() -> None:
-    done = subprocess.run(
-        [*CLI, "status", "http://127.0.0.1:1", "--alertmanager", "http://127.0.0.1:2", "--follow"],
-        capture_output=True,
-        text=True,
-        timeout=BOUND,
-    )
-    assert done.returncode == 2
-    assert "--alertmanager counts once" in done.stderr
+def test_an_alertmanager_that_is_not_a_url_is_a_usage_error() -> None:
+    for command in ("status", "watch"):
+        done = subprocess.run(
+            [*CLI, command, "redis://127.0.0.1:1/0", "--alertmanager", "127.0.0.1:9093"],
+            capture_output=True,
+            text=True,
+            timeout=BOUND,
+        )
+        assert done.returncode == 2, (command, done.stderr)
+        assert "--alertmanager 127.0.0.1:9093: expected an http:// URL" in done.stderr

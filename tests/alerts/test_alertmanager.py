@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import datetime
 import functools
+import io
 import json
+import re
+import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -22,13 +25,18 @@ import coredis
 import httpx
 import pytest
 import trio
+from rich.console import Console
 
 from tests.support.netutil import served
 from tests.support.redis_server import RedisServer
 from workflow_hub import Availability, WorkflowActivityHub, open_hub
+from workflow_hub._cli._alert_count import AlertCount
+from workflow_hub._cli._watch_fleet import _fleet_table, _LogTail
 from workflow_hub.alerts import AlertmanagerSink, AlertRules, run_alerts
+from workflow_hub.fleet import FleetView
 from workflow_hub.redis import RedisFleet, mirror_hub
 from workflow_hub.remote import RemoteHub
+from workflow_hub.server import serve_fleet
 
 from .alertmanager import AlertmanagerReceiver, running_alertmanager
 from .support import asking, working
@@ -217,3 +225,131 @@ async def test_status_and_watch_say_how_many_alerts_alertmanager_has_firing_for_
                 check=False,
             )
             assert "connection live · 2 alerts firing" in watched.stdout.decode()
+
+
+async def test_status_follow_counts_alerts_and_redraws_when_only_the_count_changes(
+    alertmanager: str, receiver: AlertmanagerReceiver
+) -> None:
+    """``status --follow --alertmanager``: the first line already has the count; the count is
+    asked again every few seconds, and a change of it alone redraws the line (here the
+    ``AlertCount`` the command uses, asking every 0.1 s, while the root is answered)."""
+    async with open_hub() as hub, served(hub) as url:
+        name = urlsplit(url).netloc
+        publisher = ready(hub, asking("r1"), working("w"))
+        async with alerting(RemoteHub(url), alertmanager, name=name):
+            await posted(receiver, source=name, root_run_id="r1")
+            followed = await trio.run_process(
+                [
+                    *CLI,
+                    "status",
+                    url,
+                    "--alertmanager",
+                    alertmanager,
+                    "--follow",
+                    "--duration",
+                    "1.5",
+                ],
+                capture_stdout=True,
+                check=False,
+            )
+            first = followed.stdout.decode().splitlines()[0]
+            assert first.endswith("· 1 alert firing"), first
+            counted = AlertCount(alertmanager, url, timeout=5.0, every=0.1)
+            changed = trio.Event()
+            assert counted.suffix() == ""  # not asked yet: a view drawn now does not wait
+            async with trio.open_nursery() as nursery:
+                await nursery.start(counted.follow, changed.set)
+                assert counted.now() == 1
+                table = _fleet_table(FleetView(), {}, _LogTail(3), counted)
+                console = Console(width=100, file=io.StringIO(), record=True, color_system=None)
+                console.print(table)  # watch redis://…'s live table: the count in its title
+                assert "fleet unknown: 0 sources · 1 alert firing" in console.export_text()
+                publisher.publish_changed(working("r1"))  # answered: it resolves
+                with trio.fail_after(BOUND):
+                    await changed.wait()
+                nursery.cancel_scope.cancel()
+            assert counted.now() == 0
+
+
+async def test_watch_of_a_fleet_shows_how_many_alerts_fire(
+    alertmanager: str, receiver: AlertmanagerReceiver, redis_server: RedisServer
+) -> None:
+    """``watch redis://… --alertmanager``: the fleet's line says how many workflow alerts fire
+    (every source of the fleet: Alertmanager's whole count of them)."""
+    prefix = "alerts-watched"
+    async with coredis.Redis.from_url(redis_server.url) as redis, open_hub() as hub:
+        fleet = RedisFleet(redis, prefix=prefix, stale_after=5.0, retire_after=600)
+        async with trio.open_nursery() as nursery:
+            mirror = await nursery.start(
+                functools.partial(
+                    mirror_hub, hub, redis, source="am-watched", prefix=prefix, refresh_interval=0.1
+                )
+            )
+            await mirror.wait_claimed()
+            async with alerting(fleet, alertmanager):
+                ready(hub, asking("r1"))
+                await posted(receiver, source="am-watched", root_run_id="r1")
+                watched = await trio.run_process(
+                    [
+                        *CLI,
+                        "watch",
+                        redis_server.url,
+                        "--prefix",
+                        prefix,
+                        "--alertmanager",
+                        alertmanager,
+                        "--duration",
+                        "2",
+                    ],
+                    capture_stdout=True,
+                    check=False,
+                )
+            nursery.cancel_scope.cancel()
+    fleet_lines = [
+        line for line in watched.stdout.decode().splitlines() if line.startswith("fleet")
+    ]
+    assert fleet_lines, watched.stdout
+    assert re.search(r"· [1-9]\d* alerts? firing$", fleet_lines[-1]), fleet_lines
+
+
+async def test_a_served_fleets_source_is_labelled_by_its_name(
+    alertmanager: str, receiver: AlertmanagerReceiver, redis_server: RedisServer
+) -> None:
+    """SOURCE is anything ``watch`` takes, a served fleet's ``URL/sources/NAME`` too: its alerts'
+    ``source`` is NAME (as ``alert redis://…`` labels the same source), and ``status`` of that
+    URL counts them."""
+    prefix = "alerts-served"
+    async with (
+        coredis.Redis.from_url(redis_server.url) as redis,
+        open_hub() as hub,
+        trio.open_nursery() as nursery,
+    ):
+        mirror = await nursery.start(
+            functools.partial(
+                mirror_hub, hub, redis, source="am-served", prefix=prefix, refresh_interval=0.1
+            )
+        )
+        await mirror.wait_claimed()
+        ready(hub, asking("r1"))
+        served_url = await nursery.start(
+            functools.partial(serve_fleet, redis, prefix=prefix, port=0)
+        )
+        url = f"{served_url.rstrip('/')}/sources/am-served"
+        alert = await nursery.start(
+            functools.partial(
+                trio.run_process,
+                [*CLI, "alert", url, "--alertmanager", alertmanager, "--needs-attention-for", "0"],
+                stdout=subprocess.DEVNULL,
+            )
+        )
+        fired = await posted(receiver, source="am-served", root_run_id="r1")
+        done = await trio.run_process(
+            [*CLI, "status", url, "--alertmanager", alertmanager],
+            capture_stdout=True,
+            check=False,
+        )
+        alert.terminate()
+        nursery.cancel_scope.cancel()
+    assert fired["annotations"]["dashboard"] == f"{url}/#q=r1"
+    line = done.stdout.decode().strip()
+    assert line.endswith("· 1 alert firing"), line

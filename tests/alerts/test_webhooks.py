@@ -21,12 +21,15 @@ import standardwebhooks
 import trio
 import trio.testing
 
-from workflow_hub import Availability, WorkflowActivityHub, open_hub
+from workflow_hub import Availability, WorkflowActivityHub, WorkflowHubError, open_hub
 from workflow_hub.alerts import (
     Alerter,
+    AlertNotification,
     AlertRules,
     AlertSink,
+    CallbackSink,
     SinkPolicy,
+    SinkRefused,
     WebhookSink,
     run_alerts,
 )
@@ -254,3 +257,29 @@ async def test_a_refusal_for_good_is_dropped_at_once_not_retried() -> None:
             [stats] = alerter.sink_statistics()
     assert (stats.sent, stats.failed, stats.dropped) == (1, 2, 1)
     assert [verified(r)["subject"] for r in receiver.requests] == ["r1", "r2", "r2"]
+
+
+async def test_a_sink_of_your_own_refuses_for_good_with_sink_refused() -> None:
+    """The public ``SinkRefused``: a function of yours says retrying cannot help; the runner
+    drops that notification after one attempt (counted), while another exception is retried."""
+    calls: list[str | None] = []
+
+    def chat(notification: AlertNotification) -> None:
+        root = notification.alert.root_run_id
+        calls.append(root)
+        if root == "gone":
+            raise SinkRefused("the channel does not exist")
+        if calls.count(root) == 1:
+            raise RuntimeError("the chat is busy")  # retried
+
+    async with open_hub() as hub, alerting(hub, CallbackSink(chat, policy=QUICK)) as alerter:
+        hub.register_publisher().publish_snapshot(
+            Availability.READY, [asking("gone"), asking("kept", prompt_id="p2")]
+        )
+        with trio.fail_after(BOUND):
+            await trio.testing.wait_all_tasks_blocked()
+            await alerter.wait_delivered()
+        [stats] = alerter.sink_statistics()
+    assert sorted(calls, key=str) == ["gone", "kept", "kept"]
+    assert (stats.sent, stats.failed, stats.dropped) == (1, 2, 1)
+    assert issubclass(SinkRefused, WorkflowHubError)

@@ -100,7 +100,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--name",
         default=None,
-        help="http:// only: the alerts' 'source' label (default: the URL's HOST:PORT)",
+        help="http:// only: the alerts' 'source' label (default: the URL's HOST:PORT, or NAME "
+        "for a served fleet's URL/sources/NAME)",
     )
     parser.add_argument(
         "--metrics",
@@ -168,8 +169,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _alert(args: argparse.Namespace, fleet: bool) -> None:
-    from urllib.parse import urlsplit
-
     from ..alerts import AlertRules, serve_alerts
     from ._signals import ended_by_signals
 
@@ -193,8 +192,9 @@ async def _alert(args: argparse.Namespace, fleet: bool) -> None:
                 await _serve(work, args, serve_alerts, engine, options)
         else:
             from ..remote import RemoteHub
+            from ._alert_count import source_label
 
-            name = args.name or urlsplit(args.url).netloc
+            name = args.name or source_label(args.url)
             await _serve(
                 work,
                 args,

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from .._contract import RootActivity
     from ..fleet import FleetView
     from ..reporting import AggregateStatus
+    from ._alert_count import AlertCount
 
     Status: TypeAlias = Summary
 
@@ -121,7 +122,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="URL",
         default=None,
         help="also say how many workflow alerts this Alertmanager has firing (for a served hub: "
-        "those of its HOST:PORT, the 'source' 'workflow-hub alert' gives it); not with --follow",
+        "those of its HOST:PORT, the 'source' 'workflow-hub alert' gives it); asked every 5 s "
+        "with --follow",
     )
     parser.add_argument(
         "--prefix", default=None, help="redis:// only: the key prefix (default workflow-hub)"
@@ -226,18 +228,13 @@ def _formatter(args: argparse.Namespace) -> Callable[[Status], str]:
 
 
 def _with_alerts(
-    args: argparse.Namespace, line: Callable[[Status], str], fleet: bool
+    args: argparse.Namespace, line: Callable[[Status], str], alerts: AlertCount
 ) -> Callable[[Status], str]:
     """``line`` with how many alerts Alertmanager has firing (``--alertmanager``)."""
-    from ._alert_count import alert_suffix, firing_alerts
-
-    if args.follow:
-        raise UsageError("--alertmanager counts once: run status again (a status bar does)")
-    if not args.alertmanager.startswith(("http://", "https://")):
-        raise UsageError(f"--alertmanager {args.alertmanager}: expected an http:// URL")
+    from ._alert_count import alert_suffix
 
     def with_alerts(status: Status) -> str:
-        count = firing_alerts(args.alertmanager, None if fleet else args.url, timeout=args.timeout)
+        count = alerts.now()
         if args.json:
             values = json.loads(line(status))
             values["alerts_firing"] = count
@@ -272,6 +269,11 @@ class _Printer:
         self._last: str | None = None
         self.status: Status | None = None
 
+    def again(self) -> None:
+        """The last status once more (the alerts' count changed without a frame)."""
+        if self.status is not None:
+            self.show(self.status)
+
     def show(self, status: Status) -> None:
         self.status = status
         text = self._line(status)
@@ -284,21 +286,28 @@ class _Printer:
 def run(args: argparse.Namespace) -> int:
     line = _formatter(args)
     fleet = names_fleet(args.url)
-    if args.alertmanager is not None:
-        line = _with_alerts(args, line, fleet)
-    printer = _Printer(line)
+    if args.alertmanager is not None and not args.alertmanager.startswith(("http://", "https://")):
+        raise UsageError(f"--alertmanager {args.alertmanager}: expected an http:// URL")
     if not fleet:
         args.url = hub_url(args.url, command="status")
     elif args.token is not None:
         raise UsageError("--token is for http:// URLs; a Redis URL carries its password")
     else:
         check_fleet_url(args.url)
+    alerts: AlertCount | None = None
+    if args.alertmanager is not None:
+        from ._alert_count import AlertCount
+
+        hub = None if fleet else args.url
+        alerts = AlertCount(args.alertmanager, hub, timeout=args.timeout)
+        line = _with_alerts(args, line, alerts)
+    printer = _Printer(line)
     try:
         with _first_command_error():
             if args.follow:
                 import trio
 
-                trio.run(_follow, args, printer, fleet)
+                trio.run(_follow, args, printer, fleet, alerts)
             else:
                 printer.show(_fleet_once(args) if fleet else _hub_once(args))
     except KeyboardInterrupt:
@@ -314,14 +323,20 @@ def run(args: argparse.Namespace) -> int:
     return exit_status(printer.status) if printer.status is not None else 3
 
 
-async def _follow(args: argparse.Namespace, printer: _Printer, fleet: bool) -> None:
+async def _follow(
+    args: argparse.Namespace, printer: _Printer, fleet: bool, alerts: AlertCount | None
+) -> None:
     import trio
 
     with trio.move_on_after(args.duration if args.duration else float("inf")):
-        if fleet:
-            await _read_fleet(args, printer)
-        else:
-            await _follow_hub(args, printer)
+        async with trio.open_nursery() as nursery:
+            if alerts is not None:  # counted before the first line, then every few seconds
+                await nursery.start(alerts.follow, printer.again)
+            if fleet:
+                await _read_fleet(args, printer)
+            else:
+                await _follow_hub(args, printer)
+            nursery.cancel_scope.cancel()
 
 
 @contextmanager

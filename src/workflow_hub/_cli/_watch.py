@@ -57,7 +57,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--alertmanager",
         metavar="URL",
         default=None,
-        help="http:// only: also show how many of the hub's alerts this Alertmanager has firing",
+        help="also show how many workflow alerts this Alertmanager has firing (for a served "
+        "hub, those of its HOST:PORT; for redis://, the whole fleet's), asked every 5 s",
     )
 
     add_watch_arguments(parser)
@@ -73,13 +74,11 @@ def connection_state(stream: RemoteStream) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    if names_fleet(args.url):
-        check_fleet_url(args.url)
-        if args.alertmanager is not None:
-            raise UsageError("--alertmanager is for http:// URLs (status redis://… takes it)")
-        return run_watch(args)
     if args.alertmanager is not None and not args.alertmanager.startswith(("http://", "https://")):
         raise UsageError(f"--alertmanager {args.alertmanager}: expected an http:// URL")
+    if names_fleet(args.url):
+        check_fleet_url(args.url)
+        return run_watch(args)
     args.url = hub_url(args.url, command="watch")
     return _watch_http(args)
 

@@ -15,7 +15,7 @@ import logging
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import trio
 
@@ -23,6 +23,9 @@ from ..fleet import FleetFollower, FleetView, SourceLiveness
 from ..redis import DEFAULT_PREFIX, DEFAULT_READ_TIMEOUT, DEFAULT_STALE_AFTER
 from ._errors import until_ctrl_c
 from ._urls import fleet_settings, open_fleet
+
+if TYPE_CHECKING:
+    from ._alert_count import AlertCount
 
 __all__ = ["CRASHED", "DECLARED", "add_watch_arguments", "fleet_line", "liveness_note", "run_watch"]
 
@@ -80,33 +83,47 @@ def run_watch(args: argparse.Namespace) -> int:
     if refused is not None:
         print(f"workflow-hub watch: {refused}", file=sys.stderr)
         return 2
+    alerts = _alert_count(args)
     show: Callable[[FleetView, FleetFollower], None]
     if sys.stdout.isatty():
         try:
             from rich.live import Live
         except ImportError:
-            show = _PlainFleet(sys.stdout).show
+            show = _PlainFleet(sys.stdout, alerts).show
         else:
             tail = _LogTail(_LOG_LINES)
             with (
                 _capture_logs(tail),
-                Live(_fleet_table(FleetView(), {}, tail), refresh_per_second=4) as live,
+                Live(_fleet_table(FleetView(), {}, tail, alerts), refresh_per_second=4) as live,
             ):
                 show = lambda view, fleet: live.update(  # noqa: E731
-                    _fleet_table(view, fleet.liveness, tail)
+                    _fleet_table(view, fleet.liveness, tail, alerts)
                 )
                 with until_ctrl_c():
-                    trio.run(_watch, args, show)
+                    trio.run(_watch, args, show, alerts)
             return 0
     else:
-        show = _PlainFleet(sys.stdout).show
+        show = _PlainFleet(sys.stdout, alerts).show
     with until_ctrl_c():
-        trio.run(_watch, args, show)
+        trio.run(_watch, args, show, alerts)
     return 0
 
 
+def _alert_count(args: argparse.Namespace) -> AlertCount | None:
+    """``--alertmanager``: every workflow alert that Alertmanager has firing (a fleet's
+    sources are its members, so none is filtered out), asked every few seconds."""
+    alertmanager = getattr(args, "alertmanager", None)
+    if alertmanager is None:
+        return None
+    from ._alert_count import AlertCount
+
+    return AlertCount(alertmanager, None, timeout=5.0)
+
+
 async def _watch(
-    args: argparse.Namespace, show: Callable[[FleetView, FleetFollower], None]
+    args: argparse.Namespace,
+    show: Callable[[FleetView, FleetFollower], None],
+    alerts: AlertCount | None = None,
 ) -> None:
     fleet_view = FleetView()
     with trio.move_on_after(args.duration if args.duration is not None else float("inf")):
@@ -115,6 +132,8 @@ async def _watch(
             engine.follow_fleet() as fleet,
             trio.open_nursery() as nursery,
         ):
+            if alerts is not None:
+                await nursery.start(alerts.follow, lambda: show(fleet_view, fleet))
             nursery.start_soon(_show_liveness, fleet_view, fleet, show)
             async for source, frame in fleet:
                 fleet_view.apply(source, frame)
@@ -184,8 +203,9 @@ _STATE_ORDER = ("working", "blocked", "unknown", "idle")
 class _PlainFleet:
     """One line whenever a source's status (or the fleet's) changes."""
 
-    def __init__(self, stream: IO[str]) -> None:
+    def __init__(self, stream: IO[str], alerts: AlertCount | None = None) -> None:
         self._stream = stream
+        self._alerts = alerts
         self._last: dict[str, str] = {}
 
     def show(self, fleet: FleetView, stream: FleetFollower | None = None) -> None:
@@ -194,7 +214,7 @@ class _PlainFleet:
             source: liveness_note(liveness.get(source)) or status.message
             for source, status in fleet.statuses().items()
         }
-        lines[""] = fleet_line(fleet)
+        lines[""] = fleet_line(fleet) + ("" if self._alerts is None else self._alerts.suffix())
         for source in list(self._last):
             if source and source not in lines:
                 del self._last[source]
@@ -233,18 +253,28 @@ def _capture_logs(handler: logging.Handler) -> Iterator[None]:
 _NARROWEST, _WIDEST = 80, 160
 
 
-def _fleet_table(fleet: FleetView, liveness: Mapping[str, SourceLiveness], tail: _LogTail) -> Any:
+def _fleet_table(
+    fleet: FleetView,
+    liveness: Mapping[str, SourceLiveness],
+    tail: _LogTail,
+    alerts: AlertCount | None = None,
+) -> Any:
     """Sources in name order, counts of roots per source, as wide as the terminal allows."""
-    return _FleetTable(fleet, dict(liveness), tail)
+    return _FleetTable(fleet, dict(liveness), tail, alerts)
 
 
 class _FleetTable:
     """Built when drawn, so that its width is the terminal's (rich asks ``__rich_console__``)."""
 
     def __init__(
-        self, fleet: FleetView, liveness: Mapping[str, SourceLiveness], tail: _LogTail
+        self,
+        fleet: FleetView,
+        liveness: Mapping[str, SourceLiveness],
+        tail: _LogTail,
+        alerts: AlertCount | None = None,
     ) -> None:
         self._fleet = fleet
+        self._title = fleet_line(fleet) + ("" if alerts is None else alerts.suffix())
         self._liveness = liveness
         self._tail = tail
 
@@ -262,7 +292,7 @@ class _FleetTable:
         padding = 2 * (len(fixed) + 2)
         room = width - lines - padding - sum(fixed.values())
         source_width = min(longest, max(16, room // 2))
-        table = Table(title=fleet_line(self._fleet), title_justify="left", width=width)
+        table = Table(title=self._title, title_justify="left", width=width)
         table.add_column("source", no_wrap=True, overflow="ellipsis", width=source_width)
         table.add_column("status", no_wrap=True, overflow="ellipsis", width=fixed["status"])
         for name in ("roots", "work", "wait"):

@@ -9,7 +9,8 @@
   durations; the firing set is re-derived after any resnapshot or restart.
 - Sinks: :class:`AlertmanagerSink` (Prometheus Alertmanager's v2 API), :class:`WebhookSink`
   (CloudEvents 1.0, signed the Standard Webhooks way), :class:`CallbackSink` (your function), or
-  any :class:`AlertSink`; each behind its own bounded, retrying :class:`SinkRunner`.
+  any :class:`AlertSink`; each behind its own bounded, retrying :class:`SinkRunner`. A sink
+  raises :class:`SinkRefused` when retrying cannot help.
 
 The HTTP sinks need httpx (the ``alerts`` extra), imported when they first send. See
 ``docs/alerts.md``.
@@ -25,6 +26,7 @@ from ._service import serve_alerts as serve_alerts
 from ._sinks import AlertSink as AlertSink
 from ._sinks import CallbackSink as CallbackSink
 from ._sinks import SinkPolicy as SinkPolicy
+from ._sinks import SinkRefused as SinkRefused
 from ._sinks import SinkRunner as SinkRunner
 from ._sinks import SinkStatistics as SinkStatistics
 from ._values import DEFAULT_NEEDS_ATTENTION_FOR as DEFAULT_NEEDS_ATTENTION_FOR
@@ -58,6 +60,7 @@ __all__ = [
     "CallbackSink",
     "NotificationKind",
     "SinkPolicy",
+    "SinkRefused",
     "SinkRunner",
     "SinkStatistics",
     "WebhookSink",

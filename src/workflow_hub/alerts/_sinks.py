@@ -47,8 +47,10 @@ LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0
 
 
 class SinkRefused(WorkflowHubError):
-    """The receiver refused a batch for good (an HTTP 4xx other than 408 and 429): retrying
-    would get the same answer, so the batch is dropped at once (and counted)."""
+    """The receiver refused a batch for good: retrying would get the same answer, so the
+    runner drops the batch at once (and counts it). The HTTP sinks raise it for a 4xx other
+    than 408 and 429; a sink of your own (or a :class:`CallbackSink`'s function) raises it for
+    its own reasons. Any other exception is retried within the budget."""
 
 
 _RETRIED_4XX = frozenset({408, 429})
@@ -159,7 +161,8 @@ class SinkStatistics:
 @final
 class CallbackSink:
     """A sink that calls a function of yours with each notification (sync or async): a chat bot,
-    a pager, the scheduler's own UI. An exception is retried like any sink's failure."""
+    a pager, the scheduler's own UI. An exception is retried like any sink's failure;
+    :class:`SinkRefused` drops the notification at once."""
 
     def __init__(
         self,
