@@ -43,6 +43,7 @@ from .._contract import (
     ToolTarget,
 )
 from . import _attributes as A
+from ._light import LightTracer
 from ._metrics import SpanMetrics
 
 __all__ = ["HostHint", "HostHints", "SpanBook", "SpanCounts"]
@@ -150,7 +151,7 @@ class SpanBook:
 
     def __init__(
         self,
-        tracer: Tracer,
+        tracer: Tracer | LightTracer,
         *,
         source: str | None = None,
         genai_names: bool = False,

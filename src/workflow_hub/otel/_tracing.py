@@ -33,6 +33,7 @@ from .._core import HookRunner, ObserverLease
 from ..tracker import SchedulerFacts
 from . import _attributes
 from ._export import ExportCounts, ExportStatistics, tracer_provider_from_env
+from ._light import light_tracer
 from ._metrics import RootGauge, SpanMetrics
 from ._spans import HostHint, HostHints, SpanBook
 
@@ -253,7 +254,9 @@ def build_tracing(
         tracer_provider = owned
     tracer = tracer_provider.get_tracer(_TRACER_NAME, schema_url=_attributes.SCHEMA_URL)
     metrics = None if meter_provider is None else SpanMetrics(meter_provider, source)
-    book = SpanBook(tracer, source=source, genai_names=_attributes.genai_names(), metrics=metrics)
+    book = SpanBook(
+        light_tracer(tracer), source=source, genai_names=_attributes.genai_names(), metrics=metrics
+    )
     return HubTracing(book, counts, owned)
 
 
