@@ -78,9 +78,9 @@ def test_spans_made_after_the_fact_are_the_sdk_spans(data: st.DataObject, steps:
     assert _replay(events, light=True, sampler=ALWAYS_OFF) == []
 
 
-def test_only_an_enabled_sdk_tracer_is_made_light() -> None:
+def test_only_an_sdk_tracer_is_made_light() -> None:
     from opentelemetry import trace
 
-    assert isinstance(light_tracer(TracerProvider().get_tracer("x")), LightTracer)
+    assert isinstance(light_tracer(TracerProvider().get_tracer("x", "1.0")), LightTracer)
     api = trace.NoOpTracerProvider().get_tracer("x")
     assert light_tracer(api) is api

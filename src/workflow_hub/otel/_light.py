@@ -23,6 +23,7 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.trace import Event, ReadableSpan, SpanLimits
 from opentelemetry.sdk.trace import Tracer as SdkTracer
 from opentelemetry.sdk.trace.sampling import DEFAULT_ON, Decision
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import (
     NonRecordingSpan,
     Span,
@@ -49,7 +50,8 @@ class LightTracer:
         self._ids = tracer.id_generator
         self._processor = tracer.span_processor
         self._resource = tracer.resource
-        self._scope = tracer._instrumentation_scope
+        info = tracer.instrumentation_info  # the scope its spans carry, from its public half
+        self._scope = InstrumentationScope(info.name, info.version, info.schema_url)
         limits = getattr(tracer, "_span_limits", None)
         self._limits = limits if isinstance(limits, SpanLimits) else SpanLimits()
         self._random_ids = self._ids.is_trace_id_random()
@@ -209,7 +211,9 @@ class _LightSpan(Span):
 
 
 def light_tracer(tracer: Tracer) -> Tracer | LightTracer:
-    """A :class:`LightTracer` for an enabled SDK tracer; any other tracer as it is."""
-    if isinstance(tracer, SdkTracer) and tracer._is_enabled():
+    """A :class:`LightTracer` for an SDK tracer; any other tracer as it is. (A tracer that the
+    SDK's experimental, underscored ``_tracer_configurator`` disables is not told apart: only
+    its private state says so.)"""
+    if isinstance(tracer, SdkTracer):
         return LightTracer(tracer)
     return tracer

@@ -48,7 +48,7 @@ __all__ = [
 DEFAULT_SWEEP_INTERVAL: Final = 30.0
 """Seconds between two looks for roots that vanished with spans still open."""
 
-_SHUTDOWN_TIMEOUT: Final = 5.0
+SHUTDOWN_TIMEOUT: Final = 5.0
 _TRACER_NAME: Final = "workflow_hub.otel"
 
 
@@ -303,7 +303,7 @@ async def shut_down(tracing: HubTracing) -> None:
     shutdown = threading.Thread(target=tracing.shutdown, name="otel-shutdown", daemon=True)
     shutdown.start()
     with trio.CancelScope(shield=True):
-        await trio.to_thread.run_sync(shutdown.join, _SHUTDOWN_TIMEOUT)
+        await trio.to_thread.run_sync(shutdown.join, SHUTDOWN_TIMEOUT)
 
 
 def _hub_roots(hub: Any) -> set[str] | None:
