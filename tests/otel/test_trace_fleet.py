@@ -115,3 +115,47 @@ async def test_every_source_of_a_fleet_is_traced_with_its_name(
     statistics = tracing.statistics()
     assert statistics.spans_started == statistics.spans_ended == 3
     assert statistics.open_runs == 0
+
+
+def _left_running(tracker: RunTracker) -> None:
+    tracker.add_run("deploy-7", status="running")
+
+
+async def test_a_retired_source_ends_its_open_spans_as_vanished(
+    redis_server: RedisServer,
+) -> None:
+    """A source whose scheduler died mid-run (its mirror stops refreshing) retires, and its open
+    spans end, marked ``vanished``: no span stays open forever (issue 41, N5)."""
+    prefix = f"otel-{uuid.uuid4().hex[:8]}"
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    with trio.fail_after(30):
+        async with (
+            coredis.Redis.from_url(redis_server.url) as redis,
+            trio.open_nursery() as nursery,
+        ):
+            engine = RedisFleet(
+                redis,
+                prefix=prefix,
+                read_timeout=10.0,
+                block=0.2,
+                stale_after=0.5,
+                retire_after=1.0,
+            )
+            tracing: FleetTracing = await nursery.start(
+                functools.partial(trace_fleet, engine, tracer_provider=provider)
+            )
+            await trio.sleep(0.3)
+            async with trio.open_nursery() as scheduler:  # the scheduler's process
+                await scheduler.start(_scheduler, redis, prefix, "sched-9", _left_running)
+                await _eventually(lambda: tracing.statistics().open_runs == 1)
+                scheduler.cancel_scope.cancel()  # dies without a word
+            await _eventually(lambda: "sched-9" not in tracing.sources)
+            nursery.cancel_scope.cancel()
+
+    (span,) = exporter.get_finished_spans()
+    assert span.name == "RUN deploy-7"
+    assert (span.attributes or {})["workflow_hub.ended_by"] == "vanished"
+    assert (span.attributes or {})["workflow_hub.source"] == "sched-9"
+    assert tracing.statistics().vanished == 1
