@@ -65,7 +65,25 @@ class LightTracer:
         attributes: Mapping[str, AttributeValue] | None = None,
         start_time: int | None = None,
     ) -> Span:
-        parent = trace.get_current_span(context).get_span_context()
+        """``Tracer.start_span``'s arguments (those the book uses)."""
+        return self.start_child(
+            name, trace.get_current_span(context), attributes, start_time, kind=kind
+        )
+
+    def start_child(
+        self,
+        name: str,
+        parent_span: Span | None,
+        attributes: Mapping[str, AttributeValue] | None,
+        start_time: int | None,
+        *,
+        kind: SpanKind = SpanKind.INTERNAL,
+    ) -> Span:
+        """A span under ``parent_span`` (a root one without), with no ``Context`` made or read
+        unless a sampler other than the default must be given one."""
+        parent = (
+            trace.INVALID_SPAN_CONTEXT if parent_span is None else parent_span.get_span_context()
+        )
         if parent.is_valid:
             trace_id = parent.trace_id
             random_id = parent.trace_flags.random_trace_id
@@ -82,6 +100,7 @@ class LightTracer:
             trace_state = None if parent_context is None else parent.trace_state
             values = dict(attributes or {})
         else:
+            context = Context() if parent_span is None else trace.set_span_in_context(parent_span)
             result = self._sampler.should_sample(context, trace_id, name, kind, attributes)
             recording = result.decision is not Decision.DROP
             sample = result.decision is Decision.RECORD_AND_SAMPLE
