@@ -44,6 +44,7 @@ __all__ = ["FleetTracing", "trace_fleet"]
 class _Source:
     tracing: HubTracing
     roots: _Roots
+    sweeping: trio.CancelScope = attrs.Factory(trio.CancelScope)
 
 
 class FleetTracing:
@@ -101,6 +102,10 @@ async def trace_fleet(
 
     async with trio.open_nursery() as nursery:
 
+        async def sweep(source: _Source) -> None:
+            with source.sweeping:  # until the source retires
+                await sweep_loop(source.roots.now, source.tracing, sweep_interval, clock)
+
         def source_of(name: str) -> _Source:
             found = fleet._sources.get(name)
             if found is None:
@@ -112,7 +117,7 @@ async def trace_fleet(
                     tracing.count_roots(gauge, None)
                 found = _Source(tracing, _Roots(gauge))
                 fleet._sources[name] = found
-                nursery.start_soon(sweep_loop, found.roots.now, tracing, sweep_interval, clock)
+                nursery.start_soon(sweep, found)
             return found
 
         async def follow_frames() -> None:
@@ -121,6 +126,7 @@ async def trace_fleet(
                     if frame is None:  # retired: its open spans end, vanished
                         gone = fleet._sources.pop(name, None)
                         if gone is not None:
+                            gone.sweeping.cancel()
                             gone.tracing.sweep(set(), clock())
                             gone.tracing.close(clock())
                             fleet._ended.append(gone.tracing.statistics())
