@@ -6,9 +6,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import uuid
 
 from tests.otel.receiver import running_receiver
 from tests.support.processes import owned_process
+from tests.support.redis_server import RedisServer
 
 CLI = [sys.executable, "-m", "workflow_hub._cli"]
 
@@ -54,9 +56,39 @@ def test_otel_sends_a_served_hubs_runs_to_the_backend() -> None:
     assert {span.attributes["workflow_hub.source"] for span in runs} == {"staging"}
 
 
-def test_a_fleet_url_is_refused_in_one_line() -> None:
+def test_otel_sends_every_source_of_a_fleet_to_the_backend(redis_server: RedisServer) -> None:
+    """A fleet as SOURCE: two ``serve --redis`` schedulers mirrored into a real redis-server,
+    each run's span carrying its source's name."""
+    prefix = f"otel-cli-{uuid.uuid4().hex[:8]}"
+    with running_receiver() as receiver:
+        env = _env(receiver.endpoint)
+        with owned_process(
+            [*CLI, "otel", redis_server.url, "--prefix", prefix, "--duration", "8"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        ) as tracer:
+            schedulers = [
+                [
+                    *(*CLI, "serve", "--redis", redis_server.url, "--prefix", prefix),
+                    *("--source", name, "--no-http", "--duration", "5", "--seed", "3"),
+                ]
+                for name in ("sched-1", "sched-2")
+            ]
+            with owned_process(schedulers[0], env=env), owned_process(schedulers[1], env=env):
+                stdout, stderr = tracer.communicate(timeout=60)
+        assert tracer.returncode == 0, stderr
+        assert stdout.startswith("otel: "), stdout
+        assert " 0 failed, 0 dropped" in stdout
+        spans = list(receiver.spans)
+    runs = [span for span in spans if span.attributes["workflow_hub.span.kind"] == "run"]
+    assert {span.attributes["workflow_hub.source"] for span in runs} == {"sched-1", "sched-2"}
+
+
+def test_a_fleet_url_with_http_options_is_refused_in_one_line() -> None:
     result = subprocess.run(
-        [*CLI, "otel", "redis://127.0.0.1:6379/0"],
+        [*CLI, "otel", "redis://127.0.0.1:6379/0", "--token", "t"],
         capture_output=True,
         text=True,
         timeout=60,
@@ -64,4 +96,4 @@ def test_a_fleet_url_is_refused_in_one_line() -> None:
     )
     assert result.returncode == 1
     assert result.stderr.count("\n") == 1
-    assert "http://" in result.stderr
+    assert "--token" in result.stderr

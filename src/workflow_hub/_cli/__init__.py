@@ -105,7 +105,7 @@ SUBCOMMANDS: dict[str, tuple[str, Callable[[], ModuleType]]] = {
         _load_celery,
     ),
     "otel": (
-        "send a served hub's runs to an OpenTelemetry backend as traces (OTLP)",
+        "send a served hub's or a fleet's runs to an OpenTelemetry backend as traces (OTLP)",
         _load_otel,
     ),
     "airflow": (

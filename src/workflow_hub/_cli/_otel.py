@@ -1,6 +1,8 @@
-"""``workflow-hub otel URL``: a served hub's runs as OpenTelemetry traces, sent over OTLP.
+"""``workflow-hub otel URL``: a served hub's (or a fleet's) runs as OpenTelemetry traces, sent
+over OTLP.
 
-The command parses its arguments and hands them to ``workflow_hub.otel.trace_source``, which
+The command parses its arguments and hands them to ``workflow_hub.otel.trace_source`` (``trace_fleet`` for a
+``redis://`` fleet), which
 does the work; the exporter is configured by the standard ``OTEL_*`` variables (OTLP over HTTP
 to localhost:4318 by default). Needs the ``otel`` and ``server`` extras, imported when it runs.
 """
@@ -15,10 +17,10 @@ import trio
 
 from ._errors import CommandError, until_ctrl_c
 from ._options import seconds
-from ._urls import hub_url, names_fleet
+from ._urls import check_fleet_url, fleet_settings, hub_url, names_fleet, open_fleet
 
 if TYPE_CHECKING:
-    from ..otel import HubTracing
+    from ..otel import FleetTracing, HubTracing
 
 __all__ = ["add_arguments", "run"]
 
@@ -27,13 +29,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "url",
         help="a served hub's base URL (http://127.0.0.1:8765; http:// may be left out), served "
-        "with a HookRunner (workflow-hub serve does)",
+        "with a HookRunner (workflow-hub serve does), or a fleet (redis://HOST:PORT/DB) whose "
+        "mirrors have a runner (workflow-hub serve --redis does)",
     )
     parser.add_argument("--token", default=None, help="the token the server wants")
     parser.add_argument(
         "--source",
         default=None,
-        help="the workflow_hub.source attribute of every run's span (default: the URL)",
+        help="the workflow_hub.source attribute of every run's span (default: the URL; a "
+        "fleet's spans carry each source's name)",
+    )
+    parser.add_argument(
+        "--prefix",
+        default=None,
+        help="redis:// only: the fleet's key prefix (default workflow-hub)",
     )
     parser.add_argument(
         "--sweep-interval",
@@ -58,11 +67,19 @@ def _leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:
 
 
 def run(args: argparse.Namespace) -> int:
-    if names_fleet(args.url):
-        raise CommandError(
-            f"{args.url}: a fleet cannot be traced yet; give one served hub's http:// URL"
-        )
-    url = hub_url(args.url, command="otel")
+    fleet = names_fleet(args.url)
+    if fleet:
+        check_fleet_url(args.url)
+        if args.token is not None or args.source is not None:
+            raise CommandError(
+                "--token and --source are for http:// URLs: a fleet's spans carry each source's "
+                "name, and a Redis password goes in the URL (redis://:PASSWORD@HOST:PORT/DB)"
+            )
+        url = args.url
+    else:
+        if args.prefix is not None:
+            raise CommandError("--prefix is for redis:// URLs")
+        url = hub_url(args.url, command="otel")
     try:
         import opentelemetry.exporter.otlp.proto.http
         import opentelemetry.sdk  # noqa: F401
@@ -70,25 +87,28 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(
             f"workflow-hub otel needs the otel extra: pip install 'workflow-hub[otel]' ({missing})"
         ) from None
-    from ..otel import trace_source
+    from ..otel import trace_fleet, trace_source
 
-    found: list[HubTracing] = []
+    found: list[HubTracing | FleetTracing] = []
+
+    async def follow(task_status: trio.TaskStatus[HubTracing]) -> None:
+        await trace_source(
+            url,
+            token=args.token,
+            source=args.source,
+            sweep_interval=args.sweep_interval,
+            task_status=task_status,
+        )
+
+    async def follow_fleet(task_status: trio.TaskStatus[FleetTracing]) -> None:
+        async with open_fleet(url, connect_timeout=5.0, **fleet_settings(args)) as engine:
+            await trace_fleet(engine, sweep_interval=args.sweep_interval, task_status=task_status)
 
     async def main() -> None:
         duration = args.duration if args.duration else math.inf
         with trio.move_on_after(duration):
             async with trio.open_nursery() as nursery:
-                found.append(
-                    await nursery.start(
-                        lambda task_status: trace_source(
-                            url,
-                            token=args.token,
-                            source=args.source,
-                            sweep_interval=args.sweep_interval,
-                            task_status=task_status,
-                        )
-                    )
-                )
+                found.append(await nursery.start(follow_fleet if fleet else follow))
 
     from .._contract import ContractError
 

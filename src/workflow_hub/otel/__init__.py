@@ -13,6 +13,8 @@ from ._attributes import SEMCONV_VERSION as SEMCONV_VERSION
 from ._export import DEFAULT_SERVICE_NAME as DEFAULT_SERVICE_NAME
 from ._export import ExportStatistics as ExportStatistics
 from ._export import tracer_provider_from_env as tracer_provider_from_env
+from ._fleet import FleetTracing as FleetTracing
+from ._fleet import trace_fleet as trace_fleet
 from ._follow import trace_source as trace_source
 from ._tracing import DEFAULT_SWEEP_INTERVAL as DEFAULT_SWEEP_INTERVAL
 from ._tracing import HubTracing as HubTracing
@@ -26,9 +28,11 @@ __all__ = [
     "SCHEMA_URL",
     "SEMCONV_VERSION",
     "ExportStatistics",
+    "FleetTracing",
     "HubTracing",
     "TracingStatistics",
     "open_tracing",
+    "trace_fleet",
     "trace_hub",
     "trace_source",
     "tracer_provider_from_env",

@@ -43,6 +43,7 @@ from .._contract import (
     ToolTarget,
 )
 from . import _attributes as A
+from ._light import LightTracer
 from ._metrics import SpanMetrics
 
 __all__ = ["HostHint", "HostHints", "SpanBook", "SpanCounts"]
@@ -150,7 +151,7 @@ class SpanBook:
 
     def __init__(
         self,
-        tracer: Tracer,
+        tracer: Tracer | LightTracer,
         *,
         source: str | None = None,
         genai_names: bool = False,
@@ -247,13 +248,13 @@ class SpanBook:
         if existing is not None:
             return existing  # one open span per run, whatever asks for it
         hint = self.hints.get(run_id)
-        parent: Context | None = None
+        parent: Span | None = None
         inferred = lost = False
         starting = (*starting, run_id)
         if run_id == root_run_id:
             # A root has no parent in the graph: only a span of the caller's can hold it.
             if hint is not None and hint.span_context is not None:
-                parent = trace.set_span_in_context(trace.NonRecordingSpan(hint.span_context))
+                parent = trace.NonRecordingSpan(hint.span_context)
         elif hint is not None and hint.parent_run_id is not None:
             outer_id = hint.parent_run_id
             if hint.host_stage_id is not None:
@@ -277,7 +278,7 @@ class SpanBook:
                     by_child=True,
                     starting=starting,
                 )
-                parent = trace.set_span_in_context(outer.span)
+                parent = outer.span
         if parent is None and run_id != root_run_id:
             parent = self._infer_host(root_run_id)
             if parent is None and self._root_of(root_run_id) in (None, root_run_id):
@@ -290,14 +291,12 @@ class SpanBook:
                     by_child=True,
                     starting=starting,
                 )
-                parent = trace.set_span_in_context(outer.span)
+                parent = outer.span
             inferred = parent is not None
             if parent is None:
                 # Events of an earlier run of these ids, queued behind newer facts: its tree is
                 # gone from every record. A root span of its own, marked.
                 lost = True
-        if parent is None:
-            parent = Context()  # a root span: never the ambient context of the hook task
         name = run_id
         attributes: dict[str, str | bool | int] = {
             A.KIND: "run",
@@ -321,12 +320,8 @@ class SpanBook:
             attributes[A.STARTED_BY_CHILD] = True
         if lost:
             attributes[A.PARENT_LOST] = True
-        span = self._tracer.start_span(
-            f"invoke_workflow {name}" if self._genai else f"RUN {name}",
-            context=parent,
-            kind=SpanKind.INTERNAL,
-            attributes=attributes,
-            start_time=_ns(at_ms),
+        span = self._start(
+            f"invoke_workflow {name}" if self._genai else f"RUN {name}", parent, attributes, at_ms
         )
         self.counts.started += 1
         run = _Run(span=span, run_id=run_id, root_run_id=root_run_id, started_at=at_ms, state=state)
@@ -346,28 +341,28 @@ class SpanBook:
         ended = self._ended.get(run_id)
         return None if ended is None else ended[1]
 
-    def _context_of(self, key: str, root_run_id: str) -> Context | None:
+    def _context_of(self, key: str, root_run_id: str) -> Span | None:
         """The span of a run (by run id) or stage (by nested id) of ``root_run_id``'s tree, open
         or ended: a child that starts after its host ended still joins it."""
         run = self._runs.get(key)
         if run is not None and run.root_run_id == root_run_id:
-            return trace.set_span_in_context(run.span)
+            return run.span
         stage = self._stages.get(key)
         if stage is not None:
             outer = self._runs.get(stage.run_id)
             if outer is not None and outer.root_run_id == root_run_id:
-                return trace.set_span_in_context(stage.span)
+                return stage.span
         ended = self._ended.get(key)
         if ended is not None and ended[1] == root_run_id:
-            return trace.set_span_in_context(trace.NonRecordingSpan(ended[0]))
+            return trace.NonRecordingSpan(ended[0])
         return None
 
-    def _infer_host(self, root_run_id: str) -> Context | None:
+    def _infer_host(self, root_run_id: str) -> Span | None:
         # Without the scheduler's word: the latest started stage of the same root still running.
         for node in reversed(self._stages.values()):
             outer = self._runs.get(node.run_id)
             if outer is not None and outer.root_run_id == root_run_id and node.status == "running":
-                return trace.set_span_in_context(node.span)
+                return node.span
         return self._context_of(root_run_id, root_run_id)
 
     def _run_event(self, event: LifecycleEvent, target: RunTarget) -> None:
@@ -535,12 +530,7 @@ class SpanBook:
         if event.delivery == "replay":
             attributes[A.DELIVERY] = "replay"
         span_name = f"execute_tool {name}" if self._genai and not is_stage else name
-        span = self._tracer.start_span(
-            span_name,
-            context=trace.set_span_in_context(run.span),
-            attributes=attributes,
-            start_time=_ns(event.occurred_at),
-        )
+        span = self._start(span_name, run.span, attributes, event.occurred_at)
         self.counts.started += 1
         node = _Node(
             span=span,
@@ -576,17 +566,13 @@ class SpanBook:
         if status == "opened":
             host = run.nodes.get(target.stage_id) if target.stage_id is not None else None
             parent = host.span if host is not None else run.span
-            span = self._tracer.start_span(
-                "human wait",
-                context=trace.set_span_in_context(parent),
-                attributes={
-                    A.KIND: "human_wait",
-                    A.PROMPT_ID: target.prompt_id,
-                    A.PIPELINE_RUN_ID: run.run_id,
-                    A.ROOT_RUN_ID: run.root_run_id,
-                },
-                start_time=_ns(event.occurred_at),
-            )
+            attributes = {
+                A.KIND: "human_wait",
+                A.PROMPT_ID: target.prompt_id,
+                A.PIPELINE_RUN_ID: run.run_id,
+                A.ROOT_RUN_ID: run.root_run_id,
+            }
+            span = self._start("human wait", parent, attributes, event.occurred_at)
             self.counts.started += 1
             old = run.waits.pop(target.prompt_id, None)
             if old is not None:
@@ -602,6 +588,26 @@ class SpanBook:
                 self._metrics.wait_ended((event.occurred_at - opened_at) / 1000, status)
 
     # ---- helpers --------------------------------------------------------------------------
+
+    def _start(
+        self,
+        name: str,
+        parent: Span | None,
+        attributes: Mapping[str, str | bool | int],
+        at_ms: float,
+    ) -> Span:
+        """A span under ``parent`` (a root span without one: never the ambient context of the
+        hook task)."""
+        if isinstance(self._tracer, LightTracer):
+            return self._tracer.start_child(name, parent, attributes, _ns(at_ms))
+        context = Context() if parent is None else trace.set_span_in_context(parent)
+        return self._tracer.start_span(
+            name,
+            context=context,
+            kind=SpanKind.INTERNAL,
+            attributes=attributes,
+            start_time=_ns(at_ms),
+        )
 
     def _end(self, span: Span, at_ms: float) -> None:
         span.end(end_time=_ns(at_ms))

@@ -33,6 +33,7 @@ from .._core import HookRunner, ObserverLease
 from ..tracker import SchedulerFacts
 from . import _attributes
 from ._export import ExportCounts, ExportStatistics, tracer_provider_from_env
+from ._light import light_tracer
 from ._metrics import RootGauge, SpanMetrics
 from ._spans import HostHint, HostHints, SpanBook
 
@@ -47,7 +48,7 @@ __all__ = [
 DEFAULT_SWEEP_INTERVAL: Final = 30.0
 """Seconds between two looks for roots that vanished with spans still open."""
 
-_SHUTDOWN_TIMEOUT: Final = 5.0
+SHUTDOWN_TIMEOUT: Final = 5.0
 _TRACER_NAME: Final = "workflow_hub.otel"
 
 
@@ -253,7 +254,9 @@ def build_tracing(
         tracer_provider = owned
     tracer = tracer_provider.get_tracer(_TRACER_NAME, schema_url=_attributes.SCHEMA_URL)
     metrics = None if meter_provider is None else SpanMetrics(meter_provider, source)
-    book = SpanBook(tracer, source=source, genai_names=_attributes.genai_names(), metrics=metrics)
+    book = SpanBook(
+        light_tracer(tracer), source=source, genai_names=_attributes.genai_names(), metrics=metrics
+    )
     return HubTracing(book, counts, owned)
 
 
@@ -300,7 +303,7 @@ async def shut_down(tracing: HubTracing) -> None:
     shutdown = threading.Thread(target=tracing.shutdown, name="otel-shutdown", daemon=True)
     shutdown.start()
     with trio.CancelScope(shield=True):
-        await trio.to_thread.run_sync(shutdown.join, _SHUTDOWN_TIMEOUT)
+        await trio.to_thread.run_sync(shutdown.join, SHUTDOWN_TIMEOUT)
 
 
 def _hub_roots(hub: Any) -> set[str] | None:
