@@ -18,8 +18,8 @@ from typing import Any, Final, final
 
 import attrs
 
-from .._contract import Labels
 from ..tracker import SchedulerFacts
+from ._labels import RunLabels
 
 __all__ = ["AirflowBridge", "DagShape", "root_id_of"]
 
@@ -124,7 +124,9 @@ class AirflowBridge:
     """Applies Airflow's DAG runs and task instances to a tracker (docs/airflow.md, "Mapping").
 
     ``keep_ended`` (seconds) is how long an ended DAG run stays on show before its root is
-    removed. ``labels`` are put on every root (C3). Not thread-safe: one task calls it.
+    removed. ``labels`` are put on every root (C3), with the DAG's tags as ``tags`` (unless
+    ``tag_labels`` is false) and the run's ``conf`` values of the keys in ``label_conf``. Not
+    thread-safe: one task calls it.
     """
 
     def __init__(
@@ -133,11 +135,14 @@ class AirflowBridge:
         *,
         keep_ended: float = 300.0,
         labels: Mapping[str, str] | None = None,
+        label_conf: Iterable[str] = (),
+        tag_labels: bool = True,
         heartbeat_interval_minutes: float | None = None,
     ) -> None:
         self._tracker = tracker
         self._keep_ended = keep_ended
-        self._labels = dict(Labels(dict(labels or {})))  # a bad label is refused here
+        # A bad label or conf key is refused here, before anything is read.
+        self._labels = RunLabels(labels, conf_keys=label_conf, tags=tag_labels)
         self._heartbeat = heartbeat_interval_minutes
         self._dags: dict[str, DagShape] = {}
         self._paused: dict[str, bool] = {}
@@ -218,7 +223,7 @@ class AirflowBridge:
                 status=status,
                 executor_ended=state in _RUN_ENDED,
                 heartbeat_interval_minutes=self._heartbeat,
-                labels=self._labels or None,
+                labels=self._labels.of(shape.tags, record.get("conf")) or None,
             )
             run.reported = status
             self._tracker.take_ownership(root_id)

@@ -117,3 +117,21 @@ def approval():
 
 
 approval()
+
+
+@dag(schedule=None, tags=["hub-tests", "sensors"])
+def deferred():
+    """A deferrable sensor: the task defers to the triggerer (no worker slot) until its moment,
+    then the scheduler resumes it by itself."""
+    from airflow.providers.standard.sensors.time_delta import TimeDeltaSensor
+
+    @task
+    def done():
+        return "waited"
+
+    # From the run's trigger time: long enough that the sensor's first try defers, on a loaded
+    # machine whose task processes take seconds to start.
+    TimeDeltaSensor(task_id="wait", delta=timedelta(seconds=25), deferrable=True) >> done()
+
+
+deferred()
