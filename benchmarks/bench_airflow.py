@@ -26,9 +26,13 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from _harness import BenchmarkError, HubFactory, Row, Scale, best_of, run_script, run_trio
+import httpx
+import trio
+
+from _harness import BenchmarkError, Goal, HubFactory, Row, Scale, best_of, run_script, run_trio
 from workflow_hub import StageNode, WorkflowActivityHub
-from workflow_hub.airflow import AirflowBridge, DagShape, root_id_of
+from workflow_hub.airflow import AirflowApi, AirflowBridge, DagShape, root_id_of
+from workflow_hub.airflow._watch import _Poller
 from workflow_hub.tracker import RunTracker
 
 DAG_ID = "etl_nightly"
@@ -161,6 +165,81 @@ def _check(hub: WorkflowActivityHub, runs: list[str]) -> None:
             raise BenchmarkError(f"{root.root_run_id}: stages {statuses}, not all completed")
 
 
+RUNNING = (10, 500)
+CHANGING = 20
+"""Task instances that change between two polls, whatever the number of running runs."""
+POLLS = 5
+
+
+class _Deployment:
+    """An Airflow's answers from memory: ``runs`` running DAG runs of one DAG; each poll sees
+    ``CHANGING`` task instances move on. Counts the requests it answers."""
+
+    def __init__(self, runs: int) -> None:
+        self.run_ids = [f"manual__{n}" for n in range(runs)]
+        self.poll = 0
+        self.requests = 0
+
+    def handle(self, request: httpx.Request) -> httpx.Response:
+        self.requests += 1
+        path, params = request.url.path, request.url.params
+        headers = {"date": "Wed, 02 Dec 2026 10:00:00 GMT"}
+        body: Any
+        if path == "/api/v2/monitor/health":
+            body = {"scheduler": {"status": "healthy"}}
+        elif path == "/api/v2/dags":
+            dag = {"dag_id": DAG_ID, "is_paused": False, "tags": [{"name": "nightly"}]}
+            body = {"dags": [dag], "total_entries": 1}
+        elif path == f"/api/v2/dags/{DAG_ID}/tasks":
+            body = {"tasks": TASKS}
+        elif path == "/api/v2/dags/~/dagRuns":
+            listed = self.run_ids if "state" in params else []  # running: none changed
+            body = _page("dag_runs", [_dag_run(r) for r in listed], params)
+        elif path.endswith("/taskInstances"):
+            run_id = path.split("/")[-2]
+            if run_id == "~":  # what changed since the last poll
+                n = self.poll * CHANGING
+                items = [
+                    _instance(self.run_ids[(n + i) % len(self.run_ids)], "extract", "running", i)
+                    for i in range(CHANGING)
+                ]
+            else:
+                items = [_instance(run_id, t["task_id"], "scheduled", 0) for t in TASKS]
+            body = _page("task_instances", items, params)
+        else:
+            return httpx.Response(404, headers=headers)
+        return httpx.Response(200, json=body, headers=headers)
+
+
+def _dag_run(run_id: str) -> dict[str, Any]:
+    return {"dag_id": DAG_ID, "dag_run_id": run_id, "state": "running", "conf": {}}
+
+
+def _page(key: str, items: list[Any], params: httpx.QueryParams) -> dict[str, Any]:
+    offset, limit = int(params.get("offset", 0)), int(params.get("limit", 100))
+    return {key: items[offset : offset + limit], "total_entries": len(items)}
+
+
+async def _requests_per_poll(runs: int) -> float:
+    deployment = _Deployment(runs)
+    async with WorkflowActivityHub() as hub:
+        tracker = RunTracker(hub.register_publisher(), owner_session_id="airflow")
+        bridge = AirflowBridge(tracker)
+        transport = httpx.MockTransport(deployment.handle)
+        async with AirflowApi("http://airflow", token="t", transport=transport) as api:
+            poller = _Poller(api, bridge, tracker, 300.0)
+            bridge.unknown("not read yet", say=False)  # as watch_airflow starts
+            await poller.poll()  # the first full read: one more request per run, once
+            if len(bridge.roots()) != runs or not bridge.ready:
+                raise BenchmarkError(f"{len(bridge.roots())} roots after the first poll")
+            before = deployment.requests
+            for poll in range(1, POLLS + 1):
+                deployment.poll = poll
+                await poller.poll()
+                await trio.lowlevel.checkpoint()
+        return (deployment.requests - before) / POLLS
+
+
 def run(
     scale: Scale, *, hub_factory: HubFactory = WorkflowActivityHub, label: str = "hub"
 ) -> list[Row]:
@@ -175,7 +254,7 @@ def run(
     per = 1_000 / transitions
     bridge = best["bridge"] * per / 1e6
     case = f"{len(runs)} runs x {len(TASKS)} tasks x {len(STATES)} states"
-    return [
+    rows = [
         Row(
             benchmark="airflow",
             case=f"bridge vs JSON decoding, {case}",
@@ -193,6 +272,22 @@ def run(
             unit="ms CPU/1k transitions",
             reference="decode + the changed statuses as facts",
             reference_value=best["tracker"] * per / 1e6,
+        ),
+    ]
+    if label != "hub":  # the requests do not depend on the hub's variant
+        return rows
+    few, many = (run_trio(_requests_per_poll, runs) for runs in RUNNING)
+    return [
+        *rows,
+        Row(
+            benchmark="airflow",
+            case=f"requests per poll, {RUNNING[1]} running runs, {CHANGING} changes a poll",
+            variant=label,
+            value=many,
+            unit="requests",
+            reference=f"{RUNNING[0]} running runs",
+            reference_value=few,
+            goal=Goal(op="<=", threshold=1.0),
         ),
     ]
 

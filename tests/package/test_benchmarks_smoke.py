@@ -162,11 +162,15 @@ def test_airflow_reports_the_bridge_per_transition_against_decoding_and_the_fact
     smoke_rows: list[object],
 ) -> None:
     """Issue 42: the bridge's CPU per 1 000 task-instance transitions, from API-shaped poll
-    bodies (no Airflow), next to decoding them alone and to the tracker given the facts."""
+    bodies (no Airflow), next to decoding them alone and to the tracker given the facts; and
+    the requests per poll, the same for 500 running DAG runs as for 10."""
     rows = [row for row in smoke_rows if row.benchmark == "airflow"]  # type: ignore[attr-defined]
-    references = {row.reference for row in rows}  # type: ignore[attr-defined]
-    assert references == {
+    cpu = [row for row in rows if row.unit == "ms CPU/1k transitions"]  # type: ignore[attr-defined]
+    assert {row.reference for row in cpu} == {  # type: ignore[attr-defined]
         "json.loads of the same poll bodies",
         "decode + the changed statuses as facts",
     }
-    assert all(row.unit == "ms CPU/1k transitions" and row.value > 0 for row in rows)  # type: ignore[attr-defined]
+    assert all(row.value > 0 for row in cpu)  # type: ignore[attr-defined]
+    (requests,) = [row for row in rows if row.unit == "requests"]  # type: ignore[attr-defined]
+    assert requests.value == requests.reference_value == 4  # type: ignore[attr-defined]
+    assert requests.met  # type: ignore[attr-defined]

@@ -34,7 +34,8 @@ class AirflowUnreachable(WorkflowHubError):
 class AirflowApi:
     """Reads an Airflow deployment's REST API at ``url`` (``http://host:8080``), as ``username``
     with ``password`` (or with a ready ``token``). ``timeout`` bounds every request (seconds).
-    Use ``async with AirflowApi(url, ...) as api:``; it owns its HTTP connections."""
+    ``transport`` is httpx's (a proxy, custom TLS, or ``httpx.MockTransport`` for recorded
+    answers). Use ``async with AirflowApi(url, ...) as api:``; it owns its HTTP connections."""
 
     def __init__(
         self,
@@ -44,12 +45,13 @@ class AirflowApi:
         password: str | None = None,
         token: str | None = None,
         timeout: float = 10.0,
+        transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.url = url.rstrip("/")
         self._username = username
         self._password = password
         self._token = token
-        self._client = httpx.AsyncClient(base_url=self.url, timeout=timeout)
+        self._client = httpx.AsyncClient(base_url=self.url, timeout=timeout, transport=transport)
         self.requests = 0
         """Requests tried so far, answered or not (the benchmarks count them per poll)."""
         self.server_time: datetime | None = None
