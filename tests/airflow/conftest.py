@@ -18,7 +18,7 @@ from workflow_hub.airflow import root_id_of
 
 from .support import Airflow, Recorder
 
-TRIGGERED = ("parallel", "retries", "failing", "mapped", "paused", "approval", "deferred")
+TRIGGERED = ("parallel", "retries", "failing", "mapped", "paused", "approval", "deferred", "marked")
 CONF = {"parallel": {"team": "data", "rows": 3}}
 """Each DAG run's ``conf`` (the recorder copies ``team`` into a label)."""
 

@@ -62,6 +62,37 @@ def test_source_is_ready_with_a_scheduler_alive(airflow_session: Session) -> Non
     airflow_session.recorder.wait(lambda: airflow_session.recorder.availability == "ready")
 
 
+def test_a_deferred_sensor_is_a_wait_that_continues_by_itself(airflow_session: Session) -> None:
+    """A deferrable sensor (the triggerer holds it, no worker runs it) is pending with its
+    upstream done: working / automatic_continuation with no execution (§5 D6), never idle; the
+    trigger fires and the scheduler resumes it by itself, to the end of the run."""
+    run_id = airflow_session.run_ids["deferred"]
+    recorder = airflow_session.recorder
+    root_id = airflow_session.roots["deferred"]
+    path = f"/api/v2/dags/deferred/dagRuns/{run_id}/taskInstances/wait"
+    with airflow_session.airflow.client() as client:
+        deadline = time.monotonic() + 180
+        while (state := client.get(path).json().get("state")) != "deferred":
+            # Second in the file, so that it looks while the sensor waits (15 s from its start).
+            assert state not in ("success", "failed"), f"the wait ended unseen: {state}"
+            assert time.monotonic() < deadline, "the sensor never deferred"
+            time.sleep(0.3)
+
+    def waiting() -> RootActivity | None:
+        root = recorder.current.get(root_id)
+        if root is None or stages(root)["wait"].status != "pending":
+            return None
+        return root if root.active_execution_count == 0 else None
+
+    root: RootActivity = recorder.wait(waiting)
+    assert (root.state, root.reason) == ("working", "automatic_continuation")
+    assert not root.needs_attention
+    end = ever(airflow_session, "deferred", settled)
+    assert stages(end)["wait"].status == "completed"
+    assert stages(end)["done"].status == "completed"
+    assert not end.needs_attention
+
+
 def test_parallel_tasks_run_side_by_side_then_join(airflow_session: Session) -> None:
     """§5 D4: each running task instance is an execution; the graph is the DAG's."""
     busiest = ever(airflow_session, "parallel", lambda r: r.active_execution_count >= 2)
@@ -190,33 +221,22 @@ def test_dag_tags_and_named_conf_keys_are_the_roots_labels(airflow_session: Sess
     assert dict(plain.labels or {}) == {"tags": "hub-tests,sensors"}
 
 
-def test_a_deferred_sensor_is_a_wait_that_continues_by_itself(airflow_session: Session) -> None:
-    """A deferrable sensor (the triggerer holds it, no worker runs it) is pending with its
-    upstream done: working / automatic_continuation with no execution (§5 D6), never idle; the
-    trigger fires and the scheduler resumes it by itself, to the end of the run."""
-    run_id = airflow_session.run_ids["deferred"]
-    recorder = airflow_session.recorder
-    root_id = airflow_session.roots["deferred"]
-    path = f"/api/v2/dags/deferred/dagRuns/{run_id}/taskInstances/wait"
+def test_a_task_marked_failed_by_a_user_says_who(airflow_session: Session) -> None:
+    """ "Mark failed" (the UI's, here through the API it calls): the stage fails with who marked
+    it (Airflow's audit log), and the run settles failed, needing attention (§5 D3)."""
+    run_id = airflow_session.run_ids["marked"]
+    path = f"/api/v2/dags/marked/dagRuns/{run_id}/taskInstances/wait"
     with airflow_session.airflow.client() as client:
         deadline = time.monotonic() + 180
-        while client.get(path).json().get("state") != "deferred":
-            assert time.monotonic() < deadline, "the sensor never deferred"
+        while client.get(path).json().get("state") not in ("deferred", "running"):
+            assert time.monotonic() < deadline, "the sensor never started"
             time.sleep(0.3)
-
-    def waiting() -> RootActivity | None:
-        root = recorder.current.get(root_id)
-        if root is None or stages(root)["wait"].status != "pending":
-            return None
-        return root if root.active_execution_count == 0 else None
-
-    root: RootActivity = recorder.wait(waiting)
-    assert (root.state, root.reason) == ("working", "automatic_continuation")
-    assert not root.needs_attention
-    end = ever(airflow_session, "deferred", settled)
-    assert stages(end)["wait"].status == "completed"
-    assert stages(end)["done"].status == "completed"
-    assert not end.needs_attention
+        client.patch(path, json={"new_state": "failed"}).raise_for_status()
+    end = ever(airflow_session, "marked", lambda r: settled(r) and r.needs_attention)
+    error = stages(end)["wait"].error
+    assert error is not None
+    assert error.message == f"marked failed by {USER}"
+    assert stages(end)["after"].status == "skipped"
 
 
 def test_the_command_serves_the_dag_runs_as_a_process(
@@ -283,7 +303,7 @@ def test_a_killed_scheduler_makes_the_source_unknown_until_it_is_back(
     (never idle), and ready again once a scheduler is back. Last in the file: it stops the
     scheduler the other tests' runs need."""
     recorder = airflow_session.recorder
-    for dag_id in ("parallel", "retries", "failing", "mapped", "approval", "deferred"):
+    for dag_id in ("parallel", "retries", "failing", "mapped", "approval", "deferred", "marked"):
         ever(airflow_session, dag_id, settled)
     airflow_session.airflow.kill("scheduler")
     try:

@@ -155,3 +155,46 @@ async def test_a_bad_conf_key_is_refused_before_anything_is_read(
         with pytest.raises(ContractError, match="label_conf") as raised:
             AirflowBridge(tracker, **options)
         assert named in str(raised.value)
+
+
+async def test_a_mark_from_the_audit_log_says_who_marked_the_task_and_the_run_failed() -> None:
+    """A task instance and a DAG run marked failed by a user (Airflow's audit log names them):
+    the failure's message says so; one that failed by itself keeps "failed on try N"."""
+    async with open_hub() as hub:
+        tracker = RunTracker(
+            hub.register_publisher(), owner_session_id="airflow", include_graph=True
+        )
+        bridge = AirflowBridge(tracker)
+        bridge.dag(DagShape.from_tasks("etl", TASKS))
+        with tracker.hydrating():
+            pass
+        bridge.run(run("running"), now=0.0)
+        bridge.marks(
+            [
+                {
+                    "event": "patch_task_instance",
+                    "dag_id": "etl",
+                    "run_id": "r1",
+                    "task_id": "first",
+                    "owner": "alice",
+                    "extra": '{"new_state": "failed", "method": "PATCH"}',
+                },
+                {
+                    "event": "patch_dag_run",
+                    "dag_id": "etl",
+                    "run_id": "r1",
+                    "owner": "bob",
+                    "extra": '{"state": "failed", "method": "PATCH"}',
+                },
+            ]
+        )
+        bridge.task_instance(instance("first", "failed", try_number=1))
+        bridge.run(run("failed"), now=1.0)
+        bridge.marks([])
+        bridge.task_instance(instance("second", "failed", try_number=2))
+        (root,) = hub.snapshot_frame().roots or ()
+    first, second = stage(root, "first").error, stage(root, "second").error
+    assert first is not None
+    assert first.message == "marked failed by alice"
+    assert second is not None
+    assert second.message == "failed on try 2"

@@ -11,6 +11,7 @@ any monotonic clock), so tests drive it deterministically.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager, suppress
@@ -149,6 +150,7 @@ class AirflowBridge:
         self._runs: dict[str, _Run] = {}
         self._hydration: AbstractContextManager[None] | None = None
         self._unknown_said = False
+        self._marked: dict[tuple[str, str], str] = {}  # (root, task or "") -> who marked failed
 
     # --- what the source knows ----------------------------------------------------------
 
@@ -206,6 +208,31 @@ class AirflowBridge:
             if run.dag_id == dag_id:
                 self._report_run(run)
 
+    # --- marks ------------------------------------------------------------------------------
+
+    def marks(self, logs: Iterable[Record]) -> None:
+        """This poll's marks from Airflow's audit log (:meth:`AirflowApi.marks`): a task
+        instance or DAG run a user marked failed says so, and who, as its failure's message.
+        Replaces the previous poll's (a mark is applied with the change it caused)."""
+        self._marked = {}
+        for log in logs:
+            try:
+                extra = json.loads(str(log.get("extra") or "{}"))
+            except ValueError:
+                continue
+            state = (
+                extra.get("new_state") or extra.get("state") if isinstance(extra, dict) else None
+            )
+            if state != "failed" or not log.get("dag_id") or not log.get("run_id"):
+                continue
+            root_id = root_id_of(str(log["dag_id"]), str(log["run_id"]))
+            task_id = str(log.get("task_id") or "") if log.get("event") != "patch_dag_run" else ""
+            self._marked[(root_id, task_id)] = str(log.get("owner") or "someone")
+
+    def _failure(self, root_id: str, task_id: str, otherwise: str) -> str:
+        owner = self._marked.get((root_id, task_id))
+        return otherwise if owner is None else f"marked failed by {owner}"
+
     # --- runs ---------------------------------------------------------------------------
 
     def run(self, record: Record, now: float) -> None:
@@ -251,7 +278,7 @@ class AirflowBridge:
             return
         run.reported = status
         ended = run.state in _RUN_ENDED
-        error = "the DAG run failed" if status == "failed" else None
+        error = self._failure(run.root_id, "", "the DAG run failed") if status == "failed" else None
         self._tracker.set_run_status(run.root_id, status, executor_ended=ended, error=error)
 
     # --- task instances -----------------------------------------------------------------
@@ -269,7 +296,9 @@ class AirflowBridge:
         map_index = int(record.get("map_index", -1))
         error = None
         if status == "failed":
-            error = f"failed on try {record.get('try_number', '?')}"
+            error = self._failure(
+                root_id, task_id, f"failed on try {record.get('try_number', '?')}"
+            )
         if map_index < 0:
             if task_id in run.instances:  # a mapped task's placeholder, once expanded
                 return

@@ -99,12 +99,17 @@ class _Poller:
                     self._bridge.dag(DagShape.from_tasks(str(dag["dag_id"]), tasks, tags))
             runs, instances = await self._changes(began)
             questions = await self._api.open_questions() if self._awaiting(instances) else None
+            failed = any(r.get("state") == "failed" for r in (*runs, *instances))
+            # Who marked it, when a run or task instance failed (the audit log; rare, so read
+            # only then): never on the first read, whose failures are old news.
+            marks = await self._api.marks(after=self._since) if failed and self._since else []
         except AirflowUnreachable as error:
             self._since = None  # read in full when it answers again
             self._bridge.unknown(str(error))
             return
         now = trio.current_time()
         with self._tracker.batch():
+            self._bridge.marks(marks)
             for dag in dags:
                 self._bridge.paused(str(dag["dag_id"]), bool(dag.get("is_paused")))
             for run in runs:
