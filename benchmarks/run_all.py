@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import bench_airflow
 import bench_celery
 import bench_conflation
 import bench_dashboard
@@ -72,6 +73,7 @@ BENCHMARKS: dict[str, Benchmark] = {
     "conflation": bench_conflation.run,
     "status": bench_status.run,
     "otel": bench_otel.run,
+    "airflow": bench_airflow.run,
 }
 
 

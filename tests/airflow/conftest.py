@@ -18,7 +18,9 @@ from workflow_hub.airflow import root_id_of
 
 from .support import Airflow, Recorder
 
-TRIGGERED = ("parallel", "retries", "failing", "mapped", "paused", "approval")
+TRIGGERED = ("parallel", "retries", "failing", "mapped", "paused", "approval", "deferred", "marked")
+CONF = {"parallel": {"team": "data", "rows": 3}}
+"""Each DAG run's ``conf`` (the recorder copies ``team`` into a label)."""
 
 
 @attrs.frozen
@@ -49,7 +51,8 @@ def airflow_session() -> Iterator[Session]:
             client.patch("/api/v2/dags/paused", json={"is_paused": True}).raise_for_status()
             for dag_id in TRIGGERED:
                 response = client.post(
-                    f"/api/v2/dags/{dag_id}/dagRuns", json={"logical_date": None}
+                    f"/api/v2/dags/{dag_id}/dagRuns",
+                    json={"logical_date": None, "conf": CONF.get(dag_id, {})},
                 )
                 response.raise_for_status()
                 run_ids[dag_id] = response.json()["dag_run_id"]

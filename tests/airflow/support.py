@@ -231,7 +231,11 @@ class Recorder:
                 ):
                     self.bridge = await nursery.start(
                         lambda task_status: watch_airflow(
-                            tracker, api, interval=self._interval, task_status=task_status
+                            tracker,
+                            api,
+                            interval=self._interval,
+                            label_conf=["team"],
+                            task_status=task_status,
                         )
                     )
                     self._started.set()

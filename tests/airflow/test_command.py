@@ -21,3 +21,12 @@ def test_a_missing_password_file_is_a_usage_mistake(capsys: pytest.CaptureFixtur
     code = main(["airflow", "--url", "http://localhost:8080", "--password-file", "/nonexistent"])
     assert code == 2
     assert "--password-file" in capsys.readouterr().err
+
+
+def test_a_bad_conf_label_key_is_a_usage_mistake_naming_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["airflow", "--url", "http://localhost:8080", "--label-conf", "9bad"]) == 2
+    err = capsys.readouterr().err
+    assert "--label-conf" in err
+    assert "9bad" in err

@@ -7,11 +7,18 @@ run must show: a state it passed through (recorded as it happened) and the state
 from __future__ import annotations
 
 import functools
+import os
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import Callable
+from pathlib import Path
 
 import httpx
 import trio
 
+from tests.support.processes import lines_until, owned_process
 from workflow_hub import RootActivity, StageNode
 from workflow_hub.airflow import serve_airflow
 
@@ -58,6 +65,37 @@ def release_parallel(session: Session) -> None:
 def test_source_is_ready_with_a_scheduler_alive(airflow_session: Session) -> None:
     """N4: the source is ready (known) once the API was read and a scheduler is alive."""
     airflow_session.recorder.wait(lambda: airflow_session.recorder.availability == "ready")
+
+
+def test_a_deferred_sensor_is_a_wait_that_continues_by_itself(airflow_session: Session) -> None:
+    """A deferrable sensor (the triggerer holds it, no worker runs it) is pending with its
+    upstream done: working / automatic_continuation with no execution (§5 D6), never idle; the
+    trigger fires and the scheduler resumes it by itself, to the end of the run."""
+    run_id = airflow_session.run_ids["deferred"]
+    recorder = airflow_session.recorder
+    root_id = airflow_session.roots["deferred"]
+    path = f"/api/v2/dags/deferred/dagRuns/{run_id}/taskInstances/wait"
+    with airflow_session.airflow.client() as client:
+        deadline = time.monotonic() + 180
+        while (state := client.get(path).json().get("state")) != "deferred":
+            # Second in the file, so that it looks while the sensor waits (15 s from its start).
+            assert state not in ("success", "failed"), f"the wait ended unseen: {state}"
+            assert time.monotonic() < deadline, "the sensor never deferred"
+            time.sleep(0.3)
+
+    def waiting() -> RootActivity | None:
+        root = recorder.current.get(root_id)
+        if root is None or stages(root)["wait"].status != "pending":
+            return None
+        return root if root.active_execution_count == 0 else None
+
+    root: RootActivity = recorder.wait(waiting)
+    assert (root.state, root.reason) == ("working", "automatic_continuation")
+    assert not root.needs_attention
+    end = ever(airflow_session, "deferred", settled)
+    assert stages(end)["wait"].status == "completed"
+    assert stages(end)["done"].status == "completed"
+    assert not end.needs_attention
 
 
 def test_parallel_tasks_run_side_by_side_then_join(airflow_session: Session) -> None:
@@ -180,6 +218,67 @@ def test_a_cleared_task_makes_its_run_live_again_until_it_ends_again(
     )
 
 
+def test_dag_tags_and_named_conf_keys_are_the_roots_labels(airflow_session: Session) -> None:
+    """C3: the DAG's tags as ``tags``, the run's ``conf["team"]`` as ``team`` (the recorder
+    names it); ``rows``, not named, is not a label."""
+    root = ever(airflow_session, "parallel", lambda r: r.labels is not None)
+    assert dict(root.labels or {}) == {"tags": "hub-tests", "team": "data"}
+    plain = ever(airflow_session, "deferred", lambda r: r.labels is not None)
+    assert dict(plain.labels or {}) == {"tags": "hub-tests,sensors"}
+
+
+def test_a_task_marked_failed_by_a_user_says_who(airflow_session: Session) -> None:
+    """ "Mark failed" (the UI's, here through the API it calls): the stage fails with who marked
+    it (Airflow's audit log), and the run settles failed, needing attention (§5 D3)."""
+    run_id = airflow_session.run_ids["marked"]
+    path = f"/api/v2/dags/marked/dagRuns/{run_id}/taskInstances/wait"
+    with airflow_session.airflow.client() as client:
+        deadline = time.monotonic() + 180
+        while client.get(path).json().get("state") not in ("deferred", "running"):
+            assert time.monotonic() < deadline, "the sensor never started"
+            time.sleep(0.3)
+        client.patch(path, json={"new_state": "failed"}).raise_for_status()
+    end = ever(airflow_session, "marked", lambda r: settled(r) and r.needs_attention)
+    error = stages(end)["wait"].error
+    assert error is not None
+    assert error.message == f"marked failed by {USER}"
+    assert stages(end)["after"].status == "skipped"
+
+
+def test_the_command_serves_the_dag_runs_as_a_process(
+    airflow_session: Session, tmp_path: Path
+) -> None:
+    """``workflow-hub airflow`` as a real process: it prints its URL, serves the DAG runs with
+    their labels (ready), and exits 0 on SIGTERM."""
+    password = tmp_path / "password"
+    password.write_text(PASSWORD)
+    command = [sys.executable, "-m", "workflow_hub._cli", "airflow"]
+    command += ["--url", airflow_session.airflow.url, "--user", USER, "--password-file"]
+    command += [str(password), "--port", "0", "--interval", "0.5", "--label", "env=test"]
+    with owned_process(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    ) as process:
+        url = lines_until(process, lambda lines: bool(lines), within=60)[0].strip()
+        assert url.startswith("http://127.0.0.1:")
+        body = httpx.get(f"{url}/v1/snapshot", timeout=30).json()
+        deadline = time.monotonic() + 60
+        while body["availability"] != "ready":  # ready once the first poll succeeded
+            assert time.monotonic() < deadline, body
+            time.sleep(0.2)
+            body = httpx.get(f"{url}/v1/snapshot", timeout=30).json()
+        roots = {root["rootRunId"]: root for root in body["roots"]}
+        assert roots[airflow_session.roots["parallel"]]["labels"] == {
+            "env": "test",
+            "tags": "hub-tests",
+        }
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(30) == 0
+
+
 async def test_serve_airflow_serves_the_dag_runs_over_http(airflow_session: Session) -> None:
     """The composition ``workflow-hub airflow`` runs: the hub's snapshot, served over HTTP, is
     ready and holds the DAG runs (settled ones too, within ``keep_ended``)."""
@@ -211,7 +310,7 @@ def test_a_killed_scheduler_makes_the_source_unknown_until_it_is_back(
     scheduler the other tests' runs need."""
     recorder = airflow_session.recorder
     release_parallel(airflow_session)
-    for dag_id in ("parallel", "retries", "failing", "mapped", "approval"):
+    for dag_id in ("parallel", "retries", "failing", "mapped", "approval", "deferred", "marked"):
         ever(airflow_session, dag_id, settled)
     airflow_session.airflow.kill("scheduler")
     try:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from workflow_hub import RootActivity, StageNode, open_hub
+from workflow_hub import ContractError, RootActivity, StageNode, open_hub
 from workflow_hub.airflow import AirflowBridge, DagShape
 from workflow_hub.tracker import RunTracker
 
@@ -108,3 +108,93 @@ async def test_the_graph_is_the_dags() -> None:
     root = await root_after(("run", run("queued")))
     assert stage(root, "second").parent_ids == (f"{root.root_run_id}:first",)
     assert root.root_run_id == "etl/r1"
+
+
+async def labels_of(record: dict[str, Any], **options: Any) -> dict[str, str]:
+    async with open_hub() as hub:
+        tracker = RunTracker(hub.register_publisher(), owner_session_id="airflow")
+        bridge = AirflowBridge(tracker, **options)
+        bridge.dag(DagShape.from_tasks("etl", TASKS, tags=["nightly", "finance team"]))
+        with tracker.hydrating():
+            pass
+        bridge.run(record, now=0.0)
+        (root,) = hub.snapshot_frame().roots or ()
+        return dict(root.labels or {})
+
+
+async def test_the_dags_tags_are_one_label_and_named_conf_keys_are_labels() -> None:
+    """C3: the DAG's tags (sorted, as ``tags``) and the conf keys the user names are labels;
+    a conf value that is no label value (a dict) is left out, never a failed poll."""
+    conf = {"team": "risk", "shards": 4, "secret": "x", "nested": {"a": 1}}
+    labels = await labels_of(
+        {**run("queued"), "conf": conf},
+        labels={"env": "prod"},
+        label_conf=["team", "shards", "nested", "absent"],
+    )
+    assert labels == {"env": "prod", "tags": "finance team,nightly", "team": "risk", "shards": "4"}
+
+
+async def test_tag_labels_can_be_turned_off_and_a_run_without_conf_has_none() -> None:
+    labels = await labels_of({**run("queued"), "conf": None}, tag_labels=False, label_conf=["x"])
+    assert labels == {}
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        ({"label_conf": ["9team"]}, "9team"),
+        ({"label_conf": [f"k{i}" for i in range(16)]}, "at most 16"),
+    ],
+)
+async def test_a_bad_conf_key_is_refused_before_anything_is_read(
+    options: dict[str, Any], named: str
+) -> None:
+    """C1: a ContractError naming the field, from the constructor."""
+    async with open_hub() as hub:
+        tracker = RunTracker(hub.register_publisher(), owner_session_id="airflow")
+        with pytest.raises(ContractError, match="label_conf") as raised:
+            AirflowBridge(tracker, **options)
+        assert named in str(raised.value)
+
+
+async def test_a_mark_from_the_audit_log_says_who_marked_the_task_and_the_run_failed() -> None:
+    """A task instance and a DAG run marked failed by a user (Airflow's audit log names them):
+    the failure's message says so; one that failed by itself keeps "failed on try N"."""
+    async with open_hub() as hub:
+        tracker = RunTracker(
+            hub.register_publisher(), owner_session_id="airflow", include_graph=True
+        )
+        bridge = AirflowBridge(tracker)
+        bridge.dag(DagShape.from_tasks("etl", TASKS))
+        with tracker.hydrating():
+            pass
+        bridge.run(run("running"), now=0.0)
+        bridge.marks(
+            [
+                {
+                    "event": "patch_task_instance",
+                    "dag_id": "etl",
+                    "run_id": "r1",
+                    "task_id": "first",
+                    "owner": "alice",
+                    "extra": '{"new_state": "failed", "method": "PATCH"}',
+                },
+                {
+                    "event": "patch_dag_run",
+                    "dag_id": "etl",
+                    "run_id": "r1",
+                    "owner": "bob",
+                    "extra": '{"state": "failed", "method": "PATCH"}',
+                },
+            ]
+        )
+        bridge.task_instance(instance("first", "failed", try_number=1))
+        bridge.run(run("failed"), now=1.0)
+        bridge.marks([])
+        bridge.task_instance(instance("second", "failed", try_number=2))
+        (root,) = hub.snapshot_frame().roots or ()
+    first, second = stage(root, "first").error, stage(root, "second").error
+    assert first is not None
+    assert first.message == "marked failed by alice"
+    assert second is not None
+    assert second.message == "failed on try 2"

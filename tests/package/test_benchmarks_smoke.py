@@ -63,6 +63,7 @@ def smoke_rows(run_all: ModuleType, harness: ModuleType) -> list[object]:
         "watch_cpu",
         "conflation",
         "otel",
+        "airflow",
     ],
 )
 def test_each_benchmark_reports_figures_next_to_a_reference(
@@ -155,3 +156,21 @@ def test_network_takes_the_hubs_publish_off_the_servers_own_cpu_row(
     assert own.reference == whole.reference == "(b) 100 events per write"  # type: ignore[attr-defined]
     # Less cost per event than the whole, so more events per CPU second.
     assert own.value > whole.value  # type: ignore[attr-defined]
+
+
+def test_airflow_reports_the_bridge_per_transition_against_decoding_and_the_facts(
+    smoke_rows: list[object],
+) -> None:
+    """Issue 42: the bridge's CPU per 1 000 task-instance transitions, from API-shaped poll
+    bodies (no Airflow), next to decoding them alone and to the tracker given the facts; and
+    the requests per poll, the same for 500 running DAG runs as for 10."""
+    rows = [row for row in smoke_rows if row.benchmark == "airflow"]  # type: ignore[attr-defined]
+    cpu = [row for row in rows if row.unit == "ms CPU/1k transitions"]  # type: ignore[attr-defined]
+    assert {row.reference for row in cpu} == {  # type: ignore[attr-defined]
+        "json.loads of the same poll bodies",
+        "decode + the changed statuses as facts",
+    }
+    assert all(row.value > 0 for row in cpu)  # type: ignore[attr-defined]
+    (requests,) = [row for row in rows if row.unit == "requests"]  # type: ignore[attr-defined]
+    assert requests.value == requests.reference_value == 4  # type: ignore[attr-defined]
+    assert requests.met  # type: ignore[attr-defined]

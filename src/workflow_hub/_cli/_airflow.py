@@ -57,6 +57,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="KEY=VALUE",
         help="a label on every root (repeatable), e.g. --label env=prod",
     )
+    parser.add_argument(
+        "--label-conf",
+        action="append",
+        default=[],
+        metavar="KEY",
+        help="a key of each DAG run's conf whose value becomes the label KEY (repeatable)",
+    )
+    parser.add_argument(
+        "--no-tag-labels",
+        action="store_true",
+        help="do not put each DAG's tags on its runs' roots as the label 'tags'",
+    )
     add_bind_arguments(parser, served=" of the dashboard and its streams")
     parser.add_argument(
         "--insecure",
@@ -77,9 +89,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _labels(items: list[str]) -> dict[str, str]:
+def _labels(args: argparse.Namespace) -> dict[str, str]:
     labels: dict[str, str] = {}
-    for item in items:
+    for item in args.label:
         key, equals, value = item.partition("=")
         if not equals:
             raise UsageError(f"--label {item!r}: expected KEY=VALUE")
@@ -88,6 +100,11 @@ def _labels(items: list[str]) -> dict[str, str]:
         Labels(labels)
     except ContractError as error:  # it names the key
         raise UsageError(f"--label: {error}") from None
+    keys = {*labels, *args.label_conf, *([] if args.no_tag_labels else ["tags"])}
+    try:  # each conf key must be a label key; all the labels together, at most sixteen
+        Labels({key: "x" for key in keys})
+    except ContractError as error:
+        raise UsageError(f"--label-conf: {error}") from None
     return labels
 
 
@@ -109,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
         ) from error
     if not args.url.startswith(("http://", "https://")):
         raise UsageError(f"--url {args.url!r}: expected http:// or https://")
-    labels = _labels(args.label)
+    labels = _labels(args)
     password = _password(args)
     host = args.host
     with (
@@ -134,6 +151,8 @@ async def _serve(args: argparse.Namespace, labels: dict[str, str], password: str
                     interval=args.interval,
                     keep_ended=args.keep_ended,
                     labels=labels,
+                    label_conf=args.label_conf,
+                    tag_labels=not args.no_tag_labels,
                     host=args.host,
                     port=args.port,
                     serve_token=args.token,

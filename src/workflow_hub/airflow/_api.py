@@ -23,6 +23,8 @@ from .._exceptions import WorkflowHubError
 __all__ = ["AirflowApi", "AirflowUnreachable"]
 
 _PAGE = 100
+MARK_EVENTS = ("patch_task_instance", "patch_dag_run")
+"""The audit log's events of a mark (the endpoints' names; the UI calls the same endpoints)."""
 
 
 class AirflowUnreachable(WorkflowHubError):
@@ -34,7 +36,8 @@ class AirflowUnreachable(WorkflowHubError):
 class AirflowApi:
     """Reads an Airflow deployment's REST API at ``url`` (``http://host:8080``), as ``username``
     with ``password`` (or with a ready ``token``). ``timeout`` bounds every request (seconds).
-    Use ``async with AirflowApi(url, ...) as api:``; it owns its HTTP connections."""
+    ``transport`` is httpx's (a proxy, custom TLS, or ``httpx.MockTransport`` for recorded
+    answers). Use ``async with AirflowApi(url, ...) as api:``; it owns its HTTP connections."""
 
     def __init__(
         self,
@@ -44,12 +47,13 @@ class AirflowApi:
         password: str | None = None,
         token: str | None = None,
         timeout: float = 10.0,
+        transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.url = url.rstrip("/")
         self._username = username
         self._password = password
         self._token = token
-        self._client = httpx.AsyncClient(base_url=self.url, timeout=timeout)
+        self._client = httpx.AsyncClient(base_url=self.url, timeout=timeout, transport=transport)
         self.requests = 0
         """Requests tried so far, answered or not (the benchmarks count them per poll)."""
         self.server_time: datetime | None = None
@@ -163,6 +167,16 @@ class AirflowApi:
             params["updated_at_gte"] = _iso(updated_since)
         path = f"/api/v2/dags/{_quote(dag_id)}/dagRuns/{_quote(dag_run_id)}/taskInstances"
         return await self.pages(path, "task_instances", params)
+
+    async def marks(self, *, after: datetime) -> list[Mapping[str, Any]]:
+        """The audit log's hand-made state changes after ``after`` (Airflow's clock): a task
+        instance or a DAG run marked by a user, from the UI or the API (``owner`` is the user)."""
+        logs = await self.pages(
+            "/api/v2/eventLogs",
+            "event_logs",
+            {"included_events": list(MARK_EVENTS), "after": _iso(after), "order_by": "id"},
+        )
+        return [log for log in logs if log.get("event") in MARK_EVENTS]
 
     async def open_questions(self) -> list[Mapping[str, Any]]:
         """The human-in-the-loop requests no one has answered yet (Airflow 3.1+)."""

@@ -11,6 +11,7 @@ any monotonic clock), so tests drive it deterministically.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager, suppress
@@ -18,8 +19,8 @@ from typing import Any, Final, final
 
 import attrs
 
-from .._contract import Labels
 from ..tracker import SchedulerFacts
+from ._labels import RunLabels
 
 __all__ = ["AirflowBridge", "DagShape", "root_id_of"]
 
@@ -124,7 +125,9 @@ class AirflowBridge:
     """Applies Airflow's DAG runs and task instances to a tracker (docs/airflow.md, "Mapping").
 
     ``keep_ended`` (seconds) is how long an ended DAG run stays on show before its root is
-    removed. ``labels`` are put on every root (C3). Not thread-safe: one task calls it.
+    removed. ``labels`` are put on every root (C3), with the DAG's tags as ``tags`` (unless
+    ``tag_labels`` is false) and the run's ``conf`` values of the keys in ``label_conf``. Not
+    thread-safe: one task calls it.
     """
 
     def __init__(
@@ -133,17 +136,21 @@ class AirflowBridge:
         *,
         keep_ended: float = 300.0,
         labels: Mapping[str, str] | None = None,
+        label_conf: Iterable[str] = (),
+        tag_labels: bool = True,
         heartbeat_interval_minutes: float | None = None,
     ) -> None:
         self._tracker = tracker
         self._keep_ended = keep_ended
-        self._labels = dict(Labels(dict(labels or {})))  # a bad label is refused here
+        # A bad label or conf key is refused here, before anything is read.
+        self._labels = RunLabels(labels, conf_keys=label_conf, tags=tag_labels)
         self._heartbeat = heartbeat_interval_minutes
         self._dags: dict[str, DagShape] = {}
         self._paused: dict[str, bool] = {}
         self._runs: dict[str, _Run] = {}
         self._hydration: AbstractContextManager[None] | None = None
         self._unknown_said = False
+        self._marked: dict[tuple[str, str], str] = {}  # (root, task or "") -> who marked failed
 
     # --- what the source knows ----------------------------------------------------------
 
@@ -201,6 +208,31 @@ class AirflowBridge:
             if run.dag_id == dag_id:
                 self._report_run(run)
 
+    # --- marks ------------------------------------------------------------------------------
+
+    def marks(self, logs: Iterable[Record]) -> None:
+        """This poll's marks from Airflow's audit log (:meth:`AirflowApi.marks`): a task
+        instance or DAG run a user marked failed says so, and who, as its failure's message.
+        Replaces the previous poll's (a mark is applied with the change it caused)."""
+        self._marked = {}
+        for log in logs:
+            try:
+                extra = json.loads(str(log.get("extra") or "{}"))
+            except ValueError:
+                continue
+            state = (
+                extra.get("new_state") or extra.get("state") if isinstance(extra, dict) else None
+            )
+            if state != "failed" or not log.get("dag_id") or not log.get("run_id"):
+                continue
+            root_id = root_id_of(str(log["dag_id"]), str(log["run_id"]))
+            task_id = str(log.get("task_id") or "") if log.get("event") != "patch_dag_run" else ""
+            self._marked[(root_id, task_id)] = str(log.get("owner") or "someone")
+
+    def _failure(self, root_id: str, task_id: str, otherwise: str) -> str:
+        owner = self._marked.get((root_id, task_id))
+        return otherwise if owner is None else f"marked failed by {owner}"
+
     # --- runs ---------------------------------------------------------------------------
 
     def run(self, record: Record, now: float) -> None:
@@ -218,7 +250,7 @@ class AirflowBridge:
                 status=status,
                 executor_ended=state in _RUN_ENDED,
                 heartbeat_interval_minutes=self._heartbeat,
-                labels=self._labels or None,
+                labels=self._labels.of(shape.tags, record.get("conf")) or None,
             )
             run.reported = status
             self._tracker.take_ownership(root_id)
@@ -246,7 +278,7 @@ class AirflowBridge:
             return
         run.reported = status
         ended = run.state in _RUN_ENDED
-        error = "the DAG run failed" if status == "failed" else None
+        error = self._failure(run.root_id, "", "the DAG run failed") if status == "failed" else None
         self._tracker.set_run_status(run.root_id, status, executor_ended=ended, error=error)
 
     # --- task instances -----------------------------------------------------------------
@@ -264,7 +296,9 @@ class AirflowBridge:
         map_index = int(record.get("map_index", -1))
         error = None
         if status == "failed":
-            error = f"failed on try {record.get('try_number', '?')}"
+            error = self._failure(
+                root_id, task_id, f"failed on try {record.get('try_number', '?')}"
+            )
         if map_index < 0:
             if task_id in run.instances:  # a mapped task's placeholder, once expanded
                 return

@@ -9,7 +9,7 @@ with a :class:`~workflow_hub.HookRunner` bound (so the tracker's lifecycle event
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import final
 
 import attrs
@@ -49,6 +49,8 @@ async def serve_airflow(
     interval: float = DEFAULT_INTERVAL,
     keep_ended: float = 300.0,
     labels: Mapping[str, str] | None = None,
+    label_conf: Iterable[str] = (),
+    tag_labels: bool = True,
     host: str = "127.0.0.1",
     port: int = DEFAULT_PORT,
     serve_token: str | None = None,
@@ -66,7 +68,8 @@ async def serve_airflow(
     ``token``, every ``interval`` seconds (:func:`watch_airflow`). The hub is served at
     ``host:port`` (``port=0`` picks one; :func:`workflow_hub.server.serve_hub`'s rules for
     ``serve_token`` and ``insecure``). With ``redis_url`` the hub and its hook events are also
-    mirrored into that Redis as ``source`` under ``prefix`` (needs the ``redis`` extra). When
+    mirrored into that Redis as ``source`` under ``prefix`` (needs the ``redis`` extra).
+    ``labels``, ``label_conf`` and ``tag_labels`` are :func:`watch_airflow`'s. When
     cancelled, the source ends: every observer sees its final ``unavailable`` frame (H1).
     """
     from ..server import serve_hub
@@ -104,6 +107,8 @@ async def serve_airflow(
                         interval=interval,
                         keep_ended=keep_ended,
                         labels=labels,
+                        label_conf=label_conf,
+                        tag_labels=tag_labels,
                     )
                 )
                 task_status.started(AirflowServer(url=served, hub=hub, bridge=bridge, api=api))

@@ -12,7 +12,7 @@ scheduler alive, the source is ``recovering``: unknown, never idle.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -41,19 +41,25 @@ async def watch_airflow(
     interval: float = DEFAULT_INTERVAL,
     keep_ended: float = 300.0,
     labels: Mapping[str, str] | None = None,
+    label_conf: Iterable[str] = (),
+    tag_labels: bool = True,
     heartbeat_interval_minutes: float | None = None,
     task_status: trio.TaskStatus[AirflowBridge] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Report ``api``'s DAG runs to ``tracker`` until cancelled: ``bridge = await
     nursery.start(watch_airflow, tracker, api)`` returns once the first poll was tried (the
     source is ``ready`` if it succeeded, ``recovering`` if not). ``interval`` is the time between
-    polls; ``keep_ended`` how long an ended run stays on show; ``labels`` go on every root."""
+    polls; ``keep_ended`` how long an ended run stays on show; ``labels`` go on every root,
+    with the DAG's tags as ``tags`` (unless ``tag_labels`` is false) and the run's ``conf``
+    values of the keys in ``label_conf``."""
     if interval <= 0:
         raise ValueError(f"interval: must be positive, not {interval!r}")
     bridge = AirflowBridge(
         tracker,
         keep_ended=keep_ended,
         labels=labels,
+        label_conf=label_conf,
+        tag_labels=tag_labels,
         heartbeat_interval_minutes=heartbeat_interval_minutes,
     )
     poller = _Poller(api, bridge, tracker, keep_ended)
@@ -93,12 +99,17 @@ class _Poller:
                     self._bridge.dag(DagShape.from_tasks(str(dag["dag_id"]), tasks, tags))
             runs, instances = await self._changes(began)
             questions = await self._api.open_questions() if self._awaiting(instances) else None
+            failed = any(r.get("state") == "failed" for r in (*runs, *instances))
+            # Who marked it, when a run or task instance failed (the audit log; rare, so read
+            # only then): never on the first read, whose failures are old news.
+            marks = await self._api.marks(after=self._since) if failed and self._since else []
         except AirflowUnreachable as error:
             self._since = None  # read in full when it answers again
             self._bridge.unknown(str(error))
             return
         now = trio.current_time()
         with self._tracker.batch():
+            self._bridge.marks(marks)
             for dag in dags:
                 self._bridge.paused(str(dag["dag_id"]), bool(dag.get("is_paused")))
             for run in runs:

@@ -128,3 +128,39 @@ def approval():
 
 
 approval()
+
+
+@dag(schedule=None, tags=["hub-tests", "sensors"])
+def deferred():
+    """A deferrable sensor: the task defers to the triggerer (no worker slot) until its moment,
+    then the scheduler resumes it by itself."""
+    from airflow.providers.standard.sensors.date_time import DateTimeSensorAsync
+
+    @task
+    def done():
+        return "waited"
+
+    # Fifteen seconds from the sensor's own start (the template is rendered then), so it defers
+    # however long the loaded machine took to start it; DateTimeSensorAsync always defers.
+    wait = DateTimeSensorAsync(
+        task_id="wait", target_time="{{ macros.datetime.utcnow() + macros.timedelta(seconds=15) }}"
+    )
+    wait >> done()
+
+
+deferred()
+
+
+@dag(schedule=None, tags=["hub-tests"])
+def marked():
+    """A wait of ten minutes that the tests mark failed through the API, as a user would."""
+    from airflow.providers.standard.sensors.time_delta import TimeDeltaSensor
+
+    @task
+    def after():
+        return 1
+
+    TimeDeltaSensor(task_id="wait", delta=timedelta(minutes=10), deferrable=True) >> after()
+
+
+marked()
