@@ -159,6 +159,17 @@ class CeleryWatch:
             def on_connection_error(self, exc: BaseException, interval: float) -> None:
                 watch._connection_lost(exc)
 
+            def _receive(self, body: Any, message: Any) -> None:
+                # Kombu's callback, in place of Celery's: the bridge reads no event's clock or
+                # timestamp, so ``event_from_message`` (the Lamport clock, the localised
+                # timestamp, ``local_received``) is work the bridge would throw away (issue 38:
+                # about 1.7 us of the receiver's ~60 an event). A message is one event or a
+                # list of them; anything but a mapping is dropped here.
+                if isinstance(body, dict):
+                    watch._queue_event(body)
+                elif isinstance(body, list):
+                    watch._queue_events([each for each in body if isinstance(each, dict)])
+
             @contextmanager
             def establish_connection(self) -> Iterator[Any]:
                 with self.create_connection() as connection:
@@ -237,6 +248,14 @@ class CeleryWatch:
             self._events.append(event)
             if len(self._events) == 1:
                 self._wake.notify()  # the forwarder waits only for a first event
+
+    def _queue_events(self, events: list[Mapping[str, Any]]) -> None:
+        if events:
+            with self._wake:
+                first = not self._events
+                self._events += events
+                if first:
+                    self._wake.notify()
 
     def _queue_job(self, job: Callable[[float], None]) -> None:
         with self._wake:
