@@ -8,6 +8,8 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from celery.events.event import get_exchange
+
 from tests.support.redis_server import RedisServer
 
 from .app import app
@@ -76,3 +78,37 @@ async def test_a_task_succeeded_before_it_started_ends_its_root(broker: RedisSer
         assert (root.state, root.reason, root.active_execution_count) == ("idle", "quiescent", 0)
         history = roots.history[first]
         assert not any(v.reason == "executing" for v in history[history.index(root) :])
+
+
+def _publish_raw(bodies: list[Any]) -> None:
+    """Publish ``bodies`` as they are on the events exchange: what no Celery sends, but a
+    broker shared with other programs can carry."""
+    with app.connection_for_write() as connection:
+        exchange = get_exchange(connection, name=app.conf.event_exchange)
+        producer = connection.Producer(exchange=exchange, serializer="json")
+        for body in bodies:
+            producer.publish(body, routing_key="task.received", declare=[exchange])
+
+
+async def test_messages_that_are_not_events_are_dropped_and_a_list_of_events_applies(
+    broker: RedisServer,
+) -> None:
+    """Issue 38 (P3): the receiver hands the bridge each message's events as they are (no
+    clock or timestamp work the bridge would not read): a message that is no event (text, a
+    number) is dropped without a refusal or an error, a list of events is applied event by
+    event, and what is not an event inside the list is dropped alone."""
+    task = str(uuid.uuid4())
+    async with bridged(linger=0.2) as (roots, watch, _tracker):
+        received = {"type": "task-received", "uuid": task, "name": "ok", "root_id": task}
+        await blocking(
+            _publish_raw,
+            [
+                "not an event",
+                7,
+                [received, "junk", {"type": "task-started", "uuid": task}],
+                {"type": "task-succeeded", "uuid": task, "result": "1"},
+            ],
+        )
+        root = await roots.wait_root(task, ended, "the task ended")
+        assert stages(root)[task].status == "completed"
+        assert (watch.statistics().refused, watch.errors) == (0, 0)
