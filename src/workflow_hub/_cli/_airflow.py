@@ -17,6 +17,7 @@ import trio
 
 from .. import ContractError, Labels
 from ._errors import UsageError, os_errors_as, until_ctrl_c
+from ._labels import given_labels
 from ._options import add_bind_arguments, seconds
 from ._signals import ended_by_signals
 
@@ -90,16 +91,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _labels(args: argparse.Namespace) -> dict[str, str]:
-    labels: dict[str, str] = {}
-    for item in args.label:
-        key, equals, value = item.partition("=")
-        if not equals:
-            raise UsageError(f"--label {item!r}: expected KEY=VALUE")
-        labels[key] = value
-    try:
-        Labels(labels)
-    except ContractError as error:  # it names the key
-        raise UsageError(f"--label: {error}") from None
+    labels = given_labels(args.label)
     keys = {*labels, *args.label_conf, *([] if args.no_tag_labels else ["tags"])}
     try:  # each conf key must be a label key; all the labels together, at most sixteen
         Labels({key: "x" for key in keys})

@@ -14,9 +14,9 @@ import sys
 import threading
 from typing import Any
 
-from .. import ContractError, Labels
 from ..celery import DEFAULT_INSPECT_TIMEOUT, serve_celery
 from ._errors import UsageError, os_errors_as
+from ._labels import given_labels
 from ._options import add_bind_arguments
 
 __all__ = ["add_arguments", "run"]
@@ -88,16 +88,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _labels(args: argparse.Namespace) -> tuple[dict[str, str], tuple[str, ...]]:
     """``--label`` and ``--label-from``, checked before anything starts."""
-    labels: dict[str, str] = {}
-    for item in args.label:
-        key, equals, value = item.partition("=")
-        if not equals:
-            raise UsageError(f"--label {item!r}: expected KEY=VALUE")
-        labels[key] = value
-    try:
-        Labels(labels)
-    except ContractError as error:  # it names the key
-        raise UsageError(f"--label: {error}") from None
+    labels = given_labels(args.label)
     chosen = tuple(dict.fromkeys(n.strip() for n in args.label_from.split(",") if n.strip()))
     for name in chosen:
         if name not in ("queue", "worker"):
