@@ -184,6 +184,8 @@ class Recorder:
         self.history: dict[str, list[RootActivity]] = {}
         self.current: dict[str, RootActivity] = {}
         self.availability: str = "unavailable"
+        self.detail: str | None = None
+        """The last snapshot's detail (C3): why the source is unknown."""
         self.availabilities: list[tuple[float, str]] = []
         """Every snapshot's availability, with the seconds since the recorder started."""
         self._began = time.monotonic()
@@ -244,6 +246,7 @@ class Recorder:
         with self._changed:
             if isinstance(frame, SnapshotFrame):
                 self.availability = str(frame.availability)
+                self.detail = frame.detail
                 self.availabilities.append(
                     (round(time.monotonic() - self._began, 1), self.availability)
                 )

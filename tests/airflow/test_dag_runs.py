@@ -315,6 +315,8 @@ def test_a_killed_scheduler_makes_the_source_unknown_until_it_is_back(
     airflow_session.airflow.kill("scheduler")
     try:
         recorder.wait(lambda: recorder.availability == "recovering")
+        # C3: every view says why (once the outage was said).
+        recorder.wait(lambda: (recorder.detail or "").startswith("no Airflow scheduler is alive"))
     finally:
         airflow_session.airflow.run("scheduler")
     recorder.wait(lambda: recorder.availability == "ready")

@@ -35,7 +35,12 @@ async def test_an_api_nobody_answers_is_recovering_and_said_once(
                 while api.requests < 3:  # noqa: ASYNC110
                     await trio.sleep(0.01)
             assert not bridge.ready
-            assert hub.snapshot_frame().availability == "recovering"
+            snapshot = hub.snapshot_frame()
+            assert snapshot.availability == "recovering"
+            # C3: every view says why (the first failure's reason, once it was said).
+            assert snapshot.detail is not None
+            assert snapshot.detail.startswith("Airflow unreachable: "), snapshot.detail
+            assert url in snapshot.detail
             nursery.cancel_scope.cancel()
     said = [r for r in caplog.records if "unknown" in r.getMessage()]
     assert len(said) == 1

@@ -19,6 +19,7 @@ from typing import Any, Final, final
 
 import attrs
 
+from .._contract import unknown_detail
 from ..tracker import SchedulerFacts
 from ._labels import RunLabels
 
@@ -162,13 +163,17 @@ class AirflowBridge:
     def unknown(self, why: str, *, say: bool = True) -> None:
         """Airflow cannot be read, or nothing in it schedules (no scheduler alive): the source
         is ``recovering`` (unknown, never idle) until :meth:`known`. Said once in the log (not
-        at all with ``say=False``: before the first read, being unknown is no news)."""
+        at all with ``say=False``: before the first read, being unknown is no news). Every view
+        says ``why``, as the recovering snapshot's detail (C3), e.g. ``Airflow unreachable: …``."""
         if say and not self._unknown_said:
             logger.warning("Airflow's state is unknown: %s", why)
             self._unknown_said = True
+        detail = unknown_detail(why) if say else None
         if self._hydration is None:
-            self._hydration = self._tracker.hydrating()
+            self._hydration = self._tracker.hydrating(detail)
             self._hydration.__enter__()
+        elif detail is not None:
+            self._tracker.recovering_because(detail)
 
     def known(self) -> None:
         """Airflow was read in full again: publish ``ready`` with everything applied since."""

@@ -105,7 +105,7 @@ class _Poller:
             marks = await self._api.marks(after=self._since) if failed and self._since else []
         except AirflowUnreachable as error:
             self._since = None  # read in full when it answers again
-            self._bridge.unknown(str(error))
+            self._bridge.unknown(f"Airflow unreachable: {error}")
             return
         now = trio.current_time()
         with self._tracker.batch():
@@ -124,7 +124,7 @@ class _Poller:
             self._since = began - _OVERLAP
         if scheduler != "healthy":
             # Queued runs would wait for ever and running ones may be orphaned: not "working".
-            self._bridge.unknown(f"no scheduler is alive (health: {scheduler})")
+            self._bridge.unknown(f"no Airflow scheduler is alive (health: {scheduler})")
         else:
             self._bridge.known()
 
