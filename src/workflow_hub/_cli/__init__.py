@@ -100,13 +100,18 @@ SUBCOMMANDS: dict[str, tuple[str, Callable[[], ModuleType]]] = {
         _load_status,
     ),
     "snapshot": ("print a served hub's snapshot as JSON", _load_snapshot),
-    "celery": (
-        "show a Celery app's workflows live, from its workers' events (-E), served with the dashboard",
-        _load_celery,
+    "alert": (
+        "send a served hub's or a fleet's alerts (needs attention, stuck, unknown) to "
+        "Alertmanager and signed webhooks",
+        _load_alert,
     ),
     "otel": (
         "send a served hub's or a fleet's runs to an OpenTelemetry backend as traces (OTLP)",
         _load_otel,
+    ),
+    "celery": (
+        "show a Celery app's workflows live, from its workers' events (-E), served with the dashboard",
+        _load_celery,
     ),
     "airflow": (
         "show an Airflow 3 deployment's DAG runs live, from its REST API, served with the dashboard",
@@ -115,11 +120,6 @@ SUBCOMMANDS: dict[str, tuple[str, Callable[[], ModuleType]]] = {
     "conformance": (
         "check an implementation of the contract against the reference model",
         _load_conformance,
-    ),
-    "alert": (
-        "send a served hub's or a fleet's alerts (needs attention, stuck, unknown) to "
-        "Alertmanager and signed webhooks",
-        _load_alert,
     ),
 }
 
