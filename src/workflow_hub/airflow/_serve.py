@@ -98,7 +98,18 @@ async def serve_airflow(
                     )
                 )
                 if redis_url is not None:
-                    await nursery.start(_mirror, hub, runner, redis_url, source, prefix)
+                    from ..redis import DEFAULT_PREFIX, mirror_hub_at
+
+                    await nursery.start(
+                        functools.partial(
+                            mirror_hub_at,
+                            hub,
+                            redis_url,
+                            source=source,
+                            prefix=DEFAULT_PREFIX if prefix is None else prefix,
+                            runner=runner,
+                        )
+                    )
                 bridge: AirflowBridge = await nursery.start(
                     functools.partial(
                         watch_airflow,
@@ -114,37 +125,3 @@ async def serve_airflow(
                 task_status.started(AirflowServer(url=served, hub=hub, bridge=bridge, api=api))
         finally:
             tracker.publisher.dispose()
-
-
-async def _mirror(
-    hub: WorkflowActivityHub,
-    runner: HookRunner,
-    url: str,
-    source: str,
-    prefix: str | None,
-    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
-) -> None:
-    import coredis
-
-    from ..redis import DEFAULT_PREFIX, mirror_hub
-
-    async with coredis.Redis.from_url(url) as redis:
-        await mirror_hub(
-            hub,
-            redis,
-            source=source,
-            prefix=DEFAULT_PREFIX if prefix is None else prefix,
-            runner=runner,
-            task_status=_Started(task_status),
-        )
-
-
-@final
-class _Started:
-    """Hands the mirror's start on to ``nursery.start`` (its value is not needed here)."""
-
-    def __init__(self, status: trio.TaskStatus[None]) -> None:
-        self._status = status
-
-    def started(self, value: object = None) -> None:
-        self._status.started()

@@ -237,16 +237,13 @@ async def _mirror(
     prefix: str | None,
     status: _Started,
 ) -> None:
-    import coredis
+    from ..redis import DEFAULT_PREFIX, mirror_hub_at
 
-    from ..redis import DEFAULT_PREFIX, mirror_hub
-
-    async with coredis.Redis.from_url(url) as redis:
-        await mirror_hub(
-            hub,
-            redis,
-            source=source,
-            prefix=DEFAULT_PREFIX if prefix is None else prefix,
-            runner=runner,
-            task_status=status,
-        )
+    await mirror_hub_at(
+        hub,
+        url,
+        source=source,
+        prefix=DEFAULT_PREFIX if prefix is None else prefix,
+        runner=runner,
+        task_status=status,
+    )

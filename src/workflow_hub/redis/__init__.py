@@ -4,6 +4,7 @@ Needs the ``redis`` extra (``pip install 'workflow-hub[redis]'``, the coredis cl
 
 - :func:`mirror_hub` — in the scheduler: append every frame of a hub to ``{prefix}:{source}:frames``,
   checkpoint it, register the source, fenced so that the newest instance of a source wins.
+  :func:`mirror_hub_at` does the same through a client of its own, opened from a URL.
 - :func:`follow_source` — anywhere: the frames of one source with a local subscription's
   guarantees (snapshot first, FIFO, a fresh snapshot whenever continuity is lost).
 - :class:`RedisFleet` — the :class:`~workflow_hub.fleet.FleetEngine` over Redis: what the fleet
@@ -46,6 +47,7 @@ from ._metrics import FollowerMetrics as FollowerMetrics
 from ._metrics import MirrorMetrics as MirrorMetrics
 from ._mirror import Mirror as Mirror
 from ._mirror import mirror_hub as mirror_hub
+from ._mirror_at import mirror_hub_at as mirror_hub_at
 from ._mirror_events import DEFAULT_EVENTS_BUFFER as DEFAULT_EVENTS_BUFFER
 from ._mirror_events import DEFAULT_EVENTS_MAXLEN as DEFAULT_EVENTS_MAXLEN
 from ._statistics import MirrorStatistics as MirrorStatistics
@@ -72,6 +74,7 @@ __all__ = [
     "follow_fleet",
     "follow_source",
     "mirror_hub",
+    "mirror_hub_at",
 ]
 
 fixup_module_metadata(__name__, globals())
