@@ -14,40 +14,25 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from tests.support.fleet_events import hooked
 from tests.support.redis_server import RedisServer
-from workflow_hub import HookRunner, RunTracker, open_hub
+from workflow_hub import RunTracker
 from workflow_hub.otel import FleetTracing, trace_fleet
-from workflow_hub.redis import RedisFleet, mirror_hub
+from workflow_hub.redis import RedisFleet
 
 
 async def _scheduler(
+    nursery: trio.Nursery,
     redis: coredis.Redis[bytes],
     prefix: str,
     source: str,
     play: Callable[[RunTracker], None],
-    *,
-    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    async with open_hub() as hub, trio.open_nursery() as nursery:
-        runner = HookRunner(hub)
-        mirror = await nursery.start(
-            functools.partial(
-                mirror_hub,
-                hub,
-                redis,
-                source=source,
-                prefix=prefix,
-                refresh_interval=0.05,
-                runner=runner,
-            )
-        )
-        runner.bind()
-        await mirror.wait_claimed()
-        tracker = RunTracker(hub.register_publisher(), owner_session_id=source)
-        tracker.start()
-        play(tracker)
-        task_status.started()
-        await trio.sleep_forever()
+    """A scheduler mirrored with its hook events (tests/support's), reporting through a tracker."""
+    scheduler = await hooked(nursery, redis, prefix, source)
+    tracker = RunTracker(scheduler.hub.register_publisher(), owner_session_id=source)
+    tracker.start()
+    play(tracker)
 
 
 def _build(tracker: RunTracker) -> None:
@@ -89,8 +74,8 @@ async def test_every_source_of_a_fleet_is_traced_with_its_name(
                 functools.partial(trace_fleet, engine, tracer_provider=provider)
             )
             await trio.sleep(0.3)  # the follower has looked once: later sources start at 0
-            await nursery.start(_scheduler, redis, prefix, "sched-1", _build)
-            await nursery.start(_scheduler, redis, prefix, "sched-2", _failing)
+            await _scheduler(nursery, redis, prefix, "sched-1", _build)
+            await _scheduler(nursery, redis, prefix, "sched-2", _failing)
             await _eventually(lambda: len(spans()) == 3)
             assert set(tracing.sources) == {"sched-1", "sched-2"}
             nursery.cancel_scope.cancel()
@@ -148,7 +133,7 @@ async def test_a_retired_source_ends_its_open_spans_as_vanished(
             )
             await trio.sleep(0.3)
             async with trio.open_nursery() as scheduler:  # the scheduler's process
-                await scheduler.start(_scheduler, redis, prefix, "sched-9", _left_running)
+                await _scheduler(scheduler, redis, prefix, "sched-9", _left_running)
                 await _eventually(lambda: tracing.statistics().open_runs == 1)
                 scheduler.cancel_scope.cancel()  # dies without a word
             await _eventually(lambda: "sched-9" not in tracing.sources)
