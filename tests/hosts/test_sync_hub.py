@@ -338,7 +338,8 @@ def test_a_node_status_fact_refuses_what_the_tracker_would_in_the_calling_thread
 
 def test_errors_and_labels_are_refused_in_the_calling_thread() -> None:
     """C1, C3: ``error=`` (a FailureDetail, an exception or a message, with a failed status
-    only) and labels are checked where the fact is reported, as ids and statuses are: a bad one
+    only), labels and ``attribution=`` (issue 42) are checked where the fact is reported, as
+    ids and statuses are: a bad one
     raises ContractError at the call, naming its field, and nothing is queued (it used to be
     raised later, by the thread's next waiting call)."""
     with open_hub() as hub:
@@ -359,6 +360,14 @@ def test_errors_and_labels_are_refused_in_the_calling_thread() -> None:
             (tracker.set_labels, ("run-1", "team=a"), {}, "labels"),
             (tracker.set_labels, ("run-1",), {"labels": {"": "x"}}, "labels"),
             (tracker.add_run, ("run-2",), {"labels": {"team": ""}}, "labels"),
+            (
+                tracker.set_stage_status,
+                ("run-1", "plan", "running"),
+                {"attribution": "bob"},
+                "attribution",
+            ),
+            (tracker.set_run_status, ("run-1", "paused"), {"attribution": 1}, "attribution"),
+            (tracker.request_control, ("run-1", "quit"), {"attribution": "x"}, "attribution"),
         ):
             with pytest.raises(ContractError) as refused:
                 call(*arguments, **keywords)  # type: ignore[operator]

@@ -14,6 +14,7 @@ from tests.support.builders import fold
 from tests.support.consumers import RecordingDispatcher
 from workflow_hub import (
     ActivityChangedEvent,
+    Attribution,
     ChangedFrame,
     ContractError,
     Frame,
@@ -428,6 +429,35 @@ async def test_a_control_request_describes_the_request_not_the_outcome(scene: Sc
     assert event.target == RunTarget(run_id="root", status="running", action="quit")
     assert event.attribution == "user"
     assert tracker.activity("root").reason == "stopping"
+
+
+async def test_a_status_a_person_set_carries_its_attribution_on_its_event(scene: Scene) -> None:
+    """§5, issue 42: a stage's, a tool's or a run's status changed by a person ("mark
+    success", a clear) says so: ``attribution`` goes on that fact's event, and on no other.
+    A kind that is not the contract's is refused, naming ``attribution``, and changes
+    nothing."""
+    tracker = scene.tracker
+    tracker.add_run("root", status="running")
+    tracker.add_stage("root", "load", "Load", status="running")
+    tracker.add_tool("root", "fetch", "Fetch", status="running")
+    with pytest.raises(ContractError, match="attribution"):
+        tracker.set_stage_status("root", "load", "completed", attribution="alice")
+    await scene.settle()
+    assert len(scene.hooks.lifecycle()) == 3  # the run, the stage, the tool: nothing more
+    tracker.set_stage_status("root", "load", "completed", attribution="user")
+    tracker.set_tool_status("root", "fetch", "failed", error="boom", attribution="agent")
+    tracker.set_stage_status("root", "load", "pending", attribution=Attribution.USER)
+    tracker.set_stage_status("root", "load", "running")
+    tracker.set_run_status("root", "failed", error="stopped by hand", attribution="user")
+    await scene.settle()
+    events = scene.hooks.lifecycle()[3:]
+    assert [(type(e.target).__name__, e.target.status, e.attribution) for e in events] == [
+        ("StageTarget", "completed", "user"),
+        ("ToolTarget", "failed", "agent"),
+        ("StageTarget", "pending", "user"),
+        ("StageTarget", "running", None),
+        ("RunTarget", "failed", "user"),
+    ]
 
 
 async def test_an_already_aborted_run_still_emits_kill(scene: Scene) -> None:

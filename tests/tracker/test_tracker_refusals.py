@@ -186,6 +186,10 @@ class Caller:
         """C3: none, or a message (refused on any status but failed), or no error at all."""
         return self.pick((None, None, "boom"), bad=(3, b"x"))
 
+    def attribution(self) -> Any:
+        """Who made a change (on its event): one of the contract's kinds, or None."""
+        return self.pick((None, None, "user", "agent"), bad=("someone", 1))
+
     def labels(self) -> Any:
         """C3: a root's labels (refused on a nested run)."""
         return self.pick((None, {}, {"team": "a"}), bad=({"bad key": "x"}, {"k": ""}, "team"))
@@ -214,12 +218,13 @@ class Caller:
             return (run, self.status(RUN_STATUSES)), {
                 "executor_ended": self.flag(),
                 "error": self.error(),
+                "attribution": self.attribution(),
             }
         if name == "set_labels":
             return (run, self.labels()), {}
         if name == "request_control":
             return (run, self.status(("quit", "kill", "pause", "resume"))), {
-                "attribution": self.pick((None, "user", "agent"), bad=("someone", 1))
+                "attribution": self.attribution()
             }
         if name in ("add_stage", "add_tool"):
             extra: dict[str, Any] = {"parent_ids": self.parents(run)}
@@ -235,11 +240,13 @@ class Caller:
                 "retrying": self.flag(),
                 "replay": self.flag(),
                 "error": self.error(),
+                "attribution": self.attribution(),
             }
         if name == "set_tool_status":
             return (run, self.node(run), self.status(TOOL_STATUSES)), {
                 "replay": self.flag(),
                 "error": self.error(),
+                "attribution": self.attribution(),
             }
         if name == "open_prompt":
             return (

@@ -28,7 +28,7 @@ from typing import Any, Concatenate, Final, ParamSpec, TypeVar, final
 from .. import ContractError
 from .._contract import check_error
 from .._public import NoPublicConstructor
-from ..contract import ControlAction, Labels, RunStatus, StageStatus, ToolNodeStatus
+from ..contract import Attribution, ControlAction, Labels, RunStatus, StageStatus, ToolNodeStatus
 from ..tracker import RunTracker
 from ._portal import Portal
 
@@ -50,6 +50,7 @@ _RUN: Final = _enum_values(RunStatus)
 _STAGE: Final = _enum_values(StageStatus)
 _TOOL: Final = _enum_values(ToolNodeStatus)
 _ACTION: Final = _enum_values(ControlAction)
+_ATTRIBUTION: Final = _enum_values(Attribution)
 
 _POSITIONAL: Final[dict[str, tuple[tuple[str, frozenset[str] | None], ...]]] = {
     "add_run": (("run_id", _IDS),),
@@ -74,6 +75,10 @@ _KEYWORDS: Final[dict[str, _Checks]] = {
     "add_run": {"status": _RUN, "parent_run_id": _IDS, "host_stage_id": _IDS},
     "add_stage": {"status": _STAGE},
     "add_tool": {"status": _TOOL},
+    "set_run_status": {"attribution": _ATTRIBUTION},
+    "set_stage_status": {"attribution": _ATTRIBUTION},
+    "set_tool_status": {"attribution": _ATTRIBUTION},
+    "request_control": {"attribution": _ATTRIBUTION},
 }
 
 
@@ -173,6 +178,7 @@ def _checker(name: str) -> Callable[[tuple[object, ...], dict[str, object]], Non
                 and type(node_id) is str
                 and isinstance(status, str)
                 and status in statuses
+                and (not kwargs or kwargs.get("attribution") is None)
             ):
                 return
         check(args, kwargs)

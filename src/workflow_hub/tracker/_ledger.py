@@ -68,6 +68,7 @@ TOOL: NodeKind = (
     enum_check(ToolNodeStatus),
 )
 _STATUS_TYPES = frozenset({str, StageStatus, ToolNodeStatus})
+check_attribution = enum_check(Attribution)
 _STOP_ACTIONS = frozenset({ControlAction.QUIT, ControlAction.KILL})
 
 
@@ -183,6 +184,7 @@ class Ledger:
         new: RunStatus,
         executor_ended: bool,
         error: FailureDetail | None = None,
+        by: Attribution | None = None,
     ) -> None:
         publication = self.publication
         publication.require_started()
@@ -203,7 +205,7 @@ class Ledger:
         state.refresh_run(run)
         if event_id is not None:
             target = RunTarget(run_id=run.run_id, previous_status=previous, status=new, error=error)
-            publication.lifecycle(event_id, run, target, now)
+            publication.lifecycle(event_id, run, target, now, attribution=by)
         self.touched(run, now)
 
     def set_labels(self, run: RunRecord, labels: Labels | None) -> None:
@@ -291,9 +293,11 @@ class Ledger:
         replay: bool,
         retrying: bool | None,
         error: object = None,
+        attribution: object = None,
     ) -> None:
-        """A stage's or tool's status (``retrying`` is a stage's, None for a tool) and why it
-        failed (``error``, C3), its arguments not checked yet.
+        """A stage's or tool's status (``retrying`` is a stage's, None for a tool), why it
+        failed (``error``, C3) and who changed it (``attribution``), its arguments not checked
+        yet.
 
         The most frequent fact, so the checks take a shortcut for the usual arguments (ids of
         tracked records, a status member or its value, bools): any other argument goes through
@@ -319,6 +323,7 @@ class Ledger:
             check_bool(replay, "replay")
         if error is not None:
             error = check_error(error, new)
+        by = None if attribution is None else check_attribution(attribution, "attribution")
         publication = self.publication
         # <copy-of Publication.require_started self=publication>
         if not publication.started and not publication.hydrating:
@@ -343,7 +348,7 @@ class Ledger:
         node.error = error  # checked above: a FailureDetail or None
         state.node_status(run, node, new, retrying)
         if event_id is not None:
-            publication.node_moved(event_id, run, node, previous, new, now, replay)
+            publication.node_moved(event_id, run, node, previous, new, now, replay, by)
         if publication.batch_depth or run.root_run_id in self.heartbeats.watched:
             self.touched(run, now)
             return

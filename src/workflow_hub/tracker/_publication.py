@@ -282,6 +282,7 @@ class Publication:
         status: StageStatus | ToolNodeStatus,
         now: float,
         replay: bool,
+        attribution: Attribution | None = None,
     ) -> None:
         """Publish a stage's or tool's event: it moved from ``previous`` to ``status``.
 
@@ -324,7 +325,7 @@ class Publication:
             now,
             _REPLAY if replay else _LIVE,
             target,
-            None,
+            attribution,
         )
 
     def heartbeat(self, event: HeartbeatEvent) -> None:

@@ -76,9 +76,10 @@ class SchedulerFacts(Protocol):
         *,
         executor_ended: bool = False,
         error: FailureDetail | BaseException | str | None = None,
+        attribution: Attribution | str | None = None,
     ) -> None:
         """A run's new status (``executor_ended``: its executor has finished with it; ``error``:
-        why a failed run failed)."""
+        why a failed run failed; ``attribution``: who changed it, on its event)."""
         ...
 
     def set_labels(self, root_run_id: str, labels: Mapping[str, str] | None) -> None:
@@ -143,9 +144,11 @@ class SchedulerFacts(Protocol):
         retrying: bool = False,
         replay: bool = False,
         error: FailureDetail | BaseException | str | None = None,
+        attribution: Attribution | str | None = None,
     ) -> None:
         """A stage's status (``retrying``: it is being retried; ``replay``: a continuation
-        re-runs it; ``error``: why a failed stage failed)."""
+        re-runs it; ``error``: why a failed stage failed; ``attribution``: who changed it, on
+        its event, e.g. ``user`` for a person's "mark success")."""
         ...
 
     def set_tool_status(
@@ -156,8 +159,10 @@ class SchedulerFacts(Protocol):
         *,
         replay: bool = False,
         error: FailureDetail | BaseException | str | None = None,
+        attribution: Attribution | str | None = None,
     ) -> None:
-        """A tool's status (``error``: why a failed tool failed)."""
+        """A tool's status (``error``: why a failed tool failed; ``attribution``: who changed
+        it)."""
         ...
 
     def open_prompt(

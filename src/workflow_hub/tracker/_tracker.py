@@ -333,6 +333,7 @@ class RunTracker:
         *,
         executor_ended: bool = False,
         error: FailureDetail | BaseException | str | None = None,
+        attribution: Attribution | str | None = None,
     ) -> None:
         """Record a run's new status; a live run emits a run event with its previous status.
 
@@ -346,13 +347,15 @@ class RunTracker:
         earlier quit or kill request and an acknowledged failure no longer apply to it.
 
         ``error`` says why a ``failed`` run failed (C3), as for :meth:`set_stage_status`: it is
-        on the run's event.
+        on the run's event. ``attribution`` says who made the change (as for
+        :meth:`set_stage_status`): it is on the run's event.
         """
         run = self._ledger.run(run_id)
         new = _check_run_status(status, "status")
         ended = check_bool(executor_ended, "executor_ended")
         detail = None if error is None else check_error(error, new)
-        self._ledger.set_run_status(run, new, ended, detail)
+        by = _check_attribution(attribution, "attribution")
+        self._ledger.set_run_status(run, new, ended, detail, by)
 
     def take_ownership(self, run_id: str) -> None:
         """This scheduler's executor now owns the run and its nested runs: they are live.
@@ -456,6 +459,7 @@ class RunTracker:
         retrying: bool = False,
         replay: bool = False,
         error: FailureDetail | BaseException | str | None = None,
+        attribution: Attribution | str | None = None,
     ) -> None:
         """Record a stage's status; a live run emits a stage event when the status changed.
 
@@ -472,8 +476,15 @@ class RunTracker:
         call.
         ``replay=True`` says an explicit continuation is re-running the stage: its event has
         ``delivery: replay``.
+        ``attribution`` says who made the change when it is not the scheduler's own work
+        (``user``: a person marked the stage done or failed, or cleared it to run again;
+        ``agent``, ``scheduler``, ``recovery``, ``unknown``): it is on the event (the
+        contract's ``attribution?``), and goes with this call only. Without it the event has
+        none, as before.
         """
-        self._ledger.node_status(STAGE, run_id, stage_id, status, replay, retrying, error)
+        self._ledger.node_status(
+            STAGE, run_id, stage_id, status, replay, retrying, error, attribution
+        )
 
     def set_tool_status(
         self,
@@ -483,10 +494,11 @@ class RunTracker:
         *,
         replay: bool = False,
         error: FailureDetail | BaseException | str | None = None,
+        attribution: Attribution | str | None = None,
     ) -> None:
         """Record a tool's status; a live run emits a tool event when the status changed.
-        ``error`` is as for :meth:`set_stage_status`."""
-        self._ledger.node_status(TOOL, run_id, tool_id, status, replay, None, error)
+        ``error`` and ``attribution`` are as for :meth:`set_stage_status`."""
+        self._ledger.node_status(TOOL, run_id, tool_id, status, replay, None, error, attribution)
 
     # --- prompts and interventions ---------------------------------------------------------
 
