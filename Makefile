@@ -163,7 +163,7 @@ $(BENCH_STAMP): pyproject.toml $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[$(EXTRAS),bench]' --group dev
 	touch $(BENCH_STAMP)
 
-bench: $(BENCH_STAMP) redis-server
+bench: $(BENCH_STAMP) redis-server airflow-venv
 	$(BIN)/python benchmarks/run_all.py
 	$(BIN)/python benchmarks/plot.py
 

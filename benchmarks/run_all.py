@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import bench_airflow
+import bench_airflow_lag
 import bench_celery
 import bench_conflation
 import bench_dashboard
@@ -74,6 +75,7 @@ BENCHMARKS: dict[str, Benchmark] = {
     "status": bench_status.run,
     "otel": bench_otel.run,
     "airflow": bench_airflow.run,
+    "airflow_lag": bench_airflow_lag.run,
 }
 
 

@@ -32,7 +32,15 @@ import trio
 
 from tests.support.processes import signal_group, stop_group
 from tests.support.redis_server import free_port
-from workflow_hub import ChangedFrame, RemovedFrame, RootActivity, SnapshotFrame, open_hub
+from workflow_hub import (
+    ChangedFrame,
+    LifecycleEvent,
+    RemovedFrame,
+    RootActivity,
+    SnapshotFrame,
+    WorkflowEvent,
+    open_hub,
+)
 from workflow_hub.airflow import AirflowApi, AirflowBridge, watch_airflow
 from workflow_hub.tracker import RunTracker
 
@@ -186,6 +194,8 @@ class Recorder:
         self.availability: str = "unavailable"
         self.detail: str | None = None
         """The last snapshot's detail (C3): why the source is unknown."""
+        self.events: list[LifecycleEvent] = []
+        """Every lifecycle event the hub's hooks got, in order."""
         self.availabilities: list[tuple[float, str]] = []
         """Every snapshot's availability, with the seconds since the recorder started."""
         self._began = time.monotonic()
@@ -227,6 +237,7 @@ class Recorder:
                     hub.register_publisher(), owner_session_id="airflow", include_graph=True
                 )
                 hub.observe(self._frame)
+                hub.bind_dispatcher(self._event)
                 async with (
                     AirflowApi(self._airflow.url, username=USER, password=PASSWORD) as api,
                     trio.open_nursery() as nursery,
@@ -259,6 +270,12 @@ class Recorder:
             elif isinstance(frame, RemovedFrame):
                 self.current.pop(frame.root_run_id, None)
             self._changed.notify_all()
+
+    async def _event(self, event: WorkflowEvent, _is_current: Callable[[], bool]) -> None:
+        if isinstance(event, LifecycleEvent):
+            with self._changed:
+                self.events.append(event)
+                self._changed.notify_all()
 
     def wait(self, condition: Callable[[], Any], within: float = 180.0) -> Any:
         """Wait until ``condition()`` (called under the recorder's lock) is truthy; return it."""

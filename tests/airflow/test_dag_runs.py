@@ -19,7 +19,7 @@ import httpx
 import trio
 
 from tests.support.processes import lines_until, owned_process
-from workflow_hub import RootActivity, StageNode
+from workflow_hub import LifecycleEvent, RootActivity, StageNode, StageTarget
 from workflow_hub.airflow import serve_airflow
 
 from .conftest import Session
@@ -60,6 +60,11 @@ def settled(root: RootActivity) -> bool:
 def release_parallel(session: Session) -> None:
     """Let the parallel DAG's three branches end (they hold until this file exists)."""
     (session.airflow.home / "release-parallel").touch()
+
+
+def stage_of(event: LifecycleEvent) -> str | None:
+    """The nested id of the stage an event is about (None: not a stage's)."""
+    return event.target.stage_id if isinstance(event.target, StageTarget) else None
 
 
 def test_source_is_ready_with_a_scheduler_alive(airflow_session: Session) -> None:
@@ -194,6 +199,7 @@ def test_a_cleared_task_makes_its_run_live_again_until_it_ends_again(
     history = airflow_session.recorder.history
     ever(airflow_session, "failing", lambda r: settled(r) and r.needs_attention)
     before = len(history[root_id])
+    events = len(airflow_session.recorder.events)
     run_id = airflow_session.run_ids["failing"]
     with airflow_session.airflow.client() as client:
         client.post(
@@ -216,6 +222,14 @@ def test_a_cleared_task_makes_its_run_live_again_until_it_ends_again(
             (end := after(lambda r: settled(r) and r.needs_attention)) is not None and end > live
         )
     )
+    # The clear was a person's (issue 42): the stage's first event after it says so, from
+    # the audit log; the scheduler's later moves of it do not.
+    again = [
+        e for e in airflow_session.recorder.events[events:] if stage_of(e) == f"{root_id}:broken"
+    ]
+    assert again, airflow_session.recorder.events[events:]
+    assert again[0].attribution == "user", again
+    assert all(e.attribution is None for e in again[1:]), again
 
 
 def test_dag_tags_and_named_conf_keys_are_the_roots_labels(airflow_session: Session) -> None:
@@ -243,6 +257,15 @@ def test_a_task_marked_failed_by_a_user_says_who(airflow_session: Session) -> No
     assert error is not None
     assert error.message == f"marked failed by {USER}"
     assert stages(end)["after"].status == "skipped"
+    # A person's change (issue 42): its event says so; the skip that follows is Airflow's.
+    root = end.root_run_id
+    by = {
+        (stage_of(e), str(e.target.status)): e.attribution
+        for e in airflow_session.recorder.events
+        if stage_of(e) in (f"{root}:wait", f"{root}:after")
+    }
+    assert by[(f"{root}:wait", "failed")] == "user", by
+    assert by[(f"{root}:after", "skipped")] is None, by
 
 
 def test_the_command_serves_the_dag_runs_as_a_process(

@@ -7,11 +7,14 @@ the same against a real Airflow.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
+import trio.testing
 
-from workflow_hub import ContractError, RootActivity, StageNode, open_hub
+from tests.support.consumers import RecordingDispatcher
+from workflow_hub import ContractError, RootActivity, RunTarget, StageNode, StageTarget, open_hub
 from workflow_hub.airflow import AirflowBridge, DagShape
 from workflow_hub.tracker import RunTracker
 
@@ -198,3 +201,110 @@ async def test_a_mark_from_the_audit_log_says_who_marked_the_task_and_the_run_fa
     assert first.message == "marked failed by alice"
     assert second is not None
     assert second.message == "failed on try 2"
+
+
+def audit(event: str, owner: str, task_id: str | None = None, **extra: Any) -> dict[str, Any]:
+    """An entry of Airflow's audit log as ``GET /api/v2/eventLogs`` lists it."""
+    return {
+        "event": event,
+        "dag_id": "etl",
+        "run_id": "r1",
+        "task_id": task_id,
+        "owner": owner,
+        "extra": json.dumps({**extra, "method": "POST"}),
+    }
+
+
+async def test_a_change_a_person_made_says_so_on_its_event_and_the_schedulers_do_not() -> None:
+    """Issue 42, §5: "mark success" and a clear (Airflow's audit log names the endpoints the UI
+    calls, and who called them) are a person's changes: the event of the stage or run change
+    that the mark explains has ``attribution: user``; the scheduler's own changes, and a change
+    the mark does not explain, have none. The poller asks the audit log only in a poll where
+    something ended or ran again."""
+    async with open_hub() as hub:
+        hooks = RecordingDispatcher()
+        hub.bind_dispatcher(hooks)
+        tracker = RunTracker(hub.register_publisher(), owner_session_id="airflow")
+        bridge = AirflowBridge(tracker)
+        bridge.dag(DagShape.from_tasks("etl", TASKS))
+        with tracker.hydrating():
+            pass
+        bridge.run(run("running"), now=0.0)
+        bridge.task_instance(instance("first", "running"))
+        assert not bridge.asks_who([run("running")], [instance("first", "running")])
+        assert bridge.asks_who([], [instance("first", "success")])
+        # Marked success while it ran: a person's.
+        bridge.marks([audit("patch_task_instance", "alice", "first", new_state="success")])
+        bridge.task_instance(instance("first", "success"))
+        bridge.marks([])
+        bridge.task_instance(instance("second", "running"))
+        bridge.task_instance(instance("second", "failed", try_number=1))  # by itself
+        assert bridge.asks_who([], [instance("second", None)])  # it had ended: a clear?
+        # Cleared: it runs again, by a person's hand; the downstream clear of "first" too.
+        bridge.marks(
+            [audit("post_clear_task_instances", "bob", task_ids=["second"], dry_run=False)]
+        )
+        bridge.task_instance(instance("second", None))
+        bridge.task_instance(instance("first", "success"))  # unchanged: no event at all
+        # A mark of another task, and a mark of the run, explain nothing of this stage.
+        bridge.marks([audit("patch_task_instance", "carol", "first", new_state="success")])
+        bridge.task_instance(instance("second", "running"))
+        bridge.marks([audit("patch_dag_run", "dan", state="success")])
+        bridge.task_instance(instance("second", "success"))  # the scheduler's, with the run
+        bridge.run(run("success"), now=1.0)
+        await trio.testing.wait_all_tasks_blocked()
+    moved = [
+        (
+            event.target.stage_id if isinstance(event.target, StageTarget) else "run",
+            event.target.status,
+            event.attribution,
+        )
+        for event in hooks.lifecycle()
+        if isinstance(event.target, StageTarget | RunTarget)
+    ]
+    assert moved == [
+        ("run", "running", None),
+        ("etl/r1:first", "running", None),
+        ("etl/r1:first", "completed", "user"),
+        ("etl/r1:second", "running", None),
+        ("etl/r1:second", "failed", None),
+        ("etl/r1:second", "pending", "user"),
+        ("etl/r1:second", "running", None),
+        ("etl/r1:second", "completed", None),
+        ("run", "completed", "user"),
+    ]
+
+
+async def test_a_task_the_dag_gained_joins_the_runs_that_run_it() -> None:
+    """Limits of docs/airflow.md: a DAG changed while its run is on show. A task instance of a
+    task the bridge does not know names the DAG to read again; once read, the new task is a
+    stage of the run that has an instance of it, under its upstream stage, in the state the
+    instance is in. A task the DAG still does not have is ignored."""
+    async with open_hub() as hub:
+        tracker = RunTracker(
+            hub.register_publisher(), owner_session_id="airflow", include_graph=True
+        )
+        bridge = AirflowBridge(tracker)
+        bridge.dag(DagShape.from_tasks("etl", TASKS, ["nightly"]))
+        with tracker.hydrating():
+            pass
+        bridge.run(run("running"), now=0.0)
+        bridge.task_instance(instance("first", "success"))
+        gained = [instance("third", "running")]
+        assert bridge.new_tasks(gained) == {"etl"}
+        assert bridge.new_tasks([instance("second", "running")]) == set()
+        grown = [*TASKS[:1], {"task_id": "second", "downstream_task_ids": ["third"]}]
+        bridge.dag(
+            DagShape.from_tasks(
+                "etl", [*grown, {"task_id": "third", "downstream_task_ids": []}], ["nightly"]
+            )
+        )
+        assert bridge.new_tasks(gained) == set()
+        bridge.task_instance(gained[0])
+        bridge.task_instance(instance("fourth", "running"))  # not in the DAG read: ignored
+        (root,) = hub.snapshot_frame().roots or ()
+    assert root.graph is not None
+    assert [n.node_id for n in root.graph.nodes] == ["first", "second", "third"]
+    assert stage(root, "third").status == "running"
+    assert stage(root, "third").parent_ids == ("etl/r1:second",)
+    assert dict(root.labels or {}) == {"tags": "nightly"}

@@ -19,12 +19,11 @@ from urllib.parse import quote
 import httpx
 
 from .._exceptions import WorkflowHubError
+from ._marks import MARK_EVENTS
 
 __all__ = ["AirflowApi", "AirflowUnreachable"]
 
 _PAGE = 100
-MARK_EVENTS = ("patch_task_instance", "patch_dag_run")
-"""The audit log's events of a mark (the endpoints' names; the UI calls the same endpoints)."""
 
 
 class AirflowUnreachable(WorkflowHubError):
@@ -170,7 +169,8 @@ class AirflowApi:
 
     async def marks(self, *, after: datetime) -> list[Mapping[str, Any]]:
         """The audit log's hand-made state changes after ``after`` (Airflow's clock): a task
-        instance or a DAG run marked by a user, from the UI or the API (``owner`` is the user)."""
+        instance or a DAG run marked or cleared by a user, from the UI or the API (``owner`` is
+        the user; docs/airflow.md, "Who changed it")."""
         logs = await self.pages(
             "/api/v2/eventLogs",
             "event_logs",

@@ -11,7 +11,6 @@ any monotonic clock), so tests drive it deterministically.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager, suppress
@@ -22,6 +21,7 @@ import attrs
 from .._contract import unknown_detail
 from ..tracker import SchedulerFacts
 from ._labels import RunLabels
+from ._marks import AGAIN, ALL_TASKS, RUN, Mark, read_marks
 
 __all__ = ["AirflowBridge", "DagShape", "root_id_of"]
 
@@ -60,6 +60,7 @@ _RUN: Final[dict[str, str]] = {
 }
 _RUN_ENDED: Final = frozenset({"success", "failed"})
 _STAGE_ENDED: Final = frozenset({"completed", "failed", "skipped"})
+_RUN_STATUS_ENDED: Final = frozenset({"completed", "failed"})
 
 
 def root_id_of(dag_id: str, dag_run_id: str) -> str:
@@ -151,7 +152,7 @@ class AirflowBridge:
         self._runs: dict[str, _Run] = {}
         self._hydration: AbstractContextManager[None] | None = None
         self._unknown_said = False
-        self._marked: dict[tuple[str, str], str] = {}  # (root, task or "") -> who marked failed
+        self._marked: dict[tuple[str, str], Mark] = {}  # this poll's, by (root, task or RUN)
 
     # --- what the source knows ----------------------------------------------------------
 
@@ -201,8 +202,24 @@ class AirflowBridge:
         return root_id_of(dag_id, dag_run_id) in self._runs
 
     def dag(self, shape: DagShape) -> None:
-        """A DAG's tasks and tags, before its first run is applied."""
+        """A DAG's tasks and tags, before its first run is applied; again when its tasks
+        changed (:meth:`new_tasks`): the runs on show keep their stages, and a task that is
+        new gets its stage in a run when Airflow reports its instance there."""
         self._dags[shape.dag_id] = shape
+
+    def tags_of(self, dag_id: str) -> tuple[str, ...]:
+        """The tags the bridge read with a DAG's tasks."""
+        return self._dags[dag_id].tags
+
+    def new_tasks(self, instances: Iterable[Record]) -> set[str]:
+        """The DAGs with a task instance of a task the bridge does not know: the DAG changed
+        since its tasks were read (the poller reads them again)."""
+        changed: set[str] = set()
+        for record in instances:
+            shape = self._dags.get(str(record["dag_id"]))
+            if shape is not None and str(record["task_id"]) not in shape.upstream:
+                changed.add(shape.dag_id)
+        return changed
 
     def paused(self, dag_id: str, paused: bool) -> None:
         """Whether a DAG is paused: its queued and running runs are paused while it is."""
@@ -216,27 +233,58 @@ class AirflowBridge:
     # --- marks ------------------------------------------------------------------------------
 
     def marks(self, logs: Iterable[Record]) -> None:
-        """This poll's marks from Airflow's audit log (:meth:`AirflowApi.marks`): a task
-        instance or DAG run a user marked failed says so, and who, as its failure's message.
-        Replaces the previous poll's (a mark is applied with the change it caused)."""
-        self._marked = {}
-        for log in logs:
-            try:
-                extra = json.loads(str(log.get("extra") or "{}"))
-            except ValueError:
-                continue
-            state = (
-                extra.get("new_state") or extra.get("state") if isinstance(extra, dict) else None
-            )
-            if state != "failed" or not log.get("dag_id") or not log.get("run_id"):
-                continue
-            root_id = root_id_of(str(log["dag_id"]), str(log["run_id"]))
-            task_id = str(log.get("task_id") or "") if log.get("event") != "patch_dag_run" else ""
-            self._marked[(root_id, task_id)] = str(log.get("owner") or "someone")
+        """This poll's changes by hand from Airflow's audit log (:meth:`AirflowApi.marks`):
+        "mark success", "mark failed", "mark skipped", a clear. A change the bridge sees in the
+        same poll that a person's mark explains is reported with ``attribution="user"`` on its
+        event; a task instance or DAG run marked failed also says who, as its failure's
+        message. Replaces the previous poll's (a mark is applied with the change it caused)."""
+        self._marked = read_marks(logs)
+
+    def asks_who(self, runs: Iterable[Record], instances: Iterable[Record]) -> bool:
+        """Whether a poll's changes may be a person's: a DAG run or task instance that ended,
+        or one that had ended and runs again (a clear). The poller reads the audit log then."""
+        for record in runs:
+            state = record.get("state")
+            if state in _RUN_ENDED:
+                return True
+            run = self._runs.get(root_id_of(str(record["dag_id"]), str(record["dag_run_id"])))
+            if run is not None and run.state in _RUN_ENDED:
+                return True
+        for record in instances:
+            status, _ = _STAGE.get(record.get("state"), ("pending", False))
+            if status in _STAGE_ENDED:
+                return True
+            run = self._runs.get(root_id_of(str(record["dag_id"]), str(record["dag_run_id"])))
+            if run is not None:
+                known = run.stages.get(str(record["task_id"]))
+                if known is not None and known[0] in _STAGE_ENDED:
+                    return True
+        return False
+
+    def _mark(self, root_id: str, task_id: str) -> Mark | None:
+        mark = self._marked.get((root_id, task_id))
+        if mark is None and task_id != RUN:
+            mark = self._marked.get((root_id, ALL_TASKS))
+        return mark
+
+    def _by(self, root_id: str, task_id: str, previous: str | None, new: str) -> str | None:
+        """``"user"`` when a person's mark explains the change from ``previous`` to ``new``
+        (of the task, or of the run: ``task_id`` RUN), else None (the scheduler's own)."""
+        mark = self._mark(root_id, task_id)
+        if mark is None:
+            return None
+        ended = _RUN_STATUS_ENDED if task_id == RUN else _STAGE_ENDED
+        if mark.result == AGAIN:
+            explained = previous in ended and new not in ended
+        else:
+            explained = new == mark.result
+        return "user" if explained else None
 
     def _failure(self, root_id: str, task_id: str, otherwise: str) -> str:
-        owner = self._marked.get((root_id, task_id))
-        return otherwise if owner is None else f"marked failed by {owner}"
+        mark = self._mark(root_id, task_id)
+        if mark is None or mark.result != "failed":
+            return otherwise
+        return f"marked failed by {mark.owner}"
 
     # --- runs ---------------------------------------------------------------------------
 
@@ -281,10 +329,18 @@ class AirflowBridge:
         status = self._run_status(run)
         if status == run.reported:
             return
-        run.reported = status
+        previous, run.reported = run.reported, status
         ended = run.state in _RUN_ENDED
-        error = self._failure(run.root_id, "", "the DAG run failed") if status == "failed" else None
-        self._tracker.set_run_status(run.root_id, status, executor_ended=ended, error=error)
+        error = (
+            self._failure(run.root_id, RUN, "the DAG run failed") if status == "failed" else None
+        )
+        self._tracker.set_run_status(
+            run.root_id,
+            status,
+            executor_ended=ended,
+            error=error,
+            attribution=self._by(run.root_id, RUN, previous, status),
+        )
 
     # --- task instances -----------------------------------------------------------------
 
@@ -294,7 +350,9 @@ class AirflowBridge:
         root_id = root_id_of(str(record["dag_id"]), str(record["dag_run_id"]))
         run = self._runs.get(root_id)
         task_id = str(record["task_id"])
-        if run is None or task_id not in run.stages:
+        if run is None:
+            return
+        if task_id not in run.stages and not self._added(run, task_id):
             return
         raw = record.get("state")
         status, retrying = _STAGE.get(None if raw is None else str(raw), ("pending", False))
@@ -318,11 +376,30 @@ class AirflowBridge:
             self._tracker.add_stage(child, f"{task_id}[{map_index}]", f"{task_id}[{map_index}]")
             instances[map_index] = ("pending", False)
         if instances[map_index] != (status, retrying):
+            previous = instances[map_index][0]
             instances[map_index] = (status, retrying)
             self._tracker.set_stage_status(
-                child, f"{task_id}[{map_index}]", status, retrying=retrying, error=error
+                child,
+                f"{task_id}[{map_index}]",
+                status,
+                retrying=retrying,
+                error=error,
+                attribution=self._by(root_id, task_id, previous, status),
             )
         self._mapped(run, task_id, instances)
+
+    def _added(self, run: _Run, task_id: str) -> bool:
+        """A task the DAG gained after the run was first seen (its tasks were read again): its
+        stage joins the run, under those of its upstream tasks the run has. False for a task
+        the DAG does not have."""
+        shape = self._dags[run.dag_id]
+        upstream = shape.upstream.get(task_id)
+        if upstream is None:
+            return False
+        parents = [parent for parent in upstream if parent in run.stages]
+        self._tracker.add_stage(run.root_id, task_id, task_id, parent_ids=parents)
+        run.stages[task_id] = ("pending", False)
+        return True
 
     def _mapped(self, run: _Run, task_id: str, instances: Mapping[int, tuple[str, bool]]) -> None:
         """The mapped task as a whole follows its instances: running while one is not ended,
@@ -352,10 +429,18 @@ class AirflowBridge:
         retrying: bool,
         error: str | None,
     ) -> None:
-        if run.stages.get(stage_id) == (status, retrying):
+        known = run.stages.get(stage_id)
+        if known == (status, retrying):
             return
         run.stages[stage_id] = (status, retrying)
-        self._tracker.set_stage_status(run_id, stage_id, status, retrying=retrying, error=error)
+        by = (
+            None
+            if run_id != run.root_id
+            else self._by(run.root_id, stage_id, known and known[0], status)
+        )
+        self._tracker.set_stage_status(
+            run_id, stage_id, status, retrying=retrying, error=error, attribution=by
+        )
 
     # --- human-in-the-loop --------------------------------------------------------------
 

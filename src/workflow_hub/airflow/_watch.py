@@ -98,11 +98,18 @@ class _Poller:
                     tags = [str(tag.get("name")) for tag in dag.get("tags") or ()]
                     self._bridge.dag(DagShape.from_tasks(str(dag["dag_id"]), tasks, tags))
             runs, instances = await self._changes(began)
+            for dag_id in self._bridge.new_tasks(instances):
+                # The DAG changed while runs of it are on show: its tasks again (new ones
+                # become stages of the runs that have instances of them).
+                tasks = await self._api.tasks(dag_id)
+                shape = DagShape.from_tasks(dag_id, tasks, self._bridge.tags_of(dag_id))
+                self._bridge.dag(shape)
             questions = await self._api.open_questions() if self._awaiting(instances) else None
-            failed = any(r.get("state") == "failed" for r in (*runs, *instances))
-            # Who marked it, when a run or task instance failed (the audit log; rare, so read
-            # only then): never on the first read, whose failures are old news.
-            marks = await self._api.marks(after=self._since) if failed and self._since else []
+            # Who changed it by hand (the audit log), read only in a poll where a run or task
+            # instance ended or ran again: never on the first read, whose changes are old news.
+            since = self._since
+            asks = since is not None and self._bridge.asks_who(runs, instances)
+            marks = await self._api.marks(after=since) if since is not None and asks else []
         except AirflowUnreachable as error:
             self._since = None  # read in full when it answers again
             self._bridge.unknown(f"Airflow unreachable: {error}")
