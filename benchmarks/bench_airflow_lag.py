@@ -164,7 +164,7 @@ def run(
         lags = run_trio(_measure, airflow, RUNS.get(scale.name, RUNS["full"]))
     finally:
         airflow.stop()
-    case = f"task change to root change, {len(lags)} changes, Airflow 3 on loopback"
+    case = f"a task's success to its root's change, {len(lags)} tasks, Airflow 3 on loopback"
     return [
         Row(
             benchmark="airflow_lag",
