@@ -183,3 +183,49 @@ async def test_the_genai_opt_in_names_spans_the_genai_way(
     names = {span.name for span in otlp.spans}
     assert "invoke_workflow nightly-build" in names
     assert {"execute_tool pytest shard 1", "execute_tool pytest shard 2"} <= names
+
+
+async def test_a_persons_change_says_so_on_the_spans(
+    autojump_clock: trio.testing.MockClock, otlp: Receiver
+) -> None:
+    """Issue 42's attribution reaches traces: a stage a person marked done ends with
+    ``workflow_hub.attribution = user``; one that failed by a person's hand says so on its
+    failure event and its span; one a person cleared (back to pending) says so on the status
+    event, and its retry after that is the scheduler's; the run a person marked failed says so
+    on its span. The scheduler's own outcomes carry no attribution."""
+    async with open_hub() as hub:
+        runner = HookRunner(hub)
+        async with open_tracing(runner, source="airflow", clock=_clock) as tracing:
+            runner.bind()
+            tracker = RunTracker(hub.register_publisher(), owner_session_id="a", clock=_clock)
+            tracker.start()
+            tracker.add_run("dag/r1", status="running")
+            for stage in ("marked", "cleared", "plain"):
+                tracker.add_stage("dag/r1", stage, stage, status="running")
+            await trio.sleep(1)
+            tracker.set_stage_status("dag/r1", "marked", "completed", attribution="user")
+            tracker.set_stage_status("dag/r1", "cleared", "failed", error="boom")
+            tracker.set_stage_status("dag/r1", "cleared", "pending", attribution="user")
+            tracker.set_stage_status("dag/r1", "cleared", "running")
+            tracker.set_stage_status("dag/r1", "cleared", "failed", attribution="user")
+            tracker.set_stage_status("dag/r1", "plain", "completed")
+            await trio.sleep(1)
+            tracker.set_run_status(
+                "dag/r1", "failed", executor_ended=True, error="marked", attribution="user"
+            )
+            await trio.testing.wait_all_tasks_blocked()
+            statistics = tracing.statistics()
+    assert statistics.spans_started == statistics.spans_ended == 4
+    spans = {span.name: span for span in otlp.spans}
+    by = "workflow_hub.attribution"
+    assert spans["marked"].attributes[by] == "user"
+    assert by not in spans["plain"].attributes
+    assert spans["RUN dag/r1"].attributes[by] == "user"
+    cleared = spans["cleared"]
+    assert cleared.attributes[by] == "user"
+    assert [(name, attributes.get(by)) for name, _, attributes in cleared.events] == [
+        ("workflow_hub.failed", None),
+        ("workflow_hub.status_changed", "user"),
+        ("workflow_hub.retry", None),
+        ("workflow_hub.failed", "user"),
+    ]

@@ -132,6 +132,7 @@ class _Node:
     attempts: int = 1
     failed_at: float | None = None
     error: FailureDetail | None = None
+    by: str | None = None  # the attribution of the outcome it ends with, when not its executor's
 
 
 @attrs.define(eq=False)
@@ -387,14 +388,13 @@ class SpanBook:
                 attributes[A.ATTRIBUTION] = str(event.attribution)
             span.add_event(A.EVENT_CONTROL, attributes, timestamp=_ns(event.occurred_at))
         elif target.previous_status is not None and status not in _RUN_ENDS:
-            span.add_event(
-                A.EVENT_STATUS,
-                {
-                    A.STATUS: str(status),
-                    "workflow_hub.previous_status": str(target.previous_status),
-                },
-                timestamp=_ns(event.occurred_at),
-            )
+            changed = {
+                A.STATUS: str(status),
+                "workflow_hub.previous_status": str(target.previous_status),
+            }
+            if event.attribution is not None:
+                changed[A.ATTRIBUTION] = str(event.attribution)
+            span.add_event(A.EVENT_STATUS, changed, timestamp=_ns(event.occurred_at))
         if str(status) in A.RUN_STATES:
             state = A.RUN_STATES[str(status)]
             span.set_attribute(A.PIPELINE_RUN_STATE, state)
@@ -402,6 +402,8 @@ class SpanBook:
                 self._metrics.run_state(run.state, state)
             run.state = state
         if status in _RUN_ENDS and target.action is None:
+            if event.attribution is not None:
+                span.set_attribute(A.ATTRIBUTION, str(event.attribution))  # who ended it
             error_type = None
             if status is RunStatus.FAILED:
                 span.set_status(Status(StatusCode.ERROR, _message(target.error)))
@@ -484,21 +486,29 @@ class SpanBook:
             attributes[A.DELIVERY] = str(event.delivery)
             if node.error is not None:
                 attributes[A.ERROR_MESSAGE] = node.error.message
+            if event.attribution is not None:
+                attributes[A.ATTRIBUTION] = str(event.attribution)
             node.span.add_event(A.EVENT_RETRY, attributes, timestamp=_ns(at))
             node.failed_at = None
             node.error = None
+            node.by = None
         elif value != node.status and value not in _NODE_OUTCOMES:
-            node.span.add_event(
-                A.EVENT_STATUS,
-                {A.STATUS: value, "workflow_hub.previous_status": node.status},
-                timestamp=_ns(at),
-            )
+            changed = {A.STATUS: value, "workflow_hub.previous_status": node.status}
+            if event.attribution is not None:
+                changed[A.ATTRIBUTION] = str(event.attribution)
+            node.span.add_event(A.EVENT_STATUS, changed, timestamp=_ns(at))
+        if value in _NODE_OUTCOMES:
+            # Who decided the outcome (a person's "mark success"), for the span's end (a
+            # failure ends it later, when its run ends without a retry).
+            node.by = None if event.attribution is None else str(event.attribution)
         node.status = value
         if value == "failed":
             error = getattr(event.target, "error", None)
             node.failed_at = at
             node.error = error
             failed: dict[str, str] = {}
+            if event.attribution is not None:
+                failed[A.ATTRIBUTION] = str(event.attribution)
             if error is not None:
                 failed[A.ERROR_MESSAGE] = error.message
                 if error.type is not None:
@@ -548,6 +558,8 @@ class SpanBook:
     def _end_node(self, node: _Node, at_ms: float, status: str) -> None:
         span = node.span
         span.set_attribute(A.STATUS, status)
+        if node.by is not None and status in _NODE_OUTCOMES:
+            span.set_attribute(A.ATTRIBUTION, node.by)
         span.set_attribute(A.ATTEMPTS, node.attempts)
         if status in A.TASK_RESULTS:
             span.set_attribute(A.TASK_RUN_RESULT, A.TASK_RESULTS[status])
