@@ -19,7 +19,7 @@ import httpx
 import trio
 
 from tests.support.processes import lines_until, owned_process
-from workflow_hub import LifecycleEvent, RootActivity, StageNode, StageTarget
+from workflow_hub import LifecycleEvent, RootActivity, RunTarget, StageNode, StageTarget
 from workflow_hub.airflow import serve_airflow
 
 from .conftest import Session
@@ -222,14 +222,32 @@ def test_a_cleared_task_makes_its_run_live_again_until_it_ends_again(
             (end := after(lambda r: settled(r) and r.needs_attention)) is not None and end > live
         )
     )
+
     # The clear was a person's (issue 42): the stage's first event after it says so, from
     # the audit log; the scheduler's later moves of it do not.
-    again = [
-        e for e in airflow_session.recorder.events[events:] if stage_of(e) == f"{root_id}:broken"
-    ]
-    assert again, airflow_session.recorder.events[events:]
+    def again_events() -> list[LifecycleEvent]:
+        return [
+            e
+            for e in airflow_session.recorder.events[events:]
+            if stage_of(e) == f"{root_id}:broken"
+        ]
+
+    airflow_session.recorder.wait(lambda: any(e.target.status == "failed" for e in again_events()))
+    again = again_events()
     assert again[0].attribution == "user", again
     assert all(e.attribution is None for e in again[1:]), again
+
+    # The run it put back to running (reset_dag_runs) too; its failure after that is Airflow's.
+    # (Hooks run after the frames: wait for the events too.)
+    def run_events() -> list[tuple[str, object]]:
+        return [
+            (str(e.target.status), e.attribution)
+            for e in airflow_session.recorder.events[events:]
+            if isinstance(e.target, RunTarget) and e.run_id == root_id
+        ]
+
+    airflow_session.recorder.wait(lambda: len(run_events()) >= 2)
+    assert run_events() == [("running", "user"), ("failed", None)]
 
 
 def test_dag_tags_and_named_conf_keys_are_the_roots_labels(airflow_session: Session) -> None:
@@ -259,13 +277,18 @@ def test_a_task_marked_failed_by_a_user_says_who(airflow_session: Session) -> No
     assert stages(end)["after"].status == "skipped"
     # A person's change (issue 42): its event says so; the skip that follows is Airflow's.
     root = end.root_run_id
-    by = {
-        (stage_of(e), str(e.target.status)): e.attribution
-        for e in airflow_session.recorder.events
-        if stage_of(e) in (f"{root}:wait", f"{root}:after")
-    }
-    assert by[(f"{root}:wait", "failed")] == "user", by
-    assert by[(f"{root}:after", "skipped")] is None, by
+
+    def by() -> dict[tuple[str | None, str], object]:
+        return {
+            (stage_of(e), str(e.target.status)): e.attribution
+            for e in airflow_session.recorder.events
+            if stage_of(e) in (f"{root}:wait", f"{root}:after")
+        }
+
+    # Hooks run after the frames: wait for both events.
+    airflow_session.recorder.wait(lambda: len(by()) >= 2 and (f"{root}:after", "skipped") in by())
+    assert by()[(f"{root}:wait", "failed")] == "user", by()
+    assert by()[(f"{root}:after", "skipped")] is None, by()
 
 
 def test_the_command_serves_the_dag_runs_as_a_process(

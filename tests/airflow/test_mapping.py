@@ -252,6 +252,12 @@ async def test_a_change_a_person_made_says_so_on_its_event_and_the_schedulers_do
         bridge.marks([audit("patch_dag_run", "dan", state="success")])
         bridge.task_instance(instance("second", "success"))  # the scheduler's, with the run
         bridge.run(run("success"), now=1.0)
+        # A clear of an ended run: the run and the cleared task run again by a person's hand.
+        bridge.marks(
+            [audit("post_clear_task_instances", "erin", task_ids=["second"], dry_run=False)]
+        )
+        bridge.run(run("queued"), now=2.0)
+        bridge.task_instance(instance("second", None))
         await trio.testing.wait_all_tasks_blocked()
     moved = [
         (
@@ -272,6 +278,8 @@ async def test_a_change_a_person_made_says_so_on_its_event_and_the_schedulers_do
         ("etl/r1:second", "running", None),
         ("etl/r1:second", "completed", None),
         ("run", "completed", "user"),
+        ("run", "running", "user"),
+        ("etl/r1:second", "pending", "user"),
     ]
 
 

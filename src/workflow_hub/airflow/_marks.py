@@ -70,9 +70,10 @@ def read_marks(logs: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], Mark]
         owner = str(log.get("owner") or "someone")
         if event in ("post_clear_task_instances", "clear_dag_run"):
             if not _dry_run(log):
+                # What had ended runs again: the cleared task instances, and the run they
+                # put back to running (only a clear, or a run set back to queued, does that).
                 marks[(root_id, ALL_TASKS)] = Mark(owner, AGAIN)
-                if event == "clear_dag_run":
-                    marks[(root_id, RUN)] = Mark(owner, AGAIN)
+                marks[(root_id, RUN)] = Mark(owner, AGAIN)
             continue
         extra = _extra(log)
         result = _MARKED.get(str(extra.get("new_state") or extra.get("state") or ""))
