@@ -15,6 +15,8 @@ import subprocess
 
 import attrs
 import pytest
+from rich.console import Console
+from rich.text import Text
 
 from tests.cli.test_demo_view import hook_event, output_with, render
 from tests.support.builders import root_in, stage_node
@@ -30,6 +32,7 @@ from workflow_hub import (
 )
 from workflow_hub._cli import _words
 from workflow_hub._cli._output import describe_event, root_attention
+from workflow_hub._cli._rich import _phrases
 from workflow_hub.wire import to_wire
 
 
@@ -200,6 +203,28 @@ def test_the_header_leads_with_attention_and_breaks_only_between_phrases() -> No
         assert any(phrase in line for line in header), (phrase, header)
     for line in header:
         assert not line.rstrip().endswith(("·", " 1", " 2", " 3")), line
+
+
+def test_a_phrase_that_fills_the_line_to_its_last_column_keeps_its_comma() -> None:
+    """Seen at 80 columns against a live Airflow: "2 failed at fail_task" ended in column 80,
+    its comma went to column 81, and the terminal moved "fail_task," to a line of its own.
+    A phrase fits only with its comma; the line breaks between phrases, never inside one."""
+    title = Text("workflow-hub watch  ", style="bold")
+    phrases = [
+        ("4 need attention:", " ", "bold red"),
+        ("1 waiting for input", ", ", "bold red"),
+        ("2 failed at fail_task", ", ", "bold red"),
+        ("1 failed at skip_operator_1", " · ", "bold red"),
+        ("2 working", " · ", ""),
+    ]
+    text = _phrases(title, phrases, 80)
+    console = Console(width=80, record=True, force_terminal=False)
+    console.print(text)
+    lines = console.export_text().rstrip("\n").split("\n")
+    assert lines == [
+        "workflow-hub watch  4 need attention: 1 waiting for input,",
+        "2 failed at fail_task, 1 failed at skip_operator_1 · 2 working",
+    ]
 
 
 def test_a_question_gets_room_before_the_reason_does() -> None:

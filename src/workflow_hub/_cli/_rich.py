@@ -132,8 +132,12 @@ def _phrases(text: Text, phrases: Sequence[tuple[str, str, str]], width: int) ->
     only between two phrases, never inside one (unless one alone is wider than a line)."""
     column = text.cell_len
     separator, separator_style = "", ""
-    for phrase, after, style in phrases:
-        if separator and column + len(separator) + len(phrase) > width:
+    last = len(phrases) - 1
+    for index, (phrase, after, style) in enumerate(phrases):
+        # What must fit on the line: the phrase and, unless it is the last, the visible part
+        # of its separator (a comma), which stays with it when the line breaks after it.
+        tail = 0 if index == last else len(after.rstrip())
+        if separator and column + len(separator) + len(phrase) + tail > width:
             text.append(separator.rstrip() + "\n", style=separator_style)
             column = 0
         elif separator:
