@@ -4,12 +4,15 @@ has the real Airflow)."""
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import httpx
+import trio
+import trio.testing
 
 from workflow_hub import StageNode, open_hub
-from workflow_hub.airflow import AirflowApi, AirflowBridge
+from workflow_hub.airflow import AirflowApi, AirflowBridge, watch_airflow
 from workflow_hub.airflow._watch import _Poller
 from workflow_hub.tracker import RunTracker
 
@@ -86,3 +89,35 @@ async def test_a_dag_that_gained_a_task_is_read_again_once() -> None:
     assert root.graph is not None
     statuses = {n.node_id: n.status for n in root.graph.nodes if isinstance(n, StageNode)}
     assert statuses == {"first": "pending", "second": "running", "third": "running"}
+
+
+async def test_polls_start_every_interval_however_long_each_takes(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """A change waits at most one interval for the poll that reads it: polls start every
+    ``interval`` (2 s), a poll's own time (1.5 s here, an API server under load) is not added
+    to the wait; one that takes longer than the interval is followed by the next at once."""
+    deployment = _Deployment()
+    starts: list[float] = []
+    slow = [1.5]
+
+    async def handle(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/api/v2/monitor/health":
+            starts.append(trio.current_time())
+            await trio.sleep(slow[0])
+        return deployment.handle(request)
+
+    async with open_hub() as hub:
+        tracker = RunTracker(hub.register_publisher(), owner_session_id="airflow")
+        transport = httpx.MockTransport(handle)
+        async with (
+            AirflowApi("http://airflow", token="t", transport=transport) as api,
+            trio.open_nursery() as nursery,
+        ):
+            await nursery.start(functools.partial(watch_airflow, tracker, api, interval=2.0))
+            await trio.sleep_until(starts[0] + 9.0)
+            slow[0] = 2.5  # from the poll at 10 s on
+            await trio.sleep_until(starts[0] + 13.0)
+            nursery.cancel_scope.cancel()
+    began = starts[0]
+    assert [round(t - began, 1) for t in starts] == [0.0, 2.0, 4.0, 6.0, 8.0, 10.0, 12.5]

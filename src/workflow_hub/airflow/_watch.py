@@ -67,11 +67,14 @@ async def watch_airflow(
     started = False
     try:
         while True:
+            # Polls start every ``interval`` (a poll's own time is not added to the wait): a
+            # change waits at most one interval for the poll that reads it.
+            began = trio.current_time()
             await poller.poll()
             if not started:
                 task_status.started(bridge)
                 started = True
-            await trio.sleep(interval)
+            await trio.sleep_until(began + interval)
     finally:
         bridge.close()
 
