@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import threading
+from typing import Any
 
 import pytest
 
@@ -66,3 +68,56 @@ def test_facts_are_applied_when_invoke_returns(scene: SyncScene) -> None:
     root = scene.facts.activity("t")
     assert statuses(root) == {"a": "completed", "b": "completed"}
     assert scene.facts.run_status("t") == "completed"
+
+
+def test_a_known_thread_starts_through_its_queue_and_a_failure_makes_the_next_start_checked(
+    scene: SyncScene, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 38, H1: a sync invocation of a thread whose last start was taken starts through
+    its queue (the caller's thread makes no round trip to the hub's thread before the graph
+    runs), with its start applied before its steps. A root taken away behind the
+    integration's back fails that invocation's facts (logged, counted, the graph's result
+    returned, nothing half reported); the next invocation starts checked, in the caller's
+    thread, and starts the thread over."""
+    waits: list[object] = []  # the caller's calls that waited for the hub's thread
+    caller = threading.current_thread()
+
+    class Counting:
+        """The tracker's door to the hub's thread, counting the caller's waits there."""
+
+        def __init__(self, portal: Any) -> None:
+            self._portal = portal
+
+        def call(self, function: Any, /, *args: Any, **kwargs: Any) -> Any:
+            if threading.current_thread() is caller:
+                waits.append(function)
+            return self._portal.call(function, *args, **kwargs)
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self._portal, name)
+
+    scene.facts._portal = Counting(scene.facts._portal)  # type: ignore[assignment]
+    seen: list[int] = []  # the caller's waits when the node ran
+
+    def a(state: dict[str, list[str]]) -> dict[str, list[str]]:
+        seen.append(len(waits))
+        return {"log": ["a"]}
+
+    graph = chain(("a", a))
+    # The thread's log grows by one "a" an invocation (its checkpointer keeps the thread).
+    assert watch(graph, scene.facts).invoke({"log": []}, config("t")) == {"log": ["a"]}
+    assert seen[-1] >= 1  # a new thread starts checked: the start waited for the hub's thread
+    before = len(waits)
+    assert watch(graph, scene.facts).invoke({"log": []}, config("t")) == {"log": ["a"] * 2}
+    assert seen[-1] == before, "a known, sound thread waited for the hub's thread to start"
+    assert scene.facts.run_status("t") == "completed"
+    scene.facts.remove_run("t")
+    scene.facts.flush()
+    with caplog.at_level(logging.WARNING, logger="workflow_hub"):
+        assert watch(graph, scene.facts).invoke({"log": []}, config("t")) == {"log": ["a"] * 3}
+    assert "t" not in scene.facts  # its facts failed: nothing half reported
+    assert watch(graph, scene.facts).statistics().failures >= 1
+    before = len(waits)
+    assert watch(graph, scene.facts).invoke({"log": []}, config("t")) == {"log": ["a"] * 4}
+    assert seen[-1] > before  # checked this time
+    assert scene.facts.run_status("t") == "completed"  # started over

@@ -132,6 +132,7 @@ class ThreadMapper:
         "_turns",
         "batching",
         "root_run_id",
+        "sound",
     )
 
     def __init__(
@@ -159,6 +160,9 @@ class ThreadMapper:
         self._prompts: dict[str, tuple[_Run, _Stage | None]] = {}
         # True while the caller holds a batch around the calls: no nested one to pay for.
         self.batching = False
+        # True once an invocation's start was reported and taken, until a reported fact of the
+        # thread fails: the next sync invocation may then start through its queue, unchecked.
+        self.sound = False
 
     def _batch(self) -> AbstractContextManager[None]:
         return nullcontext() if self.batching else self._sink.batch()

@@ -17,6 +17,7 @@ an invocation whose root could not be started runs unreported, with the caller's
 from __future__ import annotations
 
 import asyncio
+import functools
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import aclosing, closing
@@ -60,6 +61,14 @@ def _with_handler(config: dict[str, Any] | None, handler: WatchHandler) -> dict[
     else:
         merged["callbacks"] = [*callbacks, handler]
     return merged
+
+
+def _unsound(
+    mapper: ThreadMapper, failed: Callable[[BaseException], None], error: BaseException
+) -> None:
+    """A queued fact of ``mapper``'s thread failed: its next invocation starts checked."""
+    mapper.sound = False
+    failed(error)
 
 
 def _outcome(error: BaseException) -> Outcome:
@@ -196,6 +205,7 @@ class WatchedGraph:
                 keep_turns=self._keep_turns,
             )
             mapper.begin(resume=resume)
+            mapper.sound = True
             return mapper
         # Every wrapper over this tracker reports the thread through the same mapper.
         shared = self._shared
@@ -204,6 +214,7 @@ class WatchedGraph:
         if known is not None:
             try:
                 known.begin(resume=resume)
+                known.sound = True
                 return known
             except Exception as error:
                 # The root may be gone (``remove_run``): start the thread over, once.
@@ -215,18 +226,33 @@ class WatchedGraph:
             keep_turns=self._keep_turns,
         )
         mapper.begin(resume=resume)
+        mapper.sound = True
         with shared.lock:
             shared.mappers[root] = mapper  # only once the tracker took the root
         return mapper
+
+    def _sound_mapper(self, config: dict[str, Any] | None) -> ThreadMapper | None:
+        """The mapper of a thread whose last start was taken and none of whose facts failed
+        since: a sync invocation of it starts through its queue, without a round trip to the
+        hub's thread (None: it starts in the caller's thread, checked, as a new thread does)."""
+        root = self.root_run_id(config)
+        if root is None:
+            return None
+        with self._shared.lock:
+            known = self._shared.mappers.get(root)
+        return known if known is not None and known.sound else None
 
     def _begin(
         self, input: Any, config: dict[str, Any] | None, *, asynchronous: bool
     ) -> _Invocation | None:
         """The invocation, reported; None (logged, counted) when it cannot be."""
+        # A sync invocation of a sound thread starts through its queue: its root was taken and
+        # nothing of it failed since, so its start is applied, in order, before its steps. Any
+        # other starts here, in the caller's thread, so that a refused root leaves the
+        # invocation unreported rather than reported in part.
+        queued = None if asynchronous else self._sound_mapper(config)
         try:
-            # Reported here, not queued, so that a refused root leaves the invocation
-            # unreported rather than reported in part.
-            mapper = self._started_mapper(input, config)
+            mapper = queued if queued is not None else self._started_mapper(input, config)
         except Exception as error:
             self._shared.failed(error)
             self._shared.unreported()
@@ -236,7 +262,12 @@ class WatchedGraph:
             if asynchronous:
                 gate = LoopGate(asyncio.get_running_loop(), mapper.outer_batch, self._shared.failed)
             else:
-                gate = self._shared.reporter.gate(mapper.outer_batch, self._shared.failed)
+                # A fact of the thread that fails makes its next invocation start checked.
+                failed = functools.partial(_unsound, mapper, self._shared.failed)
+                gate = self._shared.reporter.gate(mapper.outer_batch, failed)
+                if queued is not None:
+                    resume = input is None or isinstance(input, Command)
+                    gate.submit(functools.partial(mapper.begin, resume=resume))
             self._active.add(gate)
             handler = WatchHandler(mapper, gate, self._policies, self._shared.failed)
             invocation = _Invocation(self, mapper, gate, handler)
