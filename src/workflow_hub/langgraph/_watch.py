@@ -126,8 +126,9 @@ class WatchedGraph:
 
     LangGraph never waits for the tracker: callbacks queue their facts, which are applied in
     order moments later, and each invocation applies all of them before it returns (see
-    :meth:`flush`). The sync methods start the invocation in the caller's thread and apply the
-    rest in a reporter thread, so they need a tracker that accepts calls from any thread
+    :meth:`flush`). The sync methods start a thread's first invocation in the caller's thread
+    (later ones through the thread's queue) and apply the rest in a reporter thread, so they
+    need a tracker that accepts calls from any thread
     (``workflow_hub.sync``'s). The async methods call it only on the event loop's thread
     (``workflow_hub.asyncio``'s tracker is fine, and so is a thread-safe one).
     """
