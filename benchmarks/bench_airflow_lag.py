@@ -8,8 +8,8 @@ DAG's runs (a chain of tasks of 3 s each, all runs at once) and follows them wit
 with the wall clock. Once every run ended, Airflow's own time of each task instance's success
 (``end_date``) is read from the API; the lag is the first frame that showed the stage
 ``completed``, less that time (why not the start: see ``_SEEN``). The
-reference is the interval: a change waits for the next poll (uniform over one interval) and
-then for the poll's own requests, so p99 is a little over one interval.
+reference is the interval: polls start every interval, so a change waits for the next poll
+(at most one interval) and then for that poll's requests.
 
 Run alone: ``.venv/bin/python benchmarks/bench_airflow_lag.py [--quick | --smoke]``; it needs
 ``make airflow-venv``. Airflow's start (its database migration, four processes) takes a minute

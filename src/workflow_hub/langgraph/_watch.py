@@ -63,6 +63,12 @@ def _with_handler(config: dict[str, Any] | None, handler: WatchHandler) -> dict[
     return merged
 
 
+def _resumes(input: Any) -> bool:
+    """An invocation continues its thread (a ``Command`` or ``None`` input) rather than
+    bringing new input, which starts a turn."""
+    return input is None or isinstance(input, Command)
+
+
 def _unsound(
     mapper: ThreadMapper, failed: Callable[[BaseException], None], error: BaseException
 ) -> None:
@@ -196,7 +202,7 @@ class WatchedGraph:
 
     def _started_mapper(self, input: Any, config: dict[str, Any] | None) -> ThreadMapper:
         """The thread's mapper, its root reported ``running`` (raises what the tracker raised)."""
-        resume = input is None or isinstance(input, Command)
+        resume = _resumes(input)
         root = self.root_run_id(config)
         if root is None:
             mapper = ThreadMapper(
@@ -267,8 +273,7 @@ class WatchedGraph:
                 failed = functools.partial(_unsound, mapper, self._shared.failed)
                 gate = self._shared.reporter.gate(mapper.outer_batch, failed)
                 if queued is not None:
-                    resume = input is None or isinstance(input, Command)
-                    gate.submit(functools.partial(mapper.begin, resume=resume))
+                    gate.submit(functools.partial(mapper.begin, resume=_resumes(input)))
             self._active.add(gate)
             handler = WatchHandler(mapper, gate, self._policies, self._shared.failed)
             invocation = _Invocation(self, mapper, gate, handler)
