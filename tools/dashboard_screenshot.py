@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import random
 import sys
-import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
@@ -28,6 +27,7 @@ import trio
 import trio.testing
 
 from workflow_hub import (
+    HOOK_EVENT_TYPES,
     FailureDetail,
     HookRunner,
     NodePrompt,
@@ -75,7 +75,7 @@ class _Camera:
         future = self._executor.submit(function, *args)
         return await trio.to_thread.run_sync(future.result)
 
-    def _open(self, url: str, view: str = "") -> None:
+    def _open(self, url: str, view: str, hooks: bool) -> None:
         from playwright.sync_api import sync_playwright
 
         self._playwright = sync_playwright().start()
@@ -94,6 +94,16 @@ class _Camera:
         self._page.set_default_timeout(90_000)
         self._page.goto(url + view)
         self._page.wait_for_selector('[data-testid="connection"][data-state="live"]')
+        if hooks:
+            # The hook events' stream is a second connection: the server attaches it before it
+            # answers, so once the page says so, no event of the story can pass it by.
+            self._page.wait_for_selector('[data-testid="feed-status"]:text("No hook events yet.")')
+
+    def _feed(self, received: int) -> None:
+        status = '[data-testid="feed-status"]'
+        self._page.wait_for_function(
+            f"document.querySelector('{status}').textContent.includes(' of {received} (')"
+        )
 
     def _settle(self, cursor: str) -> None:
         self._page.wait_for_selector(f'[data-testid="connection"][data-cursor="{cursor}"]')
@@ -110,14 +120,19 @@ class _Camera:
         self._browser.close()
         self._playwright.stop()
 
-    async def open(self, url: str, view: str = "") -> None:
-        await self._call(self._open, url, view)
+    async def open(self, url: str, view: str = "", *, hooks: bool = False) -> None:
+        """Open the page on ``view``; with ``hooks``, until its hook events' stream is open too."""
+        await self._call(self._open, url, view, hooks)
 
     async def settle(self, hub: WorkflowActivityHub) -> None:
         """Wait until the page shows the hub's last revision."""
         cursor = hub.snapshot_frame().cursor
         assert cursor is not None
         await self._call(self._settle, f"{cursor.epoch}:{cursor.revision}")
+
+    async def feed(self, received: int) -> None:
+        """Wait until the page's hook feed has drawn ``received`` events."""
+        await self._call(self._feed, received)
 
     async def shoot(self, path: Path, expand: str) -> None:
         await self._call(self._shoot, path, expand)
@@ -228,11 +243,20 @@ async def _main(args: argparse.Namespace) -> None:
     camera = _Camera(args.chromium, args.width)
     async with open_hub(epoch_factory=lambda: f"{rng.getrandbits(48):012x}") as hub:
         runner = HookRunner(hub)
+        dispatched = 0
+
+        def count(event: object) -> None:
+            nonlocal dispatched
+            dispatched += 1
+
+        hooks = runner.extension("dashboard_screenshot")
+        for event_type in HOOK_EVENT_TYPES:
+            hooks.on(event_type, count)
         async with trio.open_nursery() as nursery:
             url = await nursery.start(partial(serve_hub, hub, port=0, runner=runner))
             runner.bind()
             # The page is open before the scheduler starts, so it sees every hook event.
-            await camera.open(url)
+            await camera.open(url, hooks=True)
             try:
                 trio_start = trio.current_time()
                 tracker = RunTracker(
@@ -252,7 +276,10 @@ async def _main(args: argparse.Namespace) -> None:
                     await trio.sleep_until(trio_start + args.at)
                     story.cancel_scope.cancel()
                 await camera.settle(hub)
-                await trio.to_thread.run_sync(time.sleep, 0.5)  # the hook events have no cursor
+                # The hook events have no cursor: the page has them all when it has counted as
+                # many as the runner dispatched (once every task, the runner's too, waits).
+                await trio.testing.wait_all_tasks_blocked()
+                await camera.feed(dispatched)
                 await camera.shoot(args.output, "data-migration")
             finally:
                 await camera.close()
