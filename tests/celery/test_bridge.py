@@ -12,10 +12,23 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+import trio
+import trio.testing
 from hypothesis import given
 from hypothesis import strategies as st
 
-from workflow_hub import ContractError, FailureDetail, RootActivity, StageNode, WorkflowActivityHub
+from tests.support.consumers import RecordingDispatcher
+from workflow_hub import (
+    ContractError,
+    FailureDetail,
+    LifecycleEvent,
+    RootActivity,
+    RunTarget,
+    StageNode,
+    StageTarget,
+    WorkflowActivityHub,
+    open_hub,
+)
 from workflow_hub.celery import CeleryBridge, CeleryWatch
 from workflow_hub.tracker import RunTracker
 
@@ -385,6 +398,169 @@ def test_any_order_of_a_tasks_events_ends_as_the_ordered_sequence(
     ordered = _history(attempts, end)
     shuffled = data.draw(st.permutations(ordered), label="arrival order")
     assert _final(shuffled) == _final(ordered)
+
+
+def _lifecycle(steps: Callable[[CeleryBridge], None]) -> list[LifecycleEvent]:
+    """The lifecycle events a bridge's tracker emits while ``steps`` drive it (a real hub and
+    hook dispatch, under trio)."""
+
+    async def run() -> list[LifecycleEvent]:
+        async with open_hub() as hub:
+            hooks = RecordingDispatcher()
+            hub.bind_dispatcher(hooks)
+            tracker = RunTracker(
+                hub.register_publisher(), owner_session_id="celery", include_graph=True
+            )
+            bridge = CeleryBridge(tracker, settle=0.5)
+            bridge.begin()
+            bridge.recovered({}, 0.0)
+            steps(bridge)
+            await trio.testing.wait_all_tasks_blocked()
+            return hooks.lifecycle()
+
+    return trio.run(run)
+
+
+def _broken_chains(events: list[LifecycleEvent]) -> list[str]:
+    """Lifecycle events that repeat or skip a change: each run's events, and each task's stage
+    events wherever the task was shown, must form one chain (an event's previous status is
+    the status the one before it reported; the first has none, or ``pending`` for a stage).
+    A change reported twice (a task moved to the root its name gives, reported again there)
+    breaks it."""
+    last: dict[tuple[str, str], str] = {}
+    broken = []
+    for event in events:
+        target = event.target
+        if isinstance(target, RunTarget):
+            if target.action is not None:
+                continue  # a control request describes the request, not a change
+            key, first = ("run", target.run_id), None
+        elif isinstance(target, StageTarget):
+            task_id = target.stage_id.removeprefix(f"{target.run_id}:")
+            key, first = ("stage", task_id), "pending"
+        else:
+            continue
+        previous = target.previous_status
+        expected = last.get(key)
+        if previous != expected and not (expected is None and previous in (None, first)):
+            broken.append(f"{key}: {previous} -> {target.status} after {expected}")
+        last[key] = target.status
+    return broken
+
+
+def _lone(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The same events of a task outside any canvas: its root is its own id."""
+    return [
+        {**one, "root_id": "t", "parent_id": None} if "root_id" in one else one for one in events
+    ]
+
+
+@given(
+    attempts=st.integers(1, 3),
+    end=st.sampled_from(["succeeded", "failed", "revoked"]),
+    lone=st.booleans(),
+    gap=st.sampled_from([0.01, 0.7]),
+    data=st.data(),
+)
+def test_a_tasks_lifecycle_events_report_each_change_once_in_any_order(
+    attempts: int, end: str, lone: bool, gap: float, data: st.DataObject
+) -> None:
+    """Issue 38 (P6, SPEC §5: lifecycle events only on a real status change): whatever order a
+    task's events arrive in, its stage events (under its guessed root, then where its name puts
+    it) and every run's events form one chain. Moving a task that was first seen without its
+    name is no change: nothing it reported is reported again. The task is a chain's second step
+    or a root of its own (named in place); its events come close together, or further apart
+    than the settle time (its roots end, and end again, in between)."""
+    history = _lone(_history(attempts, end)) if lone else _history(attempts, end)
+    shuffled = data.draw(st.permutations(history), label="arrival order")
+
+    def steps(bridge: CeleryBridge) -> None:
+        bridge.apply([event("task-received", "r", name="first", root_id="r")], 0.0)
+        bridge.apply([event("task-succeeded", "r")], 0.0)
+        for n, one in enumerate(shuffled):
+            bridge.apply([one], gap * n)
+            bridge.tick(gap * n)
+        bridge.tick(5.0 + gap * len(shuffled))
+
+    events = _lifecycle(steps)
+    assert _broken_chains(events) == []
+
+
+@pytest.mark.parametrize("named_by", ["received", "lookup"])
+def test_a_lone_task_named_after_its_end_reports_its_run_and_stage_once(named_by: str) -> None:
+    """A task outside any canvas, first seen at its end (``task-succeeded`` carries no name),
+    then named by its late ``task-received`` or by the lookup (half a second later): its root
+    keeps its id, takes the name, and its start, completion and end are each reported once
+    (they were reported under the guess; the guess and the named root are the same run)."""
+
+    def steps(bridge: CeleryBridge) -> None:
+        bridge.apply([event("task-succeeded", "x")], 0.0)
+        bridge.tick(1.0)  # its root ends (nothing else is open)
+        if named_by == "received":
+            bridge.apply([event("task-received", "x", name="job", root_id="x")], 1.2)
+        else:
+            bridge.named({"x": {"name": "job"}}, 1.2)
+        bridge.tick(3.0)
+
+    events = _lifecycle(steps)
+    assert [(e.target.kind, e.target.previous_status, e.target.status) for e in events] == [
+        ("run", None, "running"),
+        ("stage", "pending", "completed"),
+        ("run", "running", "completed"),
+    ]
+
+    bridge, tracker = setup(settle=0.5)
+    steps(bridge)
+    root = tracker.activity("x")
+    assert root.graph is not None
+    assert [(n.name, n.status) for n in root.graph.nodes] == [("job", "completed")]
+    assert tracker.run_status("x") == "completed"
+
+
+def test_a_lone_task_named_after_its_root_ended_keeps_its_turn_to_retire() -> None:
+    """Ended roots retire oldest first: one named in place after it ended is as old as it was."""
+    bridge, tracker = setup(settle=0.0, keep_ended=1.0)
+    bridge.apply([event("task-succeeded", "x")], 0.0)
+    bridge.tick(0.1)  # x ends
+    bridge.apply([event("task-received", "y", name="other", root_id="y")], 0.2)
+    bridge.apply([event("task-succeeded", "y")], 0.2)
+    bridge.tick(0.3)  # y ends
+    bridge.apply([event("task-received", "x", name="job", root_id="x")], 0.4)
+    bridge.tick(1.15)  # x ended 1.05 s ago, y 0.85 s ago
+    assert [root.root_run_id for root in tracker.activities()] == ["y"]
+
+
+def test_a_refused_name_moves_nothing_and_the_guessed_root_stays_live() -> None:
+    """A name with no UTF-8 form, from a worker's inspection (which is not checked as events
+    are): refused before the task moves; its guessed root is still there, still working."""
+    bridge, tracker = setup()
+    bridge.apply([event("task-started", "x")], 0.0)
+    inspection = {"w1@h": {"active": [{"id": "x", "name": "bad\ud800"}]}}
+    with pytest.raises(ContractError, match="name"):
+        bridge.resynchronised("w1@h", inspection, 0.1)
+    root = tracker.activity("x")
+    assert (root.state, root.active_execution_count) == ("working", 1)
+    assert root.graph is not None
+    assert [(n.name, n.status) for n in root.graph.nodes] == [("unknown task", "running")]
+
+
+def test_a_task_moved_into_its_named_root_reports_only_what_happens_after() -> None:
+    """A task first seen running without its name (its ``task-started`` overtook its
+    ``task-received``) is shown under its own id; the late event moves it, running, into the
+    root it names without a second ``running``; its end is reported there."""
+
+    def steps(bridge: CeleryBridge) -> None:
+        bridge.apply([event("task-received", "a", name="s1", root_id="a")], 0.0)
+        bridge.apply([event("task-started", "b")], 0.1)
+        bridge.apply([event("task-received", "b", name="s2", root_id="a", parent_id="a")], 0.2)
+        bridge.apply([event("task-succeeded", "b")], 0.3)
+
+    stage_events = [
+        (e.target.stage_id, e.target.previous_status, e.target.status)
+        for e in _lifecycle(steps)
+        if isinstance(e.target, StageTarget)
+    ]
+    assert stage_events == [("b:b", "pending", "running"), ("a:b", "running", "completed")]
 
 
 @pytest.mark.parametrize(

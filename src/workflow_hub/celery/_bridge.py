@@ -259,9 +259,7 @@ class CeleryBridge(Recovery):
             if task.provisional and isinstance(event.get("name"), str):
                 return self._rehome(task, event, now)
             return task
-        root_id = event.get("root_id")
-        if not isinstance(root_id, str) or not root_id:
-            root_id = task_id
+        root_id = _root_id(task_id, event)
         root = self._roots.get(root_id)
         if root is None:
             root = self._roots[root_id] = _Root(root_id, labels=self._labels)
@@ -290,20 +288,54 @@ class CeleryBridge(Recovery):
     def _rehome(self, task: _Task, event: Mapping[str, Any], now: float) -> _Task:
         """The first event that names a task first seen without its name (``task-started`` or
         a terminal event that overtook ``task-received``) moves it to the root the event names,
-        in the state it has reached: its guessed root (its own id) is removed."""
+        in the state it has reached: its guessed root (its own id) is removed.
+
+        A move is no status change: what the task reported under its guess (and its guessed
+        root's start and end, when the task stays a root of its own) is not reported again
+        where it lands. Its state is set there as history, then the landing root is owned
+        again (every root of this bridge is live, restored ones too), all inside the caller's
+        batch: observers never see the landing root as history."""
         old = self._roots[task.root_id]
+        if len(old.tasks) > 1:  # others joined it: it is their root; its name stays unknown
+            task.provisional = False
+            self._unnamed.pop(task.task_id, None)
+            return task
+        check_new_task(event)  # the name and root it gives, before anything moves
         task.provisional = False
         self._unnamed.pop(task.task_id, None)
-        if len(old.tasks) > 1:  # others joined it: it is their root; its name stays unknown
-            return task
+        landing_id = _root_id(task.task_id, event)
+        same = landing_id == old.root_id  # a lone task, named: only its name changes
         self._tracker.remove_run(old.root_id)
         del self._roots[old.root_id], self._tasks[task.task_id]
-        self._ended.pop(old.root_id, None)
+        if not (same and old.ended):
+            self._ended.pop(old.root_id, None)  # one named in place keeps its turn to retire
         self._quiet.pop(old.root_id, None)
-        new = self._task(task.task_id, event, now)
-        for field in ("retries", "retried", "worker", "terminated", "expired", "final", "phase"):
-            setattr(new, field, getattr(task, field))
-        self._set(new, task.state, error=task.error)
+        history = False  # the landing root is history now: owned again however this ends
+        try:
+            if same:
+                self._tracker.add_run(landing_id, status="running", labels=old.labels, live=False)
+                history = True
+                self._roots[landing_id] = _Root(landing_id, labels=old.labels)
+            new = self._task(task.task_id, event, now)
+            for field in _CARRIED:
+                setattr(new, field, getattr(task, field))
+            if not same:
+                self._tracker.release_ownership(landing_id)
+                history = True
+            self._set(new, task.state, error=task.error)
+            if same and old.ended:
+                self._quiet.pop(landing_id, None)
+                self._end(self._roots[landing_id], old.ended_at)
+        except BaseException:
+            landing = self._roots.get(landing_id)
+            if landing is None:
+                self._ended.pop(landing_id, None)
+            elif not landing.tasks and not landing.ended:
+                self._quiet[landing_id] = None  # left empty by a refused fact: it settles
+            raise
+        finally:
+            if history:
+                self._tracker.take_ownership(landing_id)
         return new
 
     def _label(self, root: _Root, event: Mapping[str, Any], kind: str) -> None:
@@ -499,6 +531,25 @@ class CeleryBridge(Recovery):
             for task_id in root.tasks:
                 del self._tasks[task_id]
             self._tracker.remove_run(root_id)
+
+
+# What a moved task keeps of its record (_rehome): all but where it is and its name.
+_CARRIED: Final = (
+    "retries",
+    "retried",
+    "worker",
+    "terminated",
+    "expired",
+    "final",
+    "phase",
+    "redelivery",
+)
+
+
+def _root_id(task_id: str, event: Mapping[str, Any]) -> str:
+    """The root an event puts its task in: the one it names, else the task's own id."""
+    root_id = event.get("root_id")
+    return root_id if isinstance(root_id, str) and root_id else task_id
 
 
 # Failures the bridge infers (no task-failed event carries them).
