@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -255,6 +256,67 @@ async def bridged(
             with trio.CancelScope(shield=True):  # a cancelled test still stops the bridge
                 await trio.to_thread.run_sync(manager.__exit__, None, None, None)
             nursery.cancel_scope.cancel()
+
+
+class SeenEvents:
+    """The events Celery's own receiver got: (type, task id) pairs."""
+
+    def __init__(self) -> None:
+        self._seen: set[tuple[str, str]] = set()
+        self._changed = threading.Condition()
+        self.consuming = threading.Event()
+
+    def record(self, event: dict[str, Any]) -> None:
+        with self._changed:
+            self._seen.add((str(event.get("type")), str(event.get("uuid"))))
+            self._changed.notify_all()
+
+    def _wait(self, item: tuple[str, str]) -> bool:
+        with self._changed:
+            return self._changed.wait_for(lambda: item in self._seen, 60)
+
+    async def wait(self, kind: str, task_id: str) -> None:
+        """Until the receiver got ``kind`` for ``task_id`` (at most a minute): the worker sent
+        it, and every event its dispatcher sent before it (one connection, in order)."""
+        got = await trio.to_thread.run_sync(self._wait, (kind, task_id))
+        assert got, f"no {kind} of {task_id} in a minute"
+
+
+@asynccontextmanager
+async def celery_events(celery_app: Any = app) -> AsyncIterator[SeenEvents]:
+    """Celery's own ``app.events.Receiver`` in a thread, consuming before this yields: what a
+    test waits on when a worker's log line comes before the event (``received`` does)."""
+    seen = SeenEvents()
+    stop = threading.Event()
+    failed: list[BaseException] = []
+
+    def consume() -> None:
+        try:
+            with celery_app.connection_for_read() as connection:
+                receiver = celery_app.events.Receiver(connection, handlers={"*": seen.record})
+
+                def ready(*_: Any, **__: Any) -> None:
+                    seen.consuming.set()
+
+                receiver.on_consume_ready = ready
+                receiver.on_iteration = lambda: setattr(receiver, "should_stop", stop.is_set())
+                for _ in receiver.itercapture(limit=None, wakeup=False):
+                    pass
+        except BaseException as error:
+            failed.append(error)
+            seen.consuming.set()
+
+    thread = threading.Thread(target=consume, name="test-celery-events", daemon=True)
+    thread.start()
+    try:
+        await trio.to_thread.run_sync(seen.consuming.wait, 30)
+        assert not failed, failed
+        assert seen.consuming.is_set(), "the event receiver did not start"
+        yield seen
+    finally:
+        stop.set()
+        with trio.CancelScope(shield=True):
+            await trio.to_thread.run_sync(thread.join, 10)
 
 
 async def blocking(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:

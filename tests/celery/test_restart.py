@@ -44,7 +44,16 @@ from workflow_hub.tracker import RunTracker
 from workflow_hub.wire import loads
 
 from .app import add, app, nap
-from .support import REPO, CeleryWorker, blocking, bridged, check_root, stages, stopped
+from .support import (
+    REPO,
+    CeleryWorker,
+    blocking,
+    bridged,
+    celery_events,
+    check_root,
+    stages,
+    stopped,
+)
 
 Frame = SnapshotFrame | ChangedFrame | RemovedFrame
 
@@ -330,10 +339,9 @@ async def test_a_task_first_seen_at_its_end_after_a_restart_is_named(
     )
     await blocking(quiet.start)
     try:
-        result = await blocking(nap.apply_async, (3,), queue="quiet")
-        with trio.fail_after(60):
-            while f"nap[{result.id}] received" not in quiet.log:  # noqa: ASYNC110
-                await trio.sleep(0.05)  # another process's log: nothing to wait on here
+        async with celery_events() as seen:  # the bridge must miss its task-received
+            result = await blocking(nap.apply_async, (3,), queue="quiet")
+            await seen.wait("task-started", result.id)
         async with bridged() as (roots, _watch, _tracker):
             root = await roots.wait_root(
                 result.id,
@@ -393,11 +401,12 @@ async def test_without_redis_a_chain_running_across_the_start_splits_as_document
     bridge starts is not restored. The step the inspection reports is a root of its own, with
     its name; the step sent afterwards makes the chain's root (the first step's id) alone,
     without a parent edge; the first step, which ended before, is not shown."""
-    result = await blocking(chain(add.si(1, 1), nap.si(3), add.si(2, 2)).apply_async)
-    first, second, third = result.parent.parent.id, result.parent.id, result.id
-    with trio.fail_after(60):
-        while f"nap[{second}] received" not in worker.log:  # noqa: ASYNC110
-            await trio.sleep(0.05)  # another process's log: nothing to wait on here
+    async with celery_events() as seen:
+        result = await blocking(chain(add.si(1, 1), nap.si(3), add.si(2, 2)).apply_async)
+        first, second, third = result.parent.parent.id, result.parent.id, result.id
+        # Its task-received (which names the chain's root) is sent after the worker logs
+        # "received": a bridge started on the log line got it once, on a loaded machine.
+        await seen.wait("task-started", second)
     async with bridged() as (roots, _watch, _tracker):
         running = roots.get(second)
         assert running is not None, roots.view.roots
