@@ -13,7 +13,7 @@ $(BIN)/python:
 
 # The runtime extras the tests need; the development tools are pyproject.toml's `dev` group
 # (`pip install --group` needs pip 25.1 or later, hence the upgrade first).
-EXTRAS := server,asgi,redis,demo,testing,langgraph,celery,alerts,otel,airflow
+EXTRAS := server,asgi,redis,demo,testing,langgraph,celery,alerts,otel,otel-grpc,airflow
 
 # Reinstall only when pyproject.toml changes: the second `make test` is fast.
 $(STAMP): pyproject.toml | $(BIN)/python

@@ -1,17 +1,20 @@
-"""A loopback OTLP/HTTP receiver: what a collector sees of the hub's spans, decoded with the
+"""A loopback OTLP receiver: what a collector sees of the hub's spans, decoded with the
 official ``opentelemetry-proto`` messages (no OpenTelemetry Collector or Jaeger installs from
 the registries this project uses).
 
-It serves ``POST /v1/traces`` on 127.0.0.1, port 0, in a thread (the SDK's exporter is
-synchronous and runs in the batch processor's thread). ``mode`` says how it answers: ``ok``
-(200 and an ``ExportTraceServiceResponse``), ``refuse`` (400: the exporter does not retry it),
-or ``hang`` (the request is read and never answered until the receiver stops).
+Over ``http`` it serves ``POST /v1/traces`` on 127.0.0.1, port 0, in a thread (the SDK's
+exporter is synchronous and runs in the batch processor's thread); over ``grpc`` it is a real
+grpcio server of the OTLP ``TraceService`` (the servicer ``opentelemetry-proto`` generates), on
+127.0.0.1 too. ``mode`` says how it answers: ``ok`` (the ``ExportTraceServiceResponse``),
+``refuse`` (HTTP 400, gRPC ``INVALID_ARGUMENT``: the exporter does not retry either), or
+``hang`` (the request is read and never answered until the receiver stops).
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -59,8 +62,9 @@ class ReceivedSpan:
 
 
 class Receiver:
-    def __init__(self, mode: str = "ok") -> None:
+    def __init__(self, mode: str = "ok", transport: str = "http") -> None:
         self.mode = mode
+        self.transport = transport
         self.spans: list[ReceivedSpan] = []
         self.requests = 0
         self.content_types: list[str] = []
@@ -90,14 +94,49 @@ class Receiver:
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self.endpoint = f"http://127.0.0.1:{self._server.server_port}/v1/traces"
+        self._http: ThreadingHTTPServer | None = None
+        self._grpc: Any = None  # a grpc.Server
+        if transport == "grpc":
+            self._grpc = self._grpc_server()
+            port = self._grpc.add_insecure_port("127.0.0.1:0")
+            # The gRPC exporter takes no path, and an http:// endpoint means no TLS.
+            self.endpoint = f"http://127.0.0.1:{port}"
+        else:
+            self._http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+            self._http.daemon_threads = True
+            self.endpoint = f"http://127.0.0.1:{self._http.server_port}/v1/traces"
+
+    def _grpc_server(self) -> Any:
+        # grpcio is imported here only: it runs in the child processes of tests/otel/test_grpc.py
+        # (grpc_child.py), never in a test worker, whose later forks and threads it could upset.
+        import grpc
+        from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
+
+        receiver = self
+
+        class Servicer(trace_service_pb2_grpc.TraceServiceServicer):
+            def Export(
+                self, request: ExportTraceServiceRequest, context: grpc.ServicerContext
+            ) -> ExportTraceServiceResponse:
+                receiver.decoded(request, "application/grpc")
+                if receiver.mode == "hang":
+                    receiver._release.wait()
+                if receiver.mode == "refuse":
+                    context.abort(grpc.StatusCode.INVALID_ARGUMENT, "refused by the test")
+                return ExportTraceServiceResponse()
+
+        server = grpc.server(ThreadPoolExecutor(max_workers=4))
+        add_servicer = trace_service_pb2_grpc.add_TraceServiceServicer_to_server
+        add_servicer(Servicer(), server)  # type: ignore[no-untyped-call]
+        return server
 
     def received(self, path: str, content_type: str, body: bytes) -> None:
         assert path == "/v1/traces", path
         request = ExportTraceServiceRequest()
         request.ParseFromString(body)
+        self.decoded(request, content_type)
+
+    def decoded(self, request: ExportTraceServiceRequest, content_type: str) -> None:
         spans = []
         for resource_spans in request.resource_spans:
             resource = _attributes(resource_spans.resource.attributes)
@@ -142,19 +181,31 @@ class Receiver:
     def children(self, parent: ReceivedSpan) -> list[ReceivedSpan]:
         return [span for span in self.spans if span.parent_span_id == parent.span_id]
 
+    def start(self) -> threading.Thread | None:
+        if self._grpc is not None:
+            self._grpc.start()
+            return None
+        assert self._http is not None
+        thread = threading.Thread(target=self._http.serve_forever, daemon=True)
+        thread.start()
+        return thread
+
     def stop(self) -> None:
         self._release.set()
-        self._server.shutdown()
-        self._server.server_close()
+        if self._grpc is not None:
+            self._grpc.stop(grace=None).wait(10)
+        if self._http is not None:
+            self._http.shutdown()
+            self._http.server_close()
 
 
 @contextmanager
-def running_receiver(mode: str = "ok") -> Iterator[Receiver]:
-    receiver = Receiver(mode)
-    thread = threading.Thread(target=receiver._server.serve_forever, daemon=True)
-    thread.start()
+def running_receiver(mode: str = "ok", transport: str = "http") -> Iterator[Receiver]:
+    receiver = Receiver(mode, transport)
+    thread = receiver.start()
     try:
         yield receiver
     finally:
         receiver.stop()
-        thread.join(10)
+        if thread is not None:
+            thread.join(10)
