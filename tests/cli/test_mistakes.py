@@ -173,6 +173,11 @@ def mistakes(hub: str, fleet: str, html: dict[int, str], busy: int, redis: str) 
         Mistake(("watch", f"{hub}/v1/nope", "--token", TOKEN), 1, r"no hub here \(404"),
         Mistake(("watch", fleet), 1, r"serves a fleet, not one hub: add /sources/"),
         Mistake(("snapshot", fleet), 1, r"serves a fleet"),
+        # otel and alert follow one hub's streams: a fleet's root is said at once, not a 404
+        Mistake(("otel", fleet), 1, r"serves a fleet, not one hub: .*redis:// URL for every"),
+        Mistake(
+            ("alert", fleet, "--webhook", "http://127.0.0.1:1/hook"), 1, r"serves a fleet, not one"
+        ),
         Mistake(("watch", html[404]), 1, r"no hub here"),
         Mistake(
             ("snapshot", html[200]), 1, r"not a workflow-hub server \(its /v1/snapshot is text/html"

@@ -24,6 +24,7 @@ __all__ = [
     "decode_snapshot",
     "fetch_snapshot",
     "fetch_snapshot_body",
+    "refuse_fleet_root",
     "short_reason",
     "why_down",
 ]
@@ -91,23 +92,48 @@ def _about_the_source(body: bytes) -> str | None:
     return None
 
 
-def _not_found(url: str, token: str | None, timeout: float) -> str:
-    """404 for the snapshot: a fleet's root (say its sources), or not a hub's base URL."""
+def refuse_fleet_root(url: str, token: str | None, *, timeout: float = DEFAULT_TIMEOUT) -> None:
+    """:class:`CommandError` when ``url`` is a fleet server's root, not one hub: for the
+    commands that follow a hub's streams (``otel``, ``alert``), whose own 404 would only say
+    that nothing is served there. A server that does not answer is left to the command."""
+    try:
+        message = _fleet_root(url, token, timeout)
+    except CommandError:
+        return
+    if message is not None:
+        raise CommandError(message)
+
+
+def _fleet_root(url: str, token: str | None, timeout: float) -> str | None:
+    """What to do instead, when ``url`` serves a fleet (its ``/v1/sources`` lists sources)."""
     try:
         status, _, body = _get(f"{url}/v1/sources", token, timeout)
         listed = json.loads(body) if status == 200 else None
-    except (CommandError, ValueError):
+    except ValueError:
         listed = None
-    if isinstance(listed, dict) and isinstance(listed.get("sources"), list):
-        names = [
-            str(item.get("source") or item.get("name"))
-            for item in listed["sources"]
-            if isinstance(item, dict)
-        ]
-        example = names[0] if names else "NAME"
-        return f"{url} serves a fleet, not one hub: add /sources/{example} to the URL" + (
-            f" (sources: {', '.join(names)})" if names else " (no sources yet)"
-        )
+    if not (isinstance(listed, dict) and isinstance(listed.get("sources"), list)):
+        return None
+    names = [
+        str(item.get("source") or item.get("name"))
+        for item in listed["sources"]
+        if isinstance(item, dict)
+    ]
+    example = names[0] if names else "NAME"
+    return (
+        f"{url} serves a fleet, not one hub: add /sources/{example} to the URL"
+        + (f" (sources: {', '.join(names)})" if names else " (no sources yet)")
+        + ", or give the fleet's redis:// URL for every source"
+    )
+
+
+def _not_found(url: str, token: str | None, timeout: float) -> str:
+    """404 for the snapshot: a fleet's root (say its sources), or not a hub's base URL."""
+    try:
+        fleet = _fleet_root(url, token, timeout)
+    except CommandError:
+        fleet = None
+    if fleet is not None:
+        return fleet
     return (
         f"{url}: no hub here (404 for /v1/snapshot): give the hub's base URL, "
         f"as '{_serve()}' prints it"

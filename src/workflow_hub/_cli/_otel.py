@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from ._errors import CommandError, until_ctrl_c
+from ._fetch_hub import refuse_fleet_root
 from ._options import seconds
 from ._urls import check_fleet_url, fleet_settings, hub_url, names_fleet, open_fleet
 
@@ -80,6 +81,7 @@ def run(args: argparse.Namespace) -> int:
         if args.prefix is not None:
             raise CommandError("--prefix is for redis:// URLs")
         url = hub_url(args.url, command="otel")
+        refuse_fleet_root(url, args.token)
     try:
         import opentelemetry.exporter.otlp.proto.http
         import opentelemetry.sdk  # noqa: F401
