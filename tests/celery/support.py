@@ -271,9 +271,22 @@ class SeenEvents:
             self._seen.add((str(event.get("type")), str(event.get("uuid"))))
             self._changed.notify_all()
 
-    def _wait(self, item: tuple[str, str]) -> bool:
+    def _wait(self, item: tuple[str, str], timeout: float = 60) -> bool:
         with self._changed:
-            return self._changed.wait_for(lambda: item in self._seen, 60)
+            return self._changed.wait_for(lambda: item in self._seen, timeout)
+
+    def subscribed(self, celery_app: Any) -> bool:
+        """Send probe events until the receiver gets one (at most 30 s): with Redis, events are
+        published to subscribers, and the receiver subscribes on its first poll, after
+        ``on_consume_ready``; an event sent before that is lost to it."""
+        with celery_app.connection_for_write() as connection:
+            dispatcher = celery_app.events.Dispatcher(connection, enabled=True)
+            for attempt in range(150):
+                token = f"probe-{attempt}"
+                dispatcher.send("test-probe", uuid=token)
+                if self._wait(("test-probe", token), 0.2):
+                    return True
+        return False
 
     async def wait(self, kind: str, task_id: str) -> None:
         """Until the receiver got ``kind`` for ``task_id`` (at most a minute): the worker sent
@@ -312,6 +325,7 @@ async def celery_events(celery_app: Any = app) -> AsyncIterator[SeenEvents]:
         await trio.to_thread.run_sync(seen.consuming.wait, 30)
         assert not failed, failed
         assert seen.consuming.is_set(), "the event receiver did not start"
+        assert await trio.to_thread.run_sync(seen.subscribed, celery_app), "no probe event came"
         yield seen
     finally:
         stop.set()
