@@ -9,9 +9,9 @@ A callback only queues its call; the gate applies the queue in order, a whole ba
   (``workflow_hub.sync``'s tracker queues the facts for the hub's thread in turn, and the end of
   the drain's batch waits for them and raises a failed one's error, which is told to the
   gate's ``failed``: logged and counted);
-* a :class:`LoopGate` (async invocations) drains on the event loop's thread, soon after the call
-  was queued (sync nodes and tools run in executor threads and queue from there), so the tracker
-  is only ever called on the loop's thread, as ``workflow_hub.asyncio``'s must be.
+* a :class:`LoopGate` (async invocations) drains on the event loop's thread, a few milliseconds
+  after a call was queued (sync nodes and tools run in executor threads and queue from there),
+  so the tracker is only ever called on the loop's thread, as ``workflow_hub.asyncio``'s must be.
 
 ``flush()`` waits until everything queued so far has been applied; an invocation flushes before
 it returns, so what it did is published when ``invoke`` returns.
@@ -32,8 +32,9 @@ Batch = Callable[[], AbstractContextManager[None]]
 Failed = Callable[[BaseException], None]
 
 LINGER = 0.005
-"""Seconds a reporter thread lets calls gather before it applies them: invisible to a person
-watching, and a fast graph's steps are told in a few batches instead of one by one."""
+"""Seconds a gate lets calls gather before it applies them (a reporter thread, or the event
+loop): invisible to a person watching, and a fast graph's steps are told in a few batches
+instead of one by one."""
 
 
 class Gate(Protocol):
@@ -194,17 +195,22 @@ class ThreadGate:
 
 @final
 class LoopGate:
-    """Applies queued calls on the event loop's thread, soon after they were queued."""
+    """Applies queued calls on the event loop's thread: :data:`LINGER` seconds after the first
+    of them was queued there, so an invocation's steps are told in a few batches (as a
+    :class:`ThreadGate` tells them), each a published change; at once for a call queued from
+    another thread."""
 
     __slots__ = (
         "_batch",
         "_calls",
         "_closed",
         "_failed",
+        "_lingering",
         "_lock",
         "_loop",
-        "_scheduled",
+        "_soon",
         "_thread",
+        "_timer",
     )
 
     def __init__(self, loop: asyncio.AbstractEventLoop, batch: Batch, failed: Failed) -> None:
@@ -214,27 +220,40 @@ class LoopGate:
         self._thread = threading.get_ident()
         self._calls: deque[Callable[[], None]] = deque()
         self._lock = threading.Lock()
-        self._scheduled = False
+        self._lingering = False  # a drain is due LINGER after a call queued on the loop
+        self._soon = False  # a drain is on its way from another thread (call_soon_threadsafe)
         self._closed = False
+        self._timer: asyncio.TimerHandle | None = None  # touched on the loop's thread only
 
     def submit(self, call: Callable[[], None]) -> None:
+        here = threading.get_ident() == self._thread
         with self._lock:
             if self._closed:
                 return
             self._calls.append(call)
-            if self._scheduled:
-                return
-            self._scheduled = True
-        if threading.get_ident() == self._thread:
-            self._loop.call_soon(self._drain)
+            if here:
+                if self._lingering or self._soon:
+                    return
+                self._lingering = True
+            else:
+                if self._soon:
+                    return
+                self._soon = True
+        if here:
+            self._timer = self._loop.call_later(LINGER, self._drain)
         else:
+            # From an executor thread (a sync node or tool): at once, so that what the thread
+            # queued reaches the loop before anything it asks the loop afterwards.
             self._loop.call_soon_threadsafe(self._drain)
 
     def _drain(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()  # a no-op when it is the timer that called
+            self._timer = None
         with self._lock:
             calls = list(self._calls)
             self._calls.clear()
-            self._scheduled = False
+            self._lingering = self._soon = False
         if calls:
             _apply(calls, self._batch, self._failed)
 
