@@ -1,11 +1,12 @@
 """The event-loop gate (``LoopGate``): where an async invocation's facts are applied, and when.
 
-Its promise (docs/langgraph.md, "How reporting works"): the tracker is called on the loop's
-thread only, in the order the calls were queued; calls queued on the loop gather for
-``LINGER`` seconds into one batch (one published change); a call queued from another thread
-(a sync node or tool in an executor thread) reaches the loop before anything that thread asks
-of the loop afterwards; ``flush`` on the loop's thread applies the queue at once. The loop's
-clock is frozen here, so "not yet" and "now" are exact.
+Its promise (docs/langgraph.md, "Reporting never makes LangGraph wait": the integration's side
+of P9, a callback only queues): the tracker is called on the loop's thread only, in the order
+the calls were queued; calls queued on the loop gather for ``LINGER`` seconds into one batch
+(one published change); a call queued from another thread (a sync node or tool in an executor
+thread) reaches the loop before anything that thread asks of the loop afterwards; ``flush`` on
+the loop's thread applies the queue at once. The loop's clock is frozen here, so "not yet" and
+"now" are exact.
 """
 
 from __future__ import annotations
