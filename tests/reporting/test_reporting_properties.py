@@ -17,7 +17,7 @@ one ``trio.run``. The example count comes from the profile in ``conftest.py``.
 
 from __future__ import annotations
 
-from hypothesis import event, given, settings
+from hypothesis import event, example, given, settings
 from hypothesis import strategies as st
 
 from tests.support.builders import held_at
@@ -40,8 +40,13 @@ from workflow_hub.reporting import (
     aggregate,
 )
 from workflow_hub.testing.conformance import (
+    Behind,
     Checkpoint,
     HubAdapter,
+    Observe,
+    PublishRemoved,
+    PublishSnapshot,
+    RegisterPublisher,
     Scenario,
     play_scenario,
 )
@@ -79,8 +84,21 @@ async def views_follow_the_hub(checkpoint: Checkpoint) -> None:
         event("an observer overflowed")
 
 
+# A view resumed inside a recovering stretch continues the snapshot it held there, C3 detail and
+# all: the helper that rebuilds that snapshot once dropped the detail (found by `make test`).
+RESUMED_WHILE_RECOVERING = Scenario(
+    operations=(
+        RegisterPublisher(),
+        PublishSnapshot(0, Availability.RECOVERING, None, "0"),
+        PublishRemoved(0, "a"),
+        Observe("callback", True, Behind(1)),
+    )
+)
+
+
 @settings(deadline=None)
 @given(scenarios(queue_limits=(256, 1, 2, 4), roots=roots))
+@example(RESUMED_WHILE_RECOVERING)
 def test_views_fed_by_a_real_hub_reproduce_its_snapshot(scenario: Scenario) -> None:
     """P1-P8/O1-O4/O9/R2/R3: at quiescence every view equals the hub's snapshot, never refusing."""
     play_scenario(HubAdapter, scenario, on_settle=views_follow_the_hub)

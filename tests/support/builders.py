@@ -147,20 +147,18 @@ def describe(frames: list[Frame]) -> list[tuple[str, int]]:
 
 def held_at(broadcast: list[Frame], cursor: Cursor) -> SnapshotFrame:
     """What a client that folded every broadcast frame up to ``cursor`` holds, as a snapshot: the
-    state a resumed observer continues from (R2). ``broadcast`` is every frame a hub (or the
-    reference model) broadcast, oldest first."""
+    state a resumed observer continues from (R2), with the last snapshot's C3 ``detail``.
+    ``broadcast`` is every frame a hub (or the reference model) broadcast, oldest first."""
     frames = [
         frame
         for frame in broadcast
         if frame.cursor.epoch == cursor.epoch and frame.cursor.revision <= cursor.revision
     ]
-    availability = next(
-        (f.availability for f in reversed(frames) if isinstance(f, SnapshotFrame)),
-        Availability.UNAVAILABLE,
-    )
+    last = next((f for f in reversed(frames) if isinstance(f, SnapshotFrame)), None)
     roots = fold(frames)
     return SnapshotFrame(
         cursor=cursor,
-        availability=availability,
+        availability=Availability.UNAVAILABLE if last is None else last.availability,
         roots=None if roots is None else tuple(roots.values()),
+        detail=None if last is None else last.detail,
     )
