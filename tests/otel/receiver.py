@@ -104,6 +104,7 @@ class Receiver:
         else:
             self._http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
             self._http.daemon_threads = True
+            self._serving = threading.Thread(target=self._http.serve_forever, daemon=True)
             self.endpoint = f"http://127.0.0.1:{self._http.server_port}/v1/traces"
 
     def _grpc_server(self) -> Any:
@@ -181,14 +182,11 @@ class Receiver:
     def children(self, parent: ReceivedSpan) -> list[ReceivedSpan]:
         return [span for span in self.spans if span.parent_span_id == parent.span_id]
 
-    def start(self) -> threading.Thread | None:
+    def start(self) -> None:
         if self._grpc is not None:
             self._grpc.start()
-            return None
-        assert self._http is not None
-        thread = threading.Thread(target=self._http.serve_forever, daemon=True)
-        thread.start()
-        return thread
+        else:
+            self._serving.start()
 
     def stop(self) -> None:
         self._release.set()
@@ -197,15 +195,14 @@ class Receiver:
         if self._http is not None:
             self._http.shutdown()
             self._http.server_close()
+            self._serving.join(10)
 
 
 @contextmanager
 def running_receiver(mode: str = "ok", transport: str = "http") -> Iterator[Receiver]:
     receiver = Receiver(mode, transport)
-    thread = receiver.start()
+    receiver.start()
     try:
         yield receiver
     finally:
         receiver.stop()
-        if thread is not None:
-            thread.join(10)

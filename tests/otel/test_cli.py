@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import uuid
 
+from tests.otel.commands import CLI, otel_against_served_demo
 from tests.otel.receiver import running_receiver
 from tests.support.processes import owned_process
 from tests.support.redis_server import RedisServer
-
-CLI = [sys.executable, "-m", "workflow_hub._cli"]
 
 
 def _env(endpoint: str) -> dict[str, str]:
@@ -27,24 +25,7 @@ def _env(endpoint: str) -> dict[str, str]:
 
 def test_otel_sends_a_served_hubs_runs_to_the_backend() -> None:
     with running_receiver() as receiver:
-        env = _env(receiver.endpoint)
-        with owned_process(
-            [*CLI, "serve", "--port", "0", "--seed", "3"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-            env=env,
-        ) as server:
-            assert server.stdout is not None
-            url = server.stdout.readline().strip()
-            result = subprocess.run(
-                [*CLI, "otel", url, "--duration", "4", "--source", "staging"],
-                capture_output=True,
-                text=True,
-                timeout=60,
-                env=env,
-                check=False,
-            )
+        result = otel_against_served_demo(_env(receiver.endpoint), "--source", "staging")
         assert result.returncode == 0, result.stderr
         assert result.stdout.startswith("otel: "), result.stdout
         assert " 0 failed, 0 dropped" in result.stdout

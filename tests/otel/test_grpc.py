@@ -16,10 +16,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from tests.otel.commands import otel_against_served_demo
 from tests.support.processes import owned_process
 
 PYTHON = sys.executable
-CLI = [PYTHON, "-m", "workflow_hub._cli"]
 CHILD = [PYTHON, "-m", "tests.otel.grpc_child"]
 
 
@@ -125,24 +125,7 @@ def test_a_refusing_grpc_backend_counts_its_failed_spans() -> None:
 def test_otel_command_exports_over_grpc_from_the_standard_variables() -> None:
     """`workflow-hub otel URL` with OTEL_EXPORTER_OTLP_PROTOCOL=grpc, against a served demo."""
     with grpc_backend("ok") as backend:
-        env = _env(backend.endpoint, OTEL_SERVICE_NAME="grpc-demo")
-        with owned_process(
-            [*CLI, "serve", "--port", "0", "--seed", "3"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-            env=env,
-        ) as server:
-            assert server.stdout is not None
-            url = server.stdout.readline().strip()
-            result = subprocess.run(
-                [*CLI, "otel", url, "--duration", "4"],
-                capture_output=True,
-                text=True,
-                timeout=60,
-                env=env,
-                check=False,
-            )
+        result = otel_against_served_demo(_env(backend.endpoint, OTEL_SERVICE_NAME="grpc-demo"))
         assert result.returncode == 0, result.stderr
         assert " 0 failed, 0 dropped" in result.stdout, result.stdout
         received = backend.finish()
