@@ -128,3 +128,40 @@ def test_a_fact_after_the_host_closed_raises() -> None:
         tracker.start()
     with pytest.raises(HostClosedError):
         tracker.add_run("run-1")
+
+
+def test_a_batch_that_does_not_wait_queues_its_end_and_tells_its_error_later() -> None:
+    """H1, C1: ``batch(wait=False)`` returns while the hub's thread is busy elsewhere (here: held
+    by another call); its facts are published once, together, before anything asked of the
+    hub's thread afterwards, and a bad fact's error is raised by the thread's next waiting call."""
+    with open_hub() as hub:
+        tracker = hub.tracker(owner_session_id="session-1")
+        tracker.start()
+        with hub.subscribe() as frames:
+            assert isinstance(frames.receive(timeout=TIMEOUT), SnapshotFrame)
+            held, release = threading.Event(), threading.Event()
+
+            def hold() -> None:
+                held.set()
+                release.wait(TIMEOUT)
+
+            holder = threading.Thread(target=hub.call, args=(hold,))
+            holder.start()
+            try:
+                assert held.wait(TIMEOUT)
+                with tracker.batch(wait=False):
+                    tracker.add_run("run-1", status="running")
+                    tracker.add_stage("run-1", "plan", "plan")
+                    tracker.set_stage_status("run-1", "nope", "running")  # fails, later
+                    tracker.set_stage_status("run-1", "plan", "running")
+                assert holder.is_alive()  # the block ended while the hub's thread was held
+            finally:
+                release.set()
+                holder.join(TIMEOUT)
+            with pytest.raises(KeyError, match="nope"):
+                tracker.flush()
+            changed = frames.receive(timeout=TIMEOUT)
+            assert isinstance(changed, ChangedFrame)
+            assert (changed.root.root_run_id, changed.root.active_execution_count) == ("run-1", 1)
+            with pytest.raises(TimeoutError):
+                frames.receive(timeout=0.05)

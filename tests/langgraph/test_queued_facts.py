@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from workflow_hub.langgraph import watch
+from workflow_hub.langgraph import _gates, watch
 
 from .conftest import SyncScene
 from .graphs import chain, config, log, statuses
@@ -38,8 +38,9 @@ def test_a_failed_fact_in_the_reporter_is_logged_and_the_rest_applied(
     scene: SyncScene, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A fact that fails in the hub's thread (its root removed behind the integration's back)
-    is raised at the end of the reporter's batch and logged there: the graph runs to its end
-    and ``invoke`` returns LangGraph's result."""
+    is raised in the reporter, which waits for the invocation's last facts after ``invoke``
+    has returned, and logged there (``flush()`` waits for that too): the graph runs to its
+    end and ``invoke`` returns LangGraph's result."""
     calls: list[str] = []
 
     def a(state: dict[str, list[str]]) -> dict[str, list[str]]:
@@ -53,6 +54,7 @@ def test_a_failed_fact_in_the_reporter_is_logged_and_the_rest_applied(
     watched = watch(chain(("a", a), ("b", log("b"))), scene.facts)
     with caplog.at_level(logging.WARNING, logger="workflow_hub"):
         result = watched.invoke({"log": []}, config("t"))
+        watched.flush()
     assert result == {"log": ["a", "b"]}
     assert calls == ["a"]
     assert any("reporting a LangGraph event" in r.message for r in caplog.records)
@@ -61,13 +63,44 @@ def test_a_failed_fact_in_the_reporter_is_logged_and_the_rest_applied(
 
 
 def test_facts_are_applied_when_invoke_returns(scene: SyncScene) -> None:
-    """H1: queued facts reach the tracker before ``invoke`` returns (the gate flushes, the
-    batch's end waits for the hub's thread)."""
+    """H1: queued facts reach the tracker before anything asked of it after ``invoke`` returns
+    (the gate hands its last facts to the hub's queue, in order, before it returns)."""
     watched = watch(chain(("a", log("a")), ("b", log("b"))), scene.facts)
     watched.invoke({"log": []}, config("t"))
     root = scene.facts.activity("t")
     assert statuses(root) == {"a": "completed", "b": "completed"}
     assert scene.facts.run_status("t") == "completed"
+
+
+def test_invoke_does_not_wait_for_the_hubs_thread_at_its_end(
+    scene: SyncScene, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 38, P9: an invocation of a known thread returns while the hub's thread is busy
+    elsewhere (held here by another call): its last facts are queued, in order, and the
+    reporter waits for them; what the hub is asked next sees them applied."""
+    monkeypatch.setattr(_gates, "LINGER", 60.0)  # every fact waits for the end's one drain
+    watched = watch(chain(("a", log("a")), ("b", log("b"))), scene.facts)
+    watched.invoke({"log": []}, config("t"))  # a new thread starts checked, in this thread
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        held.set()
+        release.wait(10)
+
+    holder = threading.Thread(target=scene.hub.call, args=(hold,))
+    holder.start()
+    try:
+        assert held.wait(10)
+        result = watched.invoke({"log": []}, config("t"))
+        assert holder.is_alive()  # invoke returned while the hub's thread was held
+    finally:
+        release.set()
+        holder.join(10)
+    assert result == {"log": ["a", "b"] * 2}
+    assert statuses(scene.facts.activity("t"))["b"] == "completed"
+    assert scene.facts.run_status("t") == "completed"
+    watched.flush()
+    assert watched.statistics().failures == 0
 
 
 def test_a_known_thread_starts_through_its_queue_and_a_failure_makes_the_next_start_checked(
@@ -116,6 +149,7 @@ def test_a_known_thread_starts_through_its_queue_and_a_failure_makes_the_next_st
     with caplog.at_level(logging.WARNING, logger="workflow_hub"):
         assert watch(graph, scene.facts).invoke({"log": []}, config("t")) == {"log": ["a"] * 3}
     assert "t" not in scene.facts  # its facts failed: nothing half reported
+    watch(graph, scene.facts).flush()  # the reporter tells the last facts' failure after invoke
     assert watch(graph, scene.facts).statistics().failures >= 1
     before = len(waits)
     assert watch(graph, scene.facts).invoke({"log": []}, config("t")) == {"log": ["a"] * 4}

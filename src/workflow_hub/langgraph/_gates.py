@@ -24,12 +24,23 @@ import threading
 from collections import deque
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from typing import Protocol, final
+from typing import NamedTuple, Protocol, final
 
-__all__ = ["Gate", "LoopGate", "Reporter", "ThreadGate"]
+__all__ = ["Gate", "Handoff", "LoopGate", "Reporter", "ThreadGate"]
 
 Batch = Callable[[], AbstractContextManager[None]]
 Failed = Callable[[BaseException], None]
+
+
+class Handoff(NamedTuple):
+    """How a closed :class:`ThreadGate` hands its last calls to a tracker that queues facts for
+    another thread (``workflow_hub.sync``'s) without making the closing caller wait for them to
+    be applied: a batch whose end is queued too, and the wait for that (raising a fact's error),
+    which the reporter thread then takes on alone."""
+
+    batch: Batch
+    settle: Callable[[], None]
+
 
 LINGER = 0.005
 """Seconds a gate lets calls gather before it applies them (a reporter thread, or the event
@@ -76,15 +87,16 @@ class Reporter:
     own batch.
     """
 
-    __slots__ = ("_changed", "_ready", "_thread")
+    __slots__ = ("_changed", "_ready", "_settling", "_thread")
 
     def __init__(self) -> None:
         self._changed = threading.Condition()
         self._ready: deque[ThreadGate] = deque()
         self._thread: threading.Thread | None = None
+        self._settling = 0  # closed gates whose last calls are queued, not yet known applied
 
-    def gate(self, batch: Batch, failed: Failed) -> ThreadGate:
-        return ThreadGate(self, batch, failed)
+    def gate(self, batch: Batch, failed: Failed, handoff: Handoff | None = None) -> ThreadGate:
+        return ThreadGate(self, batch, failed, handoff)
 
     @property
     def changed(self) -> threading.Condition:
@@ -92,6 +104,14 @@ class Reporter:
 
     def in_reporter(self) -> bool:
         return threading.current_thread() is self._thread
+
+    def settled(self, timeout: float | None = None) -> None:
+        """Return once the last calls of every closed gate were applied (their errors told to
+        the gate's ``failed``): what :meth:`ThreadGate.close` no longer waits for."""
+        if self.in_reporter():
+            return
+        with self._changed:
+            self._changed.wait_for(lambda: not self._settling, timeout)
 
     def ready(self, gate: ThreadGate) -> None:
         """``gate`` has calls (hold ``changed``)."""
@@ -114,14 +134,28 @@ class Reporter:
                 changed.wait_for(lambda: any(gate.urgent for gate in self._ready), LINGER)
                 gates = list(self._ready)
                 self._ready.clear()
-                work = [(gate, gate.take()) for gate in gates]
-            for gate, calls in work:
+                work = [
+                    (gate, gate.handoff if gate.closed else None, gate.take()) for gate in gates
+                ]
+            for gate, handoff, calls in work:
                 try:
-                    _apply(calls, gate.batch, gate.failed)
+                    _apply(calls, gate.batch if handoff is None else handoff.batch, gate.failed)
                 finally:
                     with changed:
                         gate.busy = False
+                        self._settling += handoff is not None
                         changed.notify_all()
+                if handoff is not None:
+                    # The closing caller has gone on: its calls are queued in order, and apply
+                    # before anything it asks the hub next. Waiting for them is ours alone.
+                    try:
+                        handoff.settle()
+                    except Exception as error:
+                        gate.failed(error)
+                    finally:
+                        with changed:
+                            self._settling -= 1
+                            changed.notify_all()
 
 
 @final
@@ -137,17 +171,26 @@ class ThreadGate:
         "batch",
         "busy",
         "failed",
+        "handoff",
     )
 
-    def __init__(self, reporter: Reporter, batch: Batch, failed: Failed) -> None:
+    def __init__(
+        self, reporter: Reporter, batch: Batch, failed: Failed, handoff: Handoff | None
+    ) -> None:
         self._reporter = reporter
         self.batch = batch
         self.failed = failed
+        self.handoff = handoff
         self._calls: deque[Callable[[], None]] = deque()
         self.busy = False
         self._closed = False
         self._flushing = 0
         self._queued = False  # in the reporter's ready queue
+
+    @property
+    def closed(self) -> bool:
+        """Nothing is queued after the calls it holds now (the reporter holds ``changed``)."""
+        return self._closed
 
     @property
     def urgent(self) -> bool:

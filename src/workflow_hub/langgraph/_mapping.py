@@ -32,6 +32,7 @@ from typing import Literal
 import attrs
 
 from .._contract import FailureDetail
+from ..sync import Tracker as SyncTracker
 from ..tracker import SchedulerFacts as FactSink
 
 __all__ = ["Outcome", "PromptSpec", "ThreadMapper"]
@@ -168,14 +169,31 @@ class ThreadMapper:
         return nullcontext() if self.batching else self._sink.batch()
 
     @contextmanager
-    def outer_batch(self) -> Iterator[None]:
-        """One tracker batch around several calls of this mapper."""
-        with self._sink.batch():
+    def outer_batch(self, *, wait: bool = True) -> Iterator[None]:
+        """One tracker batch around several calls of this mapper. ``wait=False``: a tracker
+        that queues its facts for another thread (``workflow_hub.sync``'s) queues the batch's
+        end as well, instead of waiting for it to be applied (see :meth:`settle`)."""
+        sink = self._sink
+        block = (
+            sink.batch(wait=False) if isinstance(sink, SyncTracker) and not wait else sink.batch()
+        )
+        with block:
             self.batching = True
             try:
                 yield
             finally:
                 self.batching = False
+
+    @property
+    def queues(self) -> bool:
+        """Whether the tracker queues facts for another thread: a batch's end may be queued."""
+        return isinstance(self._sink, SyncTracker)
+
+    def settle(self) -> None:
+        """Wait until what this thread queued was applied; raise a fact's error (a tracker that
+        does not queue has nothing to wait for)."""
+        if isinstance(self._sink, SyncTracker):
+            self._sink.flush()
 
     # --- reading ---------------------------------------------------------------------------
 

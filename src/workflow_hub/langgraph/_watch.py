@@ -28,7 +28,7 @@ from langgraph.types import Command
 
 from .._contract import FailureDetail
 from ..tracker import SchedulerFacts as FactSink
-from ._gates import Gate, LoopGate
+from ._gates import Gate, Handoff, LoopGate
 from ._handler import WatchHandler
 from ._mapping import Outcome, ThreadMapper
 from ._retry import retry_policies
@@ -247,7 +247,12 @@ class WatchedGraph:
             return None
         with self._shared.lock:
             known = self._shared.mappers.get(root)
-        return known if known is not None and known.sound else None
+        if known is None:
+            return None
+        # The reporter may still be waiting for the last facts of an invocation that returned:
+        # whether they failed decides how this one starts.
+        self._shared.reporter.settled()
+        return known if known.sound else None
 
     def _begin(
         self, input: Any, config: dict[str, Any] | None, *, asynchronous: bool
@@ -271,7 +276,12 @@ class WatchedGraph:
             else:
                 # A fact of the thread that fails makes its next invocation start checked.
                 failed = functools.partial(_unsound, mapper, self._shared.failed)
-                gate = self._shared.reporter.gate(mapper.outer_batch, failed)
+                handoff = None
+                if mapper.queues:
+                    # Its end is queued in order, not waited for (the reporter waits for it).
+                    last = functools.partial(mapper.outer_batch, wait=False)
+                    handoff = Handoff(last, mapper.settle)
+                gate = self._shared.reporter.gate(mapper.outer_batch, failed, handoff)
                 if queued is not None:
                     gate.submit(functools.partial(mapper.begin, resume=_resumes(input)))
             self._active.add(gate)
@@ -301,6 +311,7 @@ class WatchedGraph:
         """
         for gate in list(self._active):
             gate.flush(timeout)
+        self._shared.reporter.settled(timeout)
 
     def _may_pause(self, invocation: _Invocation, kwargs: dict[str, Any]) -> bool:
         """Whether the invocation may have stopped at a breakpoint: the graph has some, the call

@@ -65,16 +65,18 @@ class Portal:
 
     # --- any thread ------------------------------------------------------------------------
 
-    def submit(self, call: Callable[[], object]) -> None:
+    def submit(self, call: Callable[[], object], *, wake: bool = True) -> None:
         """Queue ``call`` (no arguments, must not block) to run in the trio thread; return at once.
 
         An exception it raises there is logged on the ``workflow_hub`` logger: the caller has
-        moved on. Raises :class:`HostClosedError` once the host has closed.
+        moved on. Raises :class:`HostClosedError` once the host has closed. ``wake=False``
+        leaves the trio thread asleep: the call runs with the next one queued that wakes it
+        (the caller promises one), so a burst costs that thread one wake-up, not several.
         """
         self._calls.append(call)
         # The unlocked read is the fast path: while a drain is scheduled, it will see this call
         # (it clears the flag *before* it pops, so a call queued after that schedules anew).
-        if not self._scheduled:
+        if wake and not self._scheduled:
             with self._lock:
                 if not self._scheduled:
                     self._schedule()

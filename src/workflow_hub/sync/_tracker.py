@@ -190,11 +190,12 @@ def _checker(name: str) -> Callable[[tuple[object, ...], dict[str, object]], Non
 class _Errors:
     """The errors of one thread's queued facts that the thread has not been told yet."""
 
-    __slots__ = ("first", "more")
+    __slots__ = ("blocks", "first", "more")
 
     def __init__(self) -> None:
         self.first: Exception | None = None
         self.more = 0
+        self.blocks = 0  # batch blocks the thread is inside
 
     def record(self, error: Exception) -> None:
         # Runs in the hub's thread; read (and reset) by the owning thread after a round trip.
@@ -240,7 +241,8 @@ def _queued(
             except Exception as error:
                 errors.record(error)
 
-        self._portal.submit(apply)
+        # Inside this thread's batch block the hub's thread sleeps on: the block's end wakes it.
+        self._portal.submit(apply, wake=not errors.blocks)
 
     return fact
 
@@ -313,11 +315,16 @@ class Tracker(metaclass=NoPublicConstructor):
         self._portal.call(_nothing)
         self._errors().raise_pending()
 
-    def batch(self) -> AbstractContextManager[None]:
+    def batch(self, *, wait: bool = True) -> AbstractContextManager[None]:
         """:meth:`RunTracker.batch`, from any thread: changed roots are published once, at the
         end of the (outermost) block. Entering queues; the end waits for the hub's thread and
-        raises the first error of a fact this thread queued."""
-        return self._block(self._tracker.batch(), wait_to_enter=False)
+        raises the first error of a fact this thread queued.
+
+        With ``wait=False`` a block that ends without an exception queues its end too and
+        returns at once: what it reported is applied, in order, before anything asked of the
+        hub's thread afterwards (a reading, ``flush()``, leaving the host), and the error of a
+        fact is raised by this thread's next call that waits, as for a fact outside a block."""
+        return self._block(self._tracker.batch(), wait_to_enter=False, wait_to_leave=wait)
 
     def hydrating(self, detail: str | None = None) -> AbstractContextManager[None]:
         """:meth:`RunTracker.hydrating`, from any thread: ``recovering`` now (with ``detail``,
@@ -325,7 +332,7 @@ class Tracker(metaclass=NoPublicConstructor):
         raises). Entering waits (it raises if a hydration is under way); the end waits and
         raises as ``batch()``'s does."""
         # The manager is made here: RunTracker.hydrating checks the detail, and only that.
-        return self._block(self._tracker.hydrating(detail), wait_to_enter=True)
+        return self._block(self._tracker.hydrating(detail), wait_to_enter=True, wait_to_leave=True)
 
     def recovering_because(self, detail: str | None) -> None:
         """:meth:`RunTracker.recovering_because`, from any thread (waits for the hub's thread
@@ -335,24 +342,31 @@ class Tracker(metaclass=NoPublicConstructor):
 
     @contextmanager
     def _block(
-        self, manager: AbstractContextManager[None], *, wait_to_enter: bool
+        self, manager: AbstractContextManager[None], *, wait_to_enter: bool, wait_to_leave: bool
     ) -> Iterator[None]:
         # The manager is created here (a generator not started yet) and entered and left in the
         # hub's thread; the block itself runs in the calling thread.
         portal = self._portal
+        errors = self._errors()
         if wait_to_enter:
-            self._errors().raise_pending()
+            errors.raise_pending()
             portal.call(manager.__enter__)
         else:
-            portal.submit(manager.__enter__)
+            portal.submit(manager.__enter__, wake=False)
+        errors.blocks += 1
         try:
             yield
         except BaseException as error:
+            errors.blocks -= 1
             if not portal.call(manager.__exit__, type(error), error, error.__traceback__):
                 raise
         else:
+            errors.blocks -= 1
+            if not wait_to_leave:
+                portal.submit(lambda: manager.__exit__(None, None, None))
+                return
             portal.call(manager.__exit__, None, None, None)
-        self._errors().raise_pending()
+        errors.raise_pending()
 
     now = _reading(RunTracker.now)
     activity = _reading(RunTracker.activity)
