@@ -8,7 +8,9 @@ from typing import Any
 
 import pytest
 
+import workflow_hub.sync
 from workflow_hub.langgraph import _gates, watch
+from workflow_hub.langgraph._mapping import ThreadMapper
 
 from .conftest import SyncScene
 from .graphs import chain, config, log, statuses
@@ -155,3 +157,18 @@ def test_a_known_thread_starts_through_its_queue_and_a_failure_makes_the_next_st
     assert watch(graph, scene.facts).invoke({"log": []}, config("t")) == {"log": ["a"] * 4}
     assert seen[-1] > before  # checked this time
     assert scene.facts.run_status("t") == "completed"  # started over
+
+
+def test_the_reporter_takes_a_host_closed_after_the_last_facts_as_settled() -> None:
+    """The reporter waits for an invocation's last facts after ``invoke`` returned; a program
+    that leaves the host at once closes it first. Closing applied what was queued, so that
+    wait is over, not a failure to log."""
+    with workflow_hub.sync.open_hub() as hub:
+        facts = hub.tracker(owner_session_id="s")
+        facts.start()
+        mapper = ThreadMapper(facts, "t", heartbeat_interval_minutes=None)
+        with mapper.outer_batch(wait=False):
+            mapper.begin(resume=False)
+    with pytest.raises(workflow_hub.sync.HostClosedError):
+        facts.flush()  # what the reporter's wait meets
+    mapper.settle()  # raises nothing

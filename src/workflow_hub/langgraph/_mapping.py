@@ -26,12 +26,13 @@ from __future__ import annotations
 
 from collections import Counter, deque
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from typing import Literal
 
 import attrs
 
 from .._contract import FailureDetail
+from ..sync import HostClosedError
 from ..sync import Tracker as SyncTracker
 from ..tracker import SchedulerFacts as FactSink
 
@@ -193,7 +194,9 @@ class ThreadMapper:
         """Wait until what this thread queued was applied; raise a fact's error (a tracker that
         does not queue has nothing to wait for)."""
         if isinstance(self._sink, SyncTracker):
-            self._sink.flush()
+            # A host that closed after the facts were queued applied them as it closed.
+            with suppress(HostClosedError):
+                self._sink.flush()
 
     # --- reading ---------------------------------------------------------------------------
 
