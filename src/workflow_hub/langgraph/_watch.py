@@ -131,7 +131,8 @@ class WatchedGraph:
     without a thread id is a root of its own.
 
     LangGraph never waits for the tracker: callbacks queue their facts, which are applied in
-    order moments later, and each invocation applies all of them before it returns (see
+    order moments later, and each invocation hands all of them to the tracker before it returns
+    (on the thread host, queued for the hub's thread ahead of anything asked of it next; see
     :meth:`flush`). The sync methods start a thread's first invocation in the caller's thread
     (later ones through the thread's queue) and apply the rest in a reporter thread, so they
     need a tracker that accepts calls from any thread
@@ -303,7 +304,9 @@ class WatchedGraph:
         return self._shared.statistics()
 
     def flush(self, timeout: float | None = None) -> None:
-        """Wait until what every running invocation queued so far has reached the tracker.
+        """Wait until what every running invocation queued so far has reached the tracker, and
+        the last facts of the sync invocations that returned were applied (a refused one is
+        then counted in :meth:`statistics`).
 
         Reporting never makes LangGraph wait: callbacks queue their facts and a reporter applies
         them in order, moments later. An invocation flushes before it returns; call this to look
