@@ -6,7 +6,7 @@ the calls were queued; calls queued on the loop gather for ``LINGER`` seconds in
 (one published change); a call queued from another thread (a sync node or tool in an executor
 thread) reaches the loop before anything that thread asks of the loop afterwards; ``flush`` on
 the loop's thread applies the queue at once. The loop's clock is frozen here, so "not yet" and
-"now" are exact.
+"now" are exact. The last test is the thread gate's end: the handoff of its last calls.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 
-from workflow_hub.langgraph._gates import LINGER, LoopGate
+from workflow_hub.langgraph._gates import LINGER, Handoff, LoopGate, Reporter
 
 
 class FrozenLoop(asyncio.SelectorEventLoop):
@@ -148,3 +148,32 @@ def test_a_failing_call_is_told_and_the_calls_after_it_still_apply() -> None:
     asyncio.run(main())
     assert [str(error) for error in failures] == ["refused"]
     assert batches == ["after"]
+
+
+def test_a_closed_thread_gate_hands_over_and_a_thread_waits_only_for_its_own_last_calls() -> None:
+    """Issue 38: closing a thread gate returns once its last calls were applied through the
+    handoff's queued batch; the reporter then waits for them alone. A thread's next start waits
+    for its own thread's verdict (``settled(key)``), not for another thread's."""
+    reporter = Reporter()
+    applied: list[str] = []
+    settling, release = threading.Event(), threading.Event()
+
+    def settle() -> None:
+        settling.set()
+        release.wait(10)
+
+    failures: list[BaseException] = []
+    gate = reporter.gate(nullcontext, failures.append, Handoff(nullcontext, settle, "a"))
+    gate.submit(lambda: applied.append("last"))
+    try:
+        gate.close()
+        assert applied == ["last"]
+        assert settling.wait(10)
+        assert reporter.settled("b", timeout=0)  # another thread does not wait
+        assert not reporter.settled("a", timeout=0)
+        assert not reporter.settled(timeout=0)
+    finally:
+        release.set()
+    assert reporter.settled("a", timeout=10)
+    assert reporter.settled(timeout=10)
+    assert failures == []

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import NamedTuple, Protocol, final
@@ -40,6 +40,8 @@ class Handoff(NamedTuple):
 
     batch: Batch
     settle: Callable[[], None]
+    key: object
+    """Whose calls these are (an invocation's thread): see :meth:`Reporter.settled`."""
 
 
 LINGER = 0.005
@@ -93,7 +95,8 @@ class Reporter:
         self._changed = threading.Condition()
         self._ready: deque[ThreadGate] = deque()
         self._thread: threading.Thread | None = None
-        self._settling = 0  # closed gates whose last calls are queued, not yet known applied
+        # Closed gates whose last calls are queued, not yet known applied, by their handoff's key.
+        self._settling: Counter[object] = Counter()
 
     def gate(self, batch: Batch, failed: Failed, handoff: Handoff | None = None) -> ThreadGate:
         return ThreadGate(self, batch, failed, handoff)
@@ -105,13 +108,17 @@ class Reporter:
     def in_reporter(self) -> bool:
         return threading.current_thread() is self._thread
 
-    def settled(self, timeout: float | None = None) -> None:
-        """Return once the last calls of every closed gate were applied (their errors told to
-        the gate's ``failed``): what :meth:`ThreadGate.close` no longer waits for."""
+    def settled(self, key: object = None, timeout: float | None = None) -> bool:
+        """Wait until the last calls of every closed gate (of those whose handoff has ``key``,
+        when given) were applied, their errors told to the gate's ``failed``: what
+        :meth:`ThreadGate.close` no longer waits for. False if ``timeout`` ran out first."""
         if self.in_reporter():
-            return
+            return True
+        settling = self._settling
         with self._changed:
-            self._changed.wait_for(lambda: not self._settling, timeout)
+            if key is None:
+                return self._changed.wait_for(lambda: not settling, timeout)
+            return self._changed.wait_for(lambda: key not in settling, timeout)
 
     def ready(self, gate: ThreadGate) -> None:
         """``gate`` has calls (hold ``changed``)."""
@@ -143,7 +150,8 @@ class Reporter:
                 finally:
                     with changed:
                         gate.busy = False
-                        self._settling += handoff is not None
+                        if handoff is not None:
+                            self._settling[handoff.key] += 1
                         changed.notify_all()
                 if handoff is not None:
                     # The closing caller has gone on: its calls are queued in order, and apply
@@ -154,7 +162,9 @@ class Reporter:
                         gate.failed(error)
                     finally:
                         with changed:
-                            self._settling -= 1
+                            self._settling[handoff.key] -= 1
+                            if not self._settling[handoff.key]:
+                                del self._settling[handoff.key]
                             changed.notify_all()
 
 

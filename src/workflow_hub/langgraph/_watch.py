@@ -250,9 +250,9 @@ class WatchedGraph:
             known = self._shared.mappers.get(root)
         if known is None:
             return None
-        # The reporter may still be waiting for the last facts of an invocation that returned:
-        # whether they failed decides how this one starts.
-        self._shared.reporter.settled()
+        # The reporter may still be waiting for the last facts of this thread's invocation that
+        # returned: whether they failed decides how this one starts.
+        self._shared.reporter.settled(known)
         return known if known.sound else None
 
     def _begin(
@@ -281,7 +281,7 @@ class WatchedGraph:
                 if mapper.queues:
                     # Its end is queued in order, not waited for (the reporter waits for it).
                     last = functools.partial(mapper.outer_batch, wait=False)
-                    handoff = Handoff(last, mapper.settle)
+                    handoff = Handoff(last, mapper.settle, mapper)
                 gate = self._shared.reporter.gate(mapper.outer_batch, failed, handoff)
                 if queued is not None:
                     gate.submit(functools.partial(mapper.begin, resume=_resumes(input)))
@@ -314,7 +314,7 @@ class WatchedGraph:
         """
         for gate in list(self._active):
             gate.flush(timeout)
-        self._shared.reporter.settled(timeout)
+        self._shared.reporter.settled(timeout=timeout)
 
     def _may_pause(self, invocation: _Invocation, kwargs: dict[str, Any]) -> bool:
         """Whether the invocation may have stopped at a breakpoint: the graph has some, the call
