@@ -6,7 +6,6 @@ exactly as long as the mirror, so the caller has nothing to open or close.
 
 from __future__ import annotations
 
-import coredis
 import trio
 
 from .._core import HookRunner, WorkflowActivityHub
@@ -30,6 +29,8 @@ async def mirror_hub_at(
     settings, open the client yourself and call :func:`mirror_hub`). Start it as
     :func:`mirror_hub` is started:
     ``mirror = await nursery.start(functools.partial(mirror_hub_at, hub, url, source="s"))``."""
+    import coredis  # here: importing workflow_hub.redis needs no Redis client (serve, watch)
+
     async with coredis.Redis.from_url(url) as redis:
         await mirror_hub(
             hub,
