@@ -138,3 +138,36 @@ async def test_a_run_first_seen_mid_flight_is_marked_and_still_ends(
     assert run.start == 1_000 * 1_000_000
     assert otlp.by_name("plan").parent_span_id == run.span_id
     assert {span.attributes["workflow_hub.ended_by"] for span in otlp.spans} == {"exporter_closed"}
+
+
+async def test_a_run_and_its_nodes_first_seen_by_later_events_are_marked(
+    autojump_clock: trio.testing.MockClock, otlp: Receiver
+) -> None:
+    """Issue 41: tracing that starts after a run began may first see it by a control request,
+    and its nodes by their ends: each starts at first sight, marked, and nothing that ran is
+    left without a span (a stage that was running when the run was killed included)."""
+    async with open_hub() as hub:
+        runner = HookRunner(hub)
+        runner.bind()
+        tracker = RunTracker(hub.register_publisher(), owner_session_id="s")
+        tracker.start()
+        tracker.add_run("load-test", status="running")
+        for stage in ("warm-up", "ramp-up"):
+            tracker.add_stage("load-test", stage, stage)
+            tracker.set_stage_status("load-test", stage, "running")
+        await trio.testing.wait_all_tasks_blocked()  # dispatched, with no tracing yet
+        async with open_tracing(runner) as tracing:
+            await trio.sleep(1)
+            tracker.request_control("load-test", "kill")
+            tracker.set_stage_status("load-test", "warm-up", "completed")
+            tracker.set_stage_status("load-test", "ramp-up", "skipped")
+            tracker.set_run_status("load-test", "killed")
+            await trio.testing.wait_all_tasks_blocked()
+            assert tracing.statistics().first_seen_mid_flight == 3
+    run = otlp.by_name("RUN load-test")
+    assert run.attributes["workflow_hub.first_seen_mid_flight"] is True
+    for stage in ("warm-up", "ramp-up"):
+        span = otlp.by_name(stage)
+        assert span.parent_span_id == run.span_id
+        assert span.attributes["workflow_hub.first_seen_mid_flight"] is True
+    assert otlp.by_name("ramp-up").attributes["workflow_hub.status"] == "skipped"

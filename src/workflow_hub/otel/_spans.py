@@ -14,8 +14,10 @@ Rules a reader could not guess from the code (docs/otel.md says them for users):
   ends, with status ERROR, at the failure's time when its run ends; a retry adds a
   ``workflow_hub.retry`` event instead (one span per node, its attempts as events).
 - When a run ends, whatever of it is still open ends with it (``workflow_hub.ended_by``).
-- A run first seen after it started (an event for an unknown run that is not its first) starts
-  at first sight and is marked ``workflow_hub.first_seen_mid_flight``.
+- A run first seen after it started (an event for an unknown run that is not its first: a change
+  from a started status, a control request, an event of one of its nodes) starts at first
+  sight and is marked ``workflow_hub.first_seen_mid_flight``; so does a stage or tool first seen
+  changing from a started status (ending included: it ran, and gets its span).
 """
 
 from __future__ import annotations
@@ -372,12 +374,17 @@ class SpanBook:
         if run is None:
             if status in _RUN_ENDS and target.previous_status is None:
                 return  # added already ended: nothing ran that a span could show
+            # First seen by a change from a started status, or by a control request of a run
+            # that is under way: it began before tracing saw it.
+            begun = target.previous_status not in (None, RunStatus.PENDING) or (
+                target.action is not None and status is not RunStatus.PENDING
+            )
             run = self._start_run(
                 event.run_id,
                 event.root_run_id,
                 event.owner_session_id,
                 event.occurred_at,
-                mid_flight=target.previous_status not in (None, RunStatus.PENDING),
+                mid_flight=begun,
                 state=A.RUN_STATES.get(str(status), "executing"),
             )
         span = run.span
@@ -476,9 +483,11 @@ class SpanBook:
         node = run.nodes.get(node_id)
         value = str(status)
         if node is None:
-            if value in ("pending", "skipped", "cancelled"):
+            previous = getattr(event.target, "previous_status", None)
+            begun = previous is not None and str(previous) != "pending"
+            if value in ("pending", "skipped", "cancelled") and not begun:
                 return  # never started
-            node = self._start_node(event, run, node_id, name, is_stage)
+            node = self._start_node(event, run, node_id, name, is_stage, mid_flight=begun)
             node.status = value
         elif value == "running" and node.status in _RETRY_FROM:
             node.attempts += 1
@@ -524,7 +533,14 @@ class SpanBook:
             self._end_node(node, at, value)
 
     def _start_node(
-        self, event: LifecycleEvent, run: _Run, node_id: str, name: str, is_stage: bool
+        self,
+        event: LifecycleEvent,
+        run: _Run,
+        node_id: str,
+        name: str,
+        is_stage: bool,
+        *,
+        mid_flight: bool = False,
     ) -> _Node:
         attributes: dict[str, str | bool] = {
             A.KIND: "stage" if is_stage else "tool",
@@ -539,6 +555,9 @@ class SpanBook:
             attributes[A.GENAI_TOOL_CALL_ID] = node_id
         if event.delivery == "replay":
             attributes[A.DELIVERY] = "replay"
+        if mid_flight:
+            attributes[A.FIRST_SEEN_MID_FLIGHT] = True
+            self.counts.mid_flight += 1
         span_name = f"execute_tool {name}" if self._genai and not is_stage else name
         span = self._start(span_name, run.span, attributes, event.occurred_at)
         self.counts.started += 1

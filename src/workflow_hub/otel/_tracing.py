@@ -63,7 +63,8 @@ class TracingStatistics:
     open_runs: int
     """Runs whose span is still open."""
     first_seen_mid_flight: int
-    """Runs whose span started at first sight, after the run had started."""
+    """Spans of runs, stages and tools that started at first sight, after the run or node had
+    started (each marked ``workflow_hub.first_seen_mid_flight``)."""
     vanished: int
     """Runs whose span ended because their root left the hub without an ending event."""
     export: ExportStatistics | None
