@@ -31,6 +31,17 @@ from workflow_hub.otel import (
         ("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "-3"),
         ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json"),
         ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "carrier-pigeon"),
+        # Read by the SDK, which would log a traceback and go on with its default: checked
+        # first, so a typo is one line before anything starts (found by a user trial).
+        ("OTEL_BSP_SCHEDULE_DELAY", "soon"),
+        ("OTEL_BSP_EXPORT_TIMEOUT", "-1"),
+        ("OTEL_EXPORTER_OTLP_TIMEOUT", "abc"),
+        ("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "0"),
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", "not a url"),
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", "ftp://127.0.0.1:4318"),
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:99999"),
+        ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://[zz::1]:4318/v1/traces"),
+        ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://:4318/v1/traces"),
     ],
 )
 def test_a_bad_variable_is_a_contract_error_naming_it(
@@ -39,6 +50,22 @@ def test_a_bad_variable_is_a_contract_error_naming_it(
     monkeypatch.setenv(variable, value)
     with pytest.raises(ContractError, match=variable):
         tracer_provider_from_env()
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://localhost:4318"),
+        ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "https://collector.example:443/v1/traces"),
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://[::1]:4318/"),
+        ("OTEL_EXPORTER_OTLP_TIMEOUT", "2.5"),
+        ("OTEL_BSP_SCHEDULE_DELAY", "200"),
+    ],
+)
+def test_good_values_pass(monkeypatch: pytest.MonkeyPatch, variable: str, value: str) -> None:
+    monkeypatch.setenv(variable, value)
+    provider, _ = tracer_provider_from_env()
+    provider.shutdown()
 
 
 def test_grpc_without_its_exporter_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:

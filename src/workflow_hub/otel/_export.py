@@ -15,10 +15,12 @@ sent and failed to send) so that ``statistics()`` can show them.
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Final
+from urllib.parse import urlsplit
 
 import attrs
 from opentelemetry.context import Context
@@ -149,6 +151,46 @@ def _env_int(name: str, default: int) -> int:
     return value
 
 
+def _env_seconds(name: str) -> None:
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return
+    try:
+        value = float(text)
+    except ValueError:
+        raise ContractError(name, f"expected a number of seconds, got {text!r}") from None
+    if not (value > 0 and math.isfinite(value)):
+        raise ContractError(name, f"expected a positive number of seconds, got {text!r}")
+
+
+def _env_endpoint(name: str, protocol: str) -> None:
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return
+    # gRPC's endpoint may leave out the scheme (host:port); HTTP's is a URL.
+    url = text if "://" in text or protocol != "grpc" else f"http://{text}"
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as error:
+        raise ContractError(name, f"{text!r} is not a URL: {error}") from None
+    if parts.scheme not in ("http", "https"):
+        raise ContractError(name, f"expected an http:// or https:// URL, got {text!r}")
+    if not parts.hostname or any(c.isspace() for c in parts.netloc):
+        raise ContractError(name, f"expected http://HOST:PORT, got {text!r}")
+    del port  # read for its check: a port that is not 0 to 65535 raises
+
+
+def _check_exporter_settings(protocol: str) -> None:
+    """What the OTLP exporter reads itself and, given a bad value, logs and replaces with its
+    default (or fails on at every batch): checked first, so a typo stops the program before
+    anything starts."""
+    for name in ("OTEL_EXPORTER_OTLP_TIMEOUT", "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT"):
+        _env_seconds(name)
+    for name in ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
+        _env_endpoint(name, protocol)
+
+
 def _protocol() -> str:
     for name in ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"):
         value = os.environ.get(name, "").strip()
@@ -190,7 +232,15 @@ def tracer_provider_from_env(
     A bad setting is a ``ContractError`` naming the variable, raised before anything starts.
     """
     queue_limit = _env_int("OTEL_BSP_MAX_QUEUE_SIZE", _DEFAULT_QUEUE)
-    chosen = exporter if exporter is not None else _exporter(_protocol())
+    # Read by the batch processor itself, which logs a bad one and takes its default.
+    _env_int("OTEL_BSP_SCHEDULE_DELAY", 0)
+    _env_int("OTEL_BSP_EXPORT_TIMEOUT", 0)
+    if exporter is None:
+        protocol = _protocol()
+        _check_exporter_settings(protocol)
+        chosen = _exporter(protocol)
+    else:
+        chosen = exporter
     attributes: dict[str, str] = dict(resource_attributes or {})
     if not os.environ.get("OTEL_SERVICE_NAME") and "service.name" not in os.environ.get(
         "OTEL_RESOURCE_ATTRIBUTES", ""
