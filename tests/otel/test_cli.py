@@ -10,7 +10,7 @@ import uuid
 from tests.otel.commands import CLI, otel_against_served_demo
 from tests.otel.receiver import running_receiver
 from tests.support.processes import owned_process
-from tests.support.redis_server import RedisServer
+from tests.support.redis_server import RedisServer, free_port
 
 
 def _env(endpoint: str) -> dict[str, str]:
@@ -78,3 +78,52 @@ def test_a_fleet_url_with_http_options_is_refused_in_one_line() -> None:
     assert result.returncode == 1
     assert result.stderr.count("\n") == 1
     assert "--token" in result.stderr
+
+
+def test_a_backend_that_is_down_is_said_once_and_the_lost_spans_end_in_failure() -> None:
+    """Every span is accounted for in the summary (those still queued when the command stopped
+    are "not sent"); the SDK's line per retry is shown once per kind; exit 1 (a user trial
+    found a summary that did not add up, a terminal full of retries, and exit 0)."""
+    result = otel_against_served_demo(_env(f"http://127.0.0.1:{free_port()}/v1/traces"))
+    assert result.returncode == 1, result.stderr
+    summary = result.stdout.strip().splitlines()[-1]
+    counts = dict(
+        (part.split()[1], int(part.split()[0]))
+        for part in summary.removeprefix("otel: ").split(", ")
+    )
+    assert counts["spans"] > 0
+    assert counts["exported"] == 0
+    assert counts["failed"] + counts["dropped"] + counts.get("not", 0) == counts["spans"]
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) <= 5, result.stderr
+    assert "did not reach" in lines[-1]
+
+
+def test_a_hub_not_up_yet_is_waited_for_and_one_never_reached_fails() -> None:
+    result = subprocess.run(
+        [*CLI, "otel", f"http://127.0.0.1:{free_port()}", "--duration", "1"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=_env(f"http://127.0.0.1:{free_port()}/v1/traces"),
+        check=False,
+    )
+    assert result.returncode == 1
+    first, last = result.stderr.strip().splitlines()
+    assert "connection refused" in first
+    assert "following it once it answers" in first
+    assert "never reached" in last
+
+
+def test_an_unknown_host_ends_the_command_at_once() -> None:
+    result = subprocess.run(
+        [*CLI, "otel", "not a url", "--duration", "30"],
+        capture_output=True,
+        text=True,
+        timeout=20,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [
+        "workflow-hub otel: cannot connect to not a url: unknown host 'not a url'"
+    ]

@@ -10,13 +10,17 @@ to localhost:4318 by default). Needs the ``otel`` and ``server`` extras, importe
 from __future__ import annotations
 
 import argparse
+import logging
 import math
+import os
+import sys
+from collections import Counter
 from typing import TYPE_CHECKING
 
 import trio
 
 from ._errors import CommandError, until_ctrl_c
-from ._fetch_hub import refuse_fleet_root
+from ._fetch_hub import NotYet, fetch_snapshot
 from ._options import seconds
 from ._urls import check_fleet_url, fleet_settings, hub_url, names_fleet, open_fleet
 
@@ -62,6 +66,52 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _probe(url: str, token: str | None) -> None:
+    """A hub that answers is followed. One that is not up yet (nothing listens, no answer, a
+    fleet's source not there yet) is waited for, said once; anything else ends the command at
+    once: an unknown host, a server that is no hub, a token refused, a fleet server's root."""
+    try:
+        fetch_snapshot(url, token, timeout=5.0)
+    except NotYet as waiting:
+        _say(f"{waiting}; following it once it is there")
+    except CommandError as error:
+        text = str(error)
+        if not text.startswith("cannot connect to") or "unknown host" in text:
+            raise
+        _say(f"{text}; following it once it answers")
+
+
+def _say(line: str) -> None:
+    print(f"workflow-hub otel: {line}", file=sys.stderr, flush=True)
+
+
+class _OncePerKind(logging.Handler):
+    """The OTel SDK's exporter logs every failed attempt (a backend that is down: a line per
+    retry, for ever). The first message of each kind is shown; the rest are counted."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.shown: Counter[tuple[str, object]] = Counter()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        kind = (record.name, record.msg)
+        self.shown[kind] += 1
+        if self.shown[kind] == 1:
+            _say(f"{record.getMessage()} (the OTel SDK; repeats are counted, not shown)")
+
+    @property
+    def hidden(self) -> int:
+        return sum(count - 1 for count in self.shown.values())
+
+
+def _endpoint() -> str:
+    traces = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "").strip()
+    if traces:
+        return traces
+    base = os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip() or "http://localhost:4318"
+    return f"{base.rstrip('/')}/v1/traces"
+
+
 def _leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:
     first = group.exceptions[0]
     return _leaf(first) if isinstance(first, BaseExceptionGroup) else first
@@ -81,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
         if args.prefix is not None:
             raise CommandError("--prefix is for redis:// URLs")
         url = hub_url(args.url, command="otel")
-        refuse_fleet_root(url, args.token)
+        _probe(url, args.token)
     try:
         import opentelemetry.exporter.otlp.proto.http
         import opentelemetry.sdk  # noqa: F401
@@ -114,6 +164,10 @@ def run(args: argparse.Namespace) -> int:
 
     from .._contract import ContractError
 
+    sdk_log = logging.getLogger("opentelemetry")
+    repeats = _OncePerKind()
+    sdk_log.addHandler(repeats)
+    sdk_log.propagate = False
     try:
         with until_ctrl_c():
             trio.run(main)
@@ -124,13 +178,39 @@ def run(args: argparse.Namespace) -> int:
         if refused_group is None or rest is not None:
             raise
         raise CommandError(str(_leaf(refused_group))) from None
-    if found:
-        statistics = found[0].statistics()
-        export = statistics.export
-        sent = (
-            ""
-            if export is None
-            else (f", {export.exported} exported, {export.failed} failed, {export.dropped} dropped")
+    finally:
+        sdk_log.removeHandler(repeats)
+        sdk_log.propagate = True
+    return _report(found[0] if found else None, repeats.hidden, url, fleet)
+
+
+def _report(tracing: HubTracing | FleetTracing | None, hidden: int, url: str, fleet: bool) -> int:
+    """The summary line on stdout; 1 (and why, on stderr) when spans did not reach the backend
+    or the hub was never reached."""
+    if tracing is None:
+        return 0
+    statistics = tracing.statistics()
+    export = statistics.export
+    ended = statistics.spans_ended
+    if export is None:
+        print(f"otel: {ended} spans", flush=True)
+        return 0
+    # Mid-export or still queued when the command stopped (the backend did not answer in time).
+    unsent = max(0, ended - export.exported - export.failed - export.dropped)
+    line = f"otel: {ended} spans, {export.exported} exported, {export.failed} failed"
+    line += f", {export.dropped} dropped" + (f", {unsent} not sent" if unsent else "")
+    print(line, flush=True)
+    if hidden:
+        _say(f"{hidden} more messages of the OTel SDK were not shown")
+    code = 0
+    if not fleet and not getattr(tracing, "reached", True):
+        _say(f"never reached {url}: nothing was traced")
+        code = 1
+    lost = export.failed + export.dropped + unsent
+    if lost:
+        _say(
+            f"{lost} of {ended} spans did not reach {_endpoint()} (failed: refused or timed out; "
+            "dropped: the queue was full; not sent: not delivered before the command stopped)"
         )
-        print(f"otel: {statistics.spans_ended} spans{sent}", flush=True)
-    return 0
+        code = 1
+    return code

@@ -145,6 +145,7 @@ async def _follow_events(url: str, token: str | None, tracing: HubTracing) -> No
                             "token", f"{url} refused it (HTTP {response.status_code})"
                         )
                     if response.status_code == 200:
+                        tracing.reached = True
                         async for message in EventSource(response).aiter_sse():
                             if message.event == "dropped":
                                 continue

@@ -85,6 +85,8 @@ class HubTracing:
         self._gauge: RootGauge | None = None
         self._lease: ObserverLease | None = None
         self.closed = False
+        self.reached = False
+        """For :func:`trace_source`: whether the source's event stream was ever open."""
 
     def count_roots(self, gauge: RootGauge, lease: ObserverLease | None) -> None:
         """Own the roots' gauge and the observer that feeds it (with a meter provider)."""
