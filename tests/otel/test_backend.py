@@ -119,6 +119,10 @@ async def test_a_root_that_vanishes_while_running_ends_its_spans_marked(
     assert otlp.by_name("work").attributes["workflow_hub.ended_by"] == "vanished"
     alive = otlp.by_name("RUN alive")
     assert alive.attributes["workflow_hub.ended_by"] == "exporter_closed"
+    # Nothing said these were finishing: each keeps the state it was last seen in.
+    assert alive.attributes["cicd.pipeline.run.state"] == "executing"
+    assert crashed.attributes["cicd.pipeline.run.state"] == "executing"
+    assert alive.attributes["workflow_hub.status"] == "unknown"
 
 
 async def test_a_run_first_seen_mid_flight_is_marked_and_still_ends(

@@ -451,7 +451,10 @@ class SpanBook:
         span.set_attribute(A.STATUS, status or "unknown")
         if status is not None and status in A.RUN_RESULTS:
             span.set_attribute(A.PIPELINE_RESULT, A.RUN_RESULTS[status])
-        span.set_attribute(A.PIPELINE_RUN_STATE, "finalizing")
+        if status is not None:
+            # It ended. One that tracing stopped watching (vanished, exporter closed, its host's
+            # end) keeps the state it was last seen in: nothing said it was finishing.
+            span.set_attribute(A.PIPELINE_RUN_STATE, "finalizing")
         if run.action is not None:
             span.set_attribute(A.ACTION, run.action)
         if ended_by is not None:
