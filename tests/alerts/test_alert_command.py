@@ -202,3 +202,33 @@ def test_an_alertmanager_that_is_not_a_url_is_a_usage_error() -> None:
         )
         assert done.returncode == 2, (command, done.stderr)
         assert "--alertmanager 127.0.0.1:9093: expected an http:// URL" in done.stderr
+
+
+LATER = ("--duration", "1")
+
+
+def test_a_hub_that_cannot_be_followed_ends_alert_at_once_and_one_not_up_is_said() -> None:
+    """An unknown host cannot be waited out: one line, exit 1. A hub that is not up yet is
+    said once, and followed once it answers (the rules alert on the unknown source meanwhile)."""
+    env = {**os.environ, "WORKFLOW_HUB_WEBHOOK_SECRET": SECRET}
+    typo = subprocess.run(
+        [*CLI, "alert", "not a url", "--webhook", "http://127.0.0.1:1/hook", "--duration", "30"],
+        capture_output=True,
+        text=True,
+        timeout=BOUND,
+        env=env,
+    )
+    assert typo.returncode == 1
+    assert typo.stderr.strip().splitlines() == [
+        "workflow-hub alert: cannot connect to not a url: unknown host 'not a url'"
+    ]
+    waiting = subprocess.run(
+        [*CLI, "alert", "http://127.0.0.1:1", "--webhook", "http://127.0.0.1:1/hook", *LATER],
+        capture_output=True,
+        text=True,
+        timeout=BOUND,
+        env=env,
+    )
+    assert waiting.returncode == 0
+    assert "connection refused" in waiting.stderr
+    assert "following it once it answers" in waiting.stderr

@@ -15,7 +15,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from ._errors import UsageError, until_ctrl_c
-from ._fetch_hub import refuse_fleet_root
+from ._fetch_hub import probe_followed_hub
 from ._options import address, parse_address, seconds
 from ._urls import check_fleet_url, fleet_settings, hub_url, names_fleet, open_fleet
 from ._watch_fleet import add_watch_arguments
@@ -143,7 +143,10 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError("--token is for http:// URLs; a Redis password goes in the URL")
     else:
         args.url = hub_url(args.url, command="alert")
-        refuse_fleet_root(args.url, args.token)
+        waiting = probe_followed_hub(args.url, args.token)
+        if waiting is not None:
+            # The rules say it too, once it has lasted: the source is unknown.
+            print(f"workflow-hub alert: {waiting}", file=sys.stderr, flush=True)
     try:
         import httpx  # noqa: F401 - the HTTP sinks' client, checked before anything starts
     except ImportError:

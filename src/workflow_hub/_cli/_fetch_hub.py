@@ -24,7 +24,7 @@ __all__ = [
     "decode_snapshot",
     "fetch_snapshot",
     "fetch_snapshot_body",
-    "refuse_fleet_root",
+    "probe_followed_hub",
     "short_reason",
     "why_down",
 ]
@@ -92,16 +92,22 @@ def _about_the_source(body: bytes) -> str | None:
     return None
 
 
-def refuse_fleet_root(url: str, token: str | None, *, timeout: float = DEFAULT_TIMEOUT) -> None:
-    """:class:`CommandError` when ``url`` is a fleet server's root, not one hub: for the
-    commands that follow a hub's streams (``otel``, ``alert``), whose own 404 would only say
-    that nothing is served there. A server that does not answer is left to the command."""
+def probe_followed_hub(url: str, token: str | None, *, timeout: float = 5.0) -> str | None:
+    """Before a command follows a hub's streams for a long time (``otel``, ``alert``): None
+    when the hub answers; what to say once when it is not up *yet* (nothing listening, no
+    answer, a fleet's source not there yet), for the command to wait for it.
+    :class:`CommandError` for what waiting cannot mend: an unknown host, a server that is no
+    hub, a token refused, a fleet server's root (which names its sources)."""
     try:
-        message = _fleet_root(url, token, timeout)
-    except CommandError:
-        return
-    if message is not None:
-        raise CommandError(message)
+        fetch_snapshot(url, token, timeout=timeout)
+    except NotYet as waiting:
+        return f"{waiting}; following it once it is there"
+    except CommandError as error:
+        text = str(error)
+        if not text.startswith("cannot connect to") or "unknown host" in text:
+            raise
+        return f"{text}; following it once it answers"
+    return None
 
 
 def _fleet_root(url: str, token: str | None, timeout: float) -> str | None:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from ._errors import CommandError, until_ctrl_c
-from ._fetch_hub import NotYet, fetch_snapshot
+from ._fetch_hub import probe_followed_hub
 from ._options import seconds
 from ._urls import check_fleet_url, fleet_settings, hub_url, names_fleet, open_fleet
 
@@ -64,21 +64,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="stop after this long (default: until Ctrl-C)",
     )
-
-
-def _probe(url: str, token: str | None) -> None:
-    """A hub that answers is followed. One that is not up yet (nothing listens, no answer, a
-    fleet's source not there yet) is waited for, said once; anything else ends the command at
-    once: an unknown host, a server that is no hub, a token refused, a fleet server's root."""
-    try:
-        fetch_snapshot(url, token, timeout=5.0)
-    except NotYet as waiting:
-        _say(f"{waiting}; following it once it is there")
-    except CommandError as error:
-        text = str(error)
-        if not text.startswith("cannot connect to") or "unknown host" in text:
-            raise
-        _say(f"{text}; following it once it answers")
 
 
 def _say(line: str) -> None:
@@ -131,7 +116,9 @@ def run(args: argparse.Namespace) -> int:
         if args.prefix is not None:
             raise CommandError("--prefix is for redis:// URLs")
         url = hub_url(args.url, command="otel")
-        _probe(url, args.token)
+        waiting = probe_followed_hub(url, args.token)
+        if waiting is not None:
+            _say(waiting)
     try:
         import opentelemetry.exporter.otlp.proto.http
         import opentelemetry.sdk  # noqa: F401
