@@ -149,6 +149,38 @@ class _Run:
     waits: dict[str, tuple[Span, float]] = attrs.Factory(dict)
 
 
+def _seen_late(target: RunTarget | StageTarget | ToolTarget) -> bool:
+    """Whether the first event tracing sees of a run or node says it had begun before: a
+    change from a started status, or a control request of a run under way."""
+    previous = target.previous_status
+    if previous is not None and str(previous) != "pending":
+        return True
+    return (
+        isinstance(target, RunTarget)
+        and target.action is not None
+        and target.status is not RunStatus.PENDING
+    )
+
+
+def _node_attributes(
+    run: _Run, node_id: str, name: str, is_stage: bool, delivery: str
+) -> dict[str, str | bool]:
+    attributes: dict[str, str | bool] = {
+        A.KIND: "stage" if is_stage else "tool",
+        A.TASK_NAME: name,
+        A.TASK_RUN_ID: node_id,
+        A.PIPELINE_RUN_ID: run.run_id,
+        A.ROOT_RUN_ID: run.root_run_id,
+    }
+    if not is_stage:
+        attributes[A.GENAI_OPERATION] = "execute_tool"
+        attributes[A.GENAI_TOOL_NAME] = name
+        attributes[A.GENAI_TOOL_CALL_ID] = node_id
+    if delivery == "replay":
+        attributes[A.DELIVERY] = "replay"
+    return attributes
+
+
 class SpanBook:
     """Open spans by run, node and prompt, and the rules that start and end them."""
 
@@ -374,17 +406,12 @@ class SpanBook:
         if run is None:
             if status in _RUN_ENDS and target.previous_status is None:
                 return  # added already ended: nothing ran that a span could show
-            # First seen by a change from a started status, or by a control request of a run
-            # that is under way: it began before tracing saw it.
-            begun = target.previous_status not in (None, RunStatus.PENDING) or (
-                target.action is not None and status is not RunStatus.PENDING
-            )
             run = self._start_run(
                 event.run_id,
                 event.root_run_id,
                 event.owner_session_id,
                 event.occurred_at,
-                mid_flight=begun,
+                mid_flight=_seen_late(target),
                 state=A.RUN_STATES.get(str(status), "executing"),
             )
         span = run.span
@@ -486,8 +513,7 @@ class SpanBook:
         node = run.nodes.get(node_id)
         value = str(status)
         if node is None:
-            previous = getattr(event.target, "previous_status", None)
-            begun = previous is not None and str(previous) != "pending"
+            begun = isinstance(event.target, (StageTarget, ToolTarget)) and _seen_late(event.target)
             if value in ("pending", "skipped", "cancelled") and not begun:
                 return  # never started
             node = self._start_node(event, run, node_id, name, is_stage, mid_flight=begun)
@@ -545,19 +571,7 @@ class SpanBook:
         *,
         mid_flight: bool = False,
     ) -> _Node:
-        attributes: dict[str, str | bool] = {
-            A.KIND: "stage" if is_stage else "tool",
-            A.TASK_NAME: name,
-            A.TASK_RUN_ID: node_id,
-            A.PIPELINE_RUN_ID: run.run_id,
-            A.ROOT_RUN_ID: run.root_run_id,
-        }
-        if not is_stage:
-            attributes[A.GENAI_OPERATION] = "execute_tool"
-            attributes[A.GENAI_TOOL_NAME] = name
-            attributes[A.GENAI_TOOL_CALL_ID] = node_id
-        if event.delivery == "replay":
-            attributes[A.DELIVERY] = "replay"
+        attributes = _node_attributes(run, node_id, name, is_stage, str(event.delivery))
         if mid_flight:
             attributes[A.FIRST_SEEN_MID_FLIGHT] = True
             self.counts.mid_flight += 1
