@@ -132,6 +132,7 @@ class ThreadMapper:
         "_tools",
         "_turn_count",
         "_turns",
+        "_untouched",
         "batching",
         "root_run_id",
         "sound",
@@ -160,6 +161,9 @@ class ThreadMapper:
         self._stages: dict[str, _Stage] = {}  # by task checkpoint namespace
         self._tools: dict[str, _Stage] = {}  # by callback run id
         self._prompts: dict[str, tuple[_Run, _Stage | None]] = {}
+        # True from the start of a resume of a waiting thread until a task of it starts: until
+        # then LangGraph has taken no answer, and the thread still waits for them all.
+        self._untouched = False
         # True while the caller holds a batch around the calls: no nested one to pay for.
         self.batching = False
         # True once an invocation's start was reported and taken, until a reported fact of the
@@ -226,6 +230,7 @@ class ThreadMapper:
                 return
             assert self._host is not None
             turn = self._runs.get("")
+            self._untouched = resume and turn is not None and bool(self._prompts)
             if resume and turn is not None:
                 self._set_run(root, "running")
                 self._set_stage(self._host, "running")
@@ -285,8 +290,13 @@ class ThreadMapper:
         ends too: running stages ``skipped``, tools ``cancelled``. An invocation that raised
         never gave its caller an interrupt to answer: its open prompts are cancelled (their
         stages ``skipped``); a later resume that asks again opens them again. ``error`` is why
-        a ``failed`` invocation failed (C3), on the thread's run.
+        a ``failed`` invocation failed (C3), on the thread's run. A resume cancelled before any
+        of its tasks started changed nothing: LangGraph took no answer and still waits for
+        them, and so does the thread here.
         """
+        if outcome == "killed" and self._untouched:
+            outcome = "completed"
+        self._untouched = False
         sink = self._sink
         root, host = self._root, self._host
         turn = self._runs[""]
@@ -324,6 +334,7 @@ class ThreadMapper:
 
     def task_started(self, task_ns: str, name: str, step: int | None) -> None:
         """A task (one attempt of it) starts running."""
+        self._untouched = False
         stage = self._stages.get(task_ns)
         if stage is None:
             prefix, _, task_id = split_task_ns(task_ns)
