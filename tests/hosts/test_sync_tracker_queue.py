@@ -165,3 +165,30 @@ def test_a_batch_that_does_not_wait_queues_its_end_and_tells_its_error_later() -
             assert (changed.root.root_run_id, changed.root.active_execution_count) == ("run-1", 1)
             with pytest.raises(TimeoutError):
                 frames.receive(timeout=0.05)
+
+
+def test_the_hub_thread_runs_code_next_to_the_tracker_after_what_was_queued() -> None:
+    """H1: ``tracker.hub_thread()`` hands code to the hub's thread: ``submit`` returns at once
+    and runs after the facts this thread queued before it, against the RunTracker itself;
+    ``call`` waits and returns; after the host closes, ``submit`` raises."""
+    with open_hub() as hub:
+        tracker = hub.tracker(owner_session_id="session-1")
+        tracker.start()
+        thread = tracker.hub_thread()
+        assert not thread.is_current()
+        seen: list[object] = []
+        tracker.add_run("run-1")  # queued
+        thread.submit(
+            lambda: seen.append((thread.is_current(), thread.tracker.run_status("run-1")))
+        )
+        thread.submit(lambda: thread.tracker.set_run_status("run-1", "running"))
+        assert thread.call(lambda: seen) == [(True, "pending")]
+        assert tracker.run_status("run-1") == "running"
+        with pytest.raises(ValueError, match="boom"):
+            thread.call(_raise, ValueError("boom"))
+    with pytest.raises(HostClosedError):
+        thread.submit(lambda: None)
+
+
+def _raise(error: Exception) -> None:
+    raise error

@@ -1,12 +1,17 @@
-"""The event-loop gate (``LoopGate``): where an async invocation's facts are applied, and when.
+"""The gates: where an invocation's facts are applied, and when.
 
-Its promise (docs/langgraph.md, "Reporting never makes LangGraph wait": the integration's side
-of P9, a callback only queues): the tracker is called on the loop's thread only, in the order
-the calls were queued; calls queued on the loop gather for ``LINGER`` seconds into one batch
-(one published change); a call queued from another thread (a sync node or tool in an executor
-thread) reaches the loop before anything that thread asks of the loop afterwards; ``flush`` on
-the loop's thread applies the queue at once. The loop's clock is frozen here, so "not yet" and
-"now" are exact. The last test is the thread gate's end: the handoff of its last calls.
+Their promise (docs/langgraph.md, "Reporting never makes LangGraph wait": the integration's side
+of P9, a callback only queues). The event-loop gate (``LoopGate``) calls the tracker on the
+loop's thread only, in the order the calls were queued; calls queued on the loop gather for
+``LINGER`` seconds into one batch (one published change); a call queued from another thread (a
+sync node or tool in an executor thread) reaches the loop before anything that thread asks of
+the loop afterwards; ``flush`` on the loop's thread applies the queue at once. The loop's clock
+is frozen here, so "not yet" and "now" are exact.
+
+The hub gate (``HubGate``, a thread host's tracker) applies the calls in the hub's own thread,
+in one batch at a task's next tick there (every ``HUB_TICK`` seconds); closing it queues its
+last calls there, ahead of whatever is asked of the hub next, without waiting. Its tests hold
+the hub's thread with a call of their own, so "not yet" is exact there too.
 """
 
 from __future__ import annotations
@@ -14,9 +19,13 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 
-from workflow_hub.langgraph._gates import LINGER, Handoff, LoopGate, Reporter
+import pytest
+
+import workflow_hub.sync
+from workflow_hub.langgraph import _gates
+from workflow_hub.langgraph._gates import LINGER, HubReporter, LoopGate
 
 
 class FrozenLoop(asyncio.SelectorEventLoop):
@@ -150,30 +159,110 @@ def test_a_failing_call_is_told_and_the_calls_after_it_still_apply() -> None:
     assert batches == ["after"]
 
 
-def test_a_closed_thread_gate_hands_over_and_a_thread_waits_only_for_its_own_last_calls() -> None:
-    """Issue 38: closing a thread gate returns once its last calls were applied through the
-    handoff's queued batch; the reporter then waits for them alone. A thread's next start waits
-    for its own thread's verdict (``settled(key)``), not for another thread's."""
-    reporter = Reporter()
-    applied: list[str] = []
-    settling, release = threading.Event(), threading.Event()
+@contextmanager
+def hub_reporter() -> Iterator[tuple[workflow_hub.sync.Hub, HubReporter]]:
+    with workflow_hub.sync.open_hub() as hub:
+        yield hub, HubReporter(hub.tracker(owner_session_id="s").hub_thread())
 
-    def settle() -> None:
-        settling.set()
+
+@contextmanager
+def held(hub: workflow_hub.sync.Hub) -> Iterator[threading.Thread]:
+    """The hub's thread busy with a call of this test's until the block ends."""
+    holding, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        holding.set()
         release.wait(10)
 
-    failures: list[BaseException] = []
-    gate = reporter.gate(nullcontext, failures.append, Handoff(nullcontext, settle, "a"))
-    gate.submit(lambda: applied.append("last"))
+    holder = threading.Thread(target=hub.call, args=(hold,))
+    holder.start()
     try:
-        gate.close()
-        assert applied == ["last"]
-        assert settling.wait(10)
-        assert reporter.settled("b", timeout=0)  # another thread does not wait
-        assert not reporter.settled("a", timeout=0)
-        assert not reporter.settled(timeout=0)
+        assert holding.wait(10)
+        yield holder
     finally:
         release.set()
-    assert reporter.settled("a", timeout=10)
-    assert reporter.settled(timeout=10)
-    assert failures == []
+        holder.join(10)
+
+
+def test_a_hub_gate_gathers_its_calls_into_one_batch_in_the_hubs_thread() -> None:
+    """Issue 38: calls queued from any thread are applied in the hub's thread, in order, in one
+    batch at the reporter's next tick (the hub's thread was held while they were queued, so the
+    ticking started after the last of them)."""
+    applied = Applied()
+    done = threading.Event()
+    with hub_reporter() as (hub, reporter):
+        gate = reporter.gate(applied.batch, applied.failures.append)
+        with held(hub):
+            gate.submit(applied.call("a"))
+            other = threading.Thread(target=gate.submit, args=(applied.call("b"),))
+            other.start()
+            other.join(10)
+            gate.submit(applied.call("c"))
+            gate.submit(done.set)
+        assert done.wait(10)
+        hub_thread = hub.call(threading.get_ident)
+    assert applied.batches == [["a", "b", "c"]]
+    assert applied.threads == {hub_thread}
+    assert applied.failures == []
+
+
+def test_closing_a_hub_gate_queues_its_last_calls_ahead_of_the_next_question(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 38, P9: ``close()`` returns while the hub's thread is busy; what the gate held is
+    applied before anything asked of the hub afterwards, and nothing queued after it is."""
+    monkeypatch.setattr(_gates, "HUB_TICK", 60.0)
+    applied = Applied()
+    with hub_reporter() as (hub, reporter):
+        gate = reporter.gate(applied.batch, applied.failures.append)
+        with held(hub) as holder:
+            gate.submit(applied.call("a"))
+            gate.submit(applied.call("b"))
+            gate.close()
+            assert holder.is_alive()  # close() did not wait for the hub's thread
+            gate.submit(applied.call("late"))
+        assert hub.call(lambda: [list(batch) for batch in applied.batches]) == [["a", "b"]]
+    assert applied.failures == []
+
+
+def test_flushing_a_hub_gate_waits_for_it_and_gives_up_at_its_timeout(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(_gates, "HUB_TICK", 60.0)
+    applied = Applied()
+    with hub_reporter() as (hub, reporter):
+        gate = reporter.gate(applied.batch, applied.failures.append)
+        gate.submit(applied.call("a"))
+        with held(hub):
+            assert not reporter.flush([gate], timeout=0.01)
+            assert applied.batches == []
+        assert reporter.flush([gate], timeout=10)
+        assert applied.batches == [["a"]]
+        gate.submit(applied.call("b"))
+        gate.flush(10)
+        assert applied.batches == [["a"], ["b"]]
+
+
+def test_a_hub_gate_tells_a_failing_call_and_never_raises_into_the_hubs_run() -> None:
+    """One bad call loses nothing after it; a ``failed`` that raises itself is logged, and the
+    host goes on (the gate runs inside the hub's trio run, which must never end for it)."""
+    applied = Applied()
+
+    def boom() -> None:
+        raise ValueError("refused")
+
+    def broken_failed(error: BaseException) -> None:
+        raise RuntimeError("the failure handler broke")
+
+    with hub_reporter() as (hub, reporter):
+        gate = reporter.gate(applied.batch, applied.failures.append)
+        gate.submit(boom)
+        gate.submit(applied.call("after"))
+        gate.close()
+        hub.call(lambda: None)
+        broken = reporter.gate(applied.batch, broken_failed)
+        broken.submit(boom)
+        broken.close()
+        assert hub.call(lambda: "still serving") == "still serving"
+    assert [str(error) for error in applied.failures] == ["refused"]
+    assert applied.batches == [["after"], []]

@@ -1,4 +1,4 @@
-"""The thread host's tracker queues facts (H1, C1): what that means for a watched graph."""
+"""The thread host's tracker (H1, C1): a watched graph's facts are applied in the hub's thread."""
 
 from __future__ import annotations
 
@@ -10,19 +10,17 @@ import pytest
 
 import workflow_hub.sync
 from workflow_hub.langgraph import _gates, watch
-from workflow_hub.langgraph._mapping import ThreadMapper
 
 from .conftest import SyncScene
-from .graphs import chain, config, log, statuses
+from .graphs import chain, config, log, nodes, statuses
 
 
 def test_a_root_the_tracker_refuses_runs_the_graph_unreported(
     scene: SyncScene, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """C1: the root starting is reported in the caller's thread, inside a batch whose end waits
-    for the hub's thread; a refusal (a root already tracked) is logged and counted, and the
-    invocation runs unreported: ``invoke`` returns LangGraph's result, the other root is
-    untouched."""
+    """C1: a new thread's root starting is reported in the hub's thread while the caller waits;
+    a refusal (a root already tracked) is logged and counted, and the invocation runs
+    unreported: ``invoke`` returns LangGraph's result, the other root is untouched."""
     scene.facts.add_run("t", status="running")  # someone else's root, same id
     scene.facts.flush()
     watched = watch(chain(("a", log("a"))), scene.facts)
@@ -36,13 +34,12 @@ def test_a_root_the_tracker_refuses_runs_the_graph_unreported(
     assert scene.facts.run_status("t") == "running"
 
 
-def test_a_failed_fact_in_the_reporter_is_logged_and_the_rest_applied(
+def test_a_fact_that_fails_in_the_hubs_thread_is_logged_and_the_rest_applied(
     scene: SyncScene, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A fact that fails in the hub's thread (its root removed behind the integration's back)
-    is raised in the reporter, which waits for the invocation's last facts after ``invoke``
-    has returned, and logged there (``flush()`` waits for that too): the graph runs to its
-    end and ``invoke`` returns LangGraph's result."""
+    is logged and counted there, possibly after ``invoke`` returned (``flush()`` waits for
+    it): the graph runs to its end and ``invoke`` returns LangGraph's result."""
     calls: list[str] = []
 
     def a(state: dict[str, list[str]]) -> dict[str, list[str]]:
@@ -66,7 +63,7 @@ def test_a_failed_fact_in_the_reporter_is_logged_and_the_rest_applied(
 
 def test_facts_are_applied_when_invoke_returns(scene: SyncScene) -> None:
     """H1: queued facts reach the tracker before anything asked of it after ``invoke`` returns
-    (the gate hands its last facts to the hub's queue, in order, before it returns)."""
+    (the gate queues its last facts in the hub's thread, in order, before it returns)."""
     watched = watch(chain(("a", log("a")), ("b", log("b"))), scene.facts)
     watched.invoke({"log": []}, config("t"))
     root = scene.facts.activity("t")
@@ -78,9 +75,9 @@ def test_invoke_does_not_wait_for_the_hubs_thread_at_its_end(
     scene: SyncScene, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Issue 38, P9: an invocation of a known thread returns while the hub's thread is busy
-    elsewhere (held here by another call): its last facts are queued, in order, and the
-    reporter waits for them; what the hub is asked next sees them applied."""
-    monkeypatch.setattr(_gates, "LINGER", 60.0)  # every fact waits for the end's one drain
+    elsewhere (held here by another call): its start, steps and end are queued there, in
+    order; what the hub is asked next sees them applied."""
+    monkeypatch.setattr(_gates, "HUB_TICK", 60.0)  # every fact waits for the end's one drain
     watched = watch(chain(("a", log("a")), ("b", log("b"))), scene.facts)
     watched.invoke({"log": []}, config("t"))  # a new thread starts checked, in this thread
     held, release = threading.Event(), threading.Event()
@@ -105,15 +102,14 @@ def test_invoke_does_not_wait_for_the_hubs_thread_at_its_end(
     assert watched.statistics().failures == 0
 
 
-def test_a_known_thread_starts_through_its_queue_and_a_failure_makes_the_next_start_checked(
+def test_a_known_thread_starts_through_its_queue_and_a_removed_root_starts_over(
     scene: SyncScene, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """Issue 38, H1: a sync invocation of a thread whose last start was taken starts through
-    its queue (the caller's thread makes no round trip to the hub's thread before the graph
-    runs), with its start applied before its steps. A root taken away behind the
-    integration's back fails that invocation's facts (logged, counted, the graph's result
-    returned, nothing half reported); the next invocation starts checked, in the caller's
-    thread, and starts the thread over."""
+    """Issue 38, H1: a sync invocation of a thread reported before starts through its queue
+    (the caller's thread makes no round trip to the hub's thread before the graph runs), with
+    its start applied before its steps. A root taken away behind the integration's back is
+    found missing there, in the hub's thread, and the thread starts over: the next invocation
+    is reported whole, with no failure and still no wait."""
     waits: list[object] = []  # the caller's calls that waited for the hub's thread
     caller = threading.current_thread()
 
@@ -144,31 +140,35 @@ def test_a_known_thread_starts_through_its_queue_and_a_failure_makes_the_next_st
     assert seen[-1] >= 1  # a new thread starts checked: the start waited for the hub's thread
     before = len(waits)
     assert watch(graph, scene.facts).invoke({"log": []}, config("t")) == {"log": ["a"] * 2}
-    assert seen[-1] == before, "a known, sound thread waited for the hub's thread to start"
+    assert seen[-1] == before, "a known thread waited for the hub's thread to start"
     assert scene.facts.run_status("t") == "completed"
     scene.facts.remove_run("t")
     scene.facts.flush()
+    before = len(waits)
     with caplog.at_level(logging.WARNING, logger="workflow_hub"):
         assert watch(graph, scene.facts).invoke({"log": []}, config("t")) == {"log": ["a"] * 3}
-    assert "t" not in scene.facts  # its facts failed: nothing half reported
-    watch(graph, scene.facts).flush()  # the reporter tells the last facts' failure after invoke
-    assert watch(graph, scene.facts).statistics().failures >= 1
-    before = len(waits)
-    assert watch(graph, scene.facts).invoke({"log": []}, config("t")) == {"log": ["a"] * 4}
-    assert seen[-1] > before  # checked this time
-    assert scene.facts.run_status("t") == "completed"  # started over
+        assert seen[-1] == before  # still no wait
+        assert scene.facts.run_status("t") == "completed"  # started over
+        watch(graph, scene.facts).flush()
+    assert watch(graph, scene.facts).statistics().failures == 0
+    assert not caplog.records
+    root = scene.facts.activity("t")
+    assert [node.status for node in nodes(root) if node.name == "a"] == ["completed"]  # one turn
 
 
-def test_the_reporter_takes_a_host_closed_after_the_last_facts_as_settled() -> None:
-    """The reporter waits for an invocation's last facts after ``invoke`` returned; a program
-    that leaves the host at once closes it first. Closing applied what was queued, so that
-    wait is over, not a failure to log."""
+def test_a_host_left_right_after_invoke_applies_its_last_facts() -> None:
+    """A program that leaves the host as soon as ``invoke`` returns: the host applies what was
+    queued for its thread as it closes, so nothing is lost or logged, and the hub's last
+    published root shows the invocation's end."""
+    frames: list[Any] = []
     with workflow_hub.sync.open_hub() as hub:
         facts = hub.tracker(owner_session_id="s")
         facts.start()
-        mapper = ThreadMapper(facts, "t", heartbeat_interval_minutes=None)
-        with mapper.outer_batch(wait=False):
-            mapper.begin(resume=False)
-    with pytest.raises(workflow_hub.sync.HostClosedError):
-        facts.flush()  # what the reporter's wait meets
-    mapper.settle()  # raises nothing
+        hub.call(hub.trio_hub.observe, frames.append)
+        watched = watch(chain(("a", log("a"))), facts)
+        watched.invoke({"log": []}, config("t"))
+        watched.invoke({"log": []}, config("t"))  # a known thread: nothing waited for
+    last = [frame.root for frame in frames if frame.kind == "changed"][-1]
+    assert last.root_run_id == "t"
+    assert last.state == "idle"
+    assert watched.statistics().failures == 0

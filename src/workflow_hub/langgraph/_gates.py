@@ -3,51 +3,57 @@
 A callback only queues its call; the gate applies the queue in order, a whole backlog in one
 ``tracker.batch()`` (one published change for it), away from the code LangGraph is running:
 
-* a :class:`ThreadGate` (sync invocations) drains in its tracker's reporter thread (one for all
-  the invocations reporting to a tracker, started on demand), at most a few milliseconds after
-  a call was queued, so a node's thread never waits for the hub
-  (``workflow_hub.sync``'s tracker queues the facts for the hub's thread in turn, and the end of
-  the drain's batch waits for them and raises a failed one's error, which is told to the
-  gate's ``failed``: logged and counted);
-* a :class:`LoopGate` (async invocations) drains on the event loop's thread, a few milliseconds
-  after a call was queued (sync nodes and tools run in executor threads and queue from there),
-  so the tracker is only ever called on the loop's thread, as ``workflow_hub.asyncio``'s must be.
+* a :class:`HubGate` (the thread host's tracker, ``workflow_hub.sync``'s) applies the calls in
+  the hub's own thread, next to the tracker, at the next tick of a task there (every
+  :data:`HUB_TICK` seconds while there are calls) or when the invocation ends: no thread of
+  ours in between, no fact queued twice, and few wake-ups of the hub's thread;
+* a :class:`ThreadGate` (sync invocations with any other thread-safe tracker) drains in its
+  tracker's reporter thread (one for all the invocations reporting to a tracker, started on
+  demand), at most :data:`LINGER` seconds after a call was queued;
+* a :class:`LoopGate` (async invocations) drains on the event loop's thread, :data:`LINGER`
+  seconds after a call was queued (sync nodes and tools run in executor threads and queue from
+  there), so the tracker is only ever called on the loop's thread, as ``workflow_hub.asyncio``'s
+  must be.
 
-``flush()`` waits until everything queued so far has been applied; an invocation flushes before
-it returns, so what it did is published when ``invoke`` returns.
+``close()`` ends an invocation's gate: what it holds is applied before anything asked of the
+tracker afterwards (a hub gate queues it in the hub's thread, ahead of whatever is asked next,
+and returns; the others apply it before they return). ``flush()`` waits until everything queued
+so far has been applied.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from typing import NamedTuple, Protocol, final
+from typing import TYPE_CHECKING, Protocol, final
 
-__all__ = ["Gate", "Handoff", "LoopGate", "Reporter", "ThreadGate"]
+import trio
+
+if TYPE_CHECKING:
+    from ..sync import HubThread
+
+__all__ = ["Gate", "HubGate", "HubReporter", "LoopGate", "Reporter", "ThreadGate"]
+
+logger = logging.getLogger("workflow_hub")
 
 Batch = Callable[[], AbstractContextManager[None]]
 Failed = Callable[[BaseException], None]
-
-
-class Handoff(NamedTuple):
-    """How a closed :class:`ThreadGate` hands its last calls to a tracker that queues facts for
-    another thread (``workflow_hub.sync``'s) without making the closing caller wait for them to
-    be applied: a batch whose end is queued too, and the wait for that (raising a fact's error),
-    which the reporter thread then takes on alone."""
-
-    batch: Batch
-    settle: Callable[[], None]
-    key: object
-    """Whose calls these are (an invocation's thread): see :meth:`Reporter.settled`."""
 
 
 LINGER = 0.005
 """Seconds a gate lets calls gather before it applies them (a reporter thread, or the event
 loop): invisible to a person watching, and a fast graph's steps are told in a few batches
 instead of one by one."""
+
+HUB_TICK = 0.02
+"""Seconds between the drains of hub gates: each wake-up of the hub's thread competes with
+LangGraph's threads for the interpreter, so a short invocation is told in about two batches
+(its start, with what it did by then, and its end); still invisible to a person watching
+(docs/decisions.md, "A thread host's invocation is reported in the hub's thread")."""
 
 
 class Gate(Protocol):
@@ -70,8 +76,8 @@ def _apply(calls: list[Callable[[], None]], batch: Batch, failed: Failed) -> Non
                 except Exception as error:  # one bad fact must not lose the ones after it
                     failed(error)
     except Exception as error:
-        # A tracker that queues its facts (workflow_hub.sync's) raises a failed fact's error
-        # at the end of the batch, once every fact of it was applied: nothing else is lost.
+        # A tracker that queues its facts raises a failed fact's error at the end of the
+        # batch, once every fact of it was applied: nothing else is lost.
         failed(error)
 
 
@@ -89,17 +95,15 @@ class Reporter:
     own batch.
     """
 
-    __slots__ = ("_changed", "_ready", "_settling", "_thread")
+    __slots__ = ("_changed", "_ready", "_thread")
 
     def __init__(self) -> None:
         self._changed = threading.Condition()
         self._ready: deque[ThreadGate] = deque()
         self._thread: threading.Thread | None = None
-        # Closed gates whose last calls are queued, not yet known applied, by their handoff's key.
-        self._settling: Counter[object] = Counter()
 
-    def gate(self, batch: Batch, failed: Failed, handoff: Handoff | None = None) -> ThreadGate:
-        return ThreadGate(self, batch, failed, handoff)
+    def gate(self, batch: Batch, failed: Failed) -> ThreadGate:
+        return ThreadGate(self, batch, failed)
 
     @property
     def changed(self) -> threading.Condition:
@@ -107,18 +111,6 @@ class Reporter:
 
     def in_reporter(self) -> bool:
         return threading.current_thread() is self._thread
-
-    def settled(self, key: object = None, timeout: float | None = None) -> bool:
-        """Wait until the last calls of every closed gate (of those whose handoff has ``key``,
-        when given) were applied, their errors told to the gate's ``failed``: what
-        :meth:`ThreadGate.close` no longer waits for. False if ``timeout`` ran out first."""
-        if self.in_reporter():
-            return True
-        settling = self._settling
-        with self._changed:
-            if key is None:
-                return self._changed.wait_for(lambda: not settling, timeout)
-            return self._changed.wait_for(lambda: key not in settling, timeout)
 
     def ready(self, gate: ThreadGate) -> None:
         """``gate`` has calls (hold ``changed``)."""
@@ -141,31 +133,14 @@ class Reporter:
                 changed.wait_for(lambda: any(gate.urgent for gate in self._ready), LINGER)
                 gates = list(self._ready)
                 self._ready.clear()
-                work = [
-                    (gate, gate.handoff if gate.closed else None, gate.take()) for gate in gates
-                ]
-            for gate, handoff, calls in work:
+                work = [(gate, gate.take()) for gate in gates]
+            for gate, calls in work:
                 try:
-                    _apply(calls, gate.batch if handoff is None else handoff.batch, gate.failed)
+                    _apply(calls, gate.batch, gate.failed)
                 finally:
                     with changed:
                         gate.busy = False
-                        if handoff is not None:
-                            self._settling[handoff.key] += 1
                         changed.notify_all()
-                if handoff is not None:
-                    # The closing caller has gone on: its calls are queued in order, and apply
-                    # before anything it asks the hub next. Waiting for them is ours alone.
-                    try:
-                        handoff.settle()
-                    except Exception as error:
-                        gate.failed(error)
-                    finally:
-                        with changed:
-                            self._settling[handoff.key] -= 1
-                            if not self._settling[handoff.key]:
-                                del self._settling[handoff.key]
-                            changed.notify_all()
 
 
 @final
@@ -181,26 +156,17 @@ class ThreadGate:
         "batch",
         "busy",
         "failed",
-        "handoff",
     )
 
-    def __init__(
-        self, reporter: Reporter, batch: Batch, failed: Failed, handoff: Handoff | None
-    ) -> None:
+    def __init__(self, reporter: Reporter, batch: Batch, failed: Failed) -> None:
         self._reporter = reporter
         self.batch = batch
         self.failed = failed
-        self.handoff = handoff
         self._calls: deque[Callable[[], None]] = deque()
         self.busy = False
         self._closed = False
         self._flushing = 0
         self._queued = False  # in the reporter's ready queue
-
-    @property
-    def closed(self) -> bool:
-        """Nothing is queued after the calls it holds now (the reporter holds ``changed``)."""
-        return self._closed
 
     @property
     def urgent(self) -> bool:
@@ -244,6 +210,135 @@ class ThreadGate:
             self._closed = True
             if not self._reporter.in_reporter():
                 self._wait(None)
+
+
+@final
+class HubReporter:
+    """Applies the queued calls of many :class:`HubGate` (one thread host's tracker's) in the
+    hub's own thread, where that tracker lives: a trio task there wakes every
+    :data:`HUB_TICK` seconds while gates have calls, and drains those that became ready; it
+    ends after :data:`IDLE` seconds without any (the next call starts it again).
+
+    The thread host's tracker would queue each fact for that thread anyway; running the calls
+    there, against the :class:`~workflow_hub.RunTracker` itself, saves a thread of ours and a
+    second queue. Ticking instead of being woken saves the hub's thread two wake-ups an
+    invocation (issue 38).
+    """
+
+    __slots__ = ("_lock", "_ready", "_ticking", "thread")
+
+    def __init__(self, thread: HubThread) -> None:
+        self.thread = thread
+        self._lock = threading.Lock()
+        self._ready: deque[HubGate] = deque()
+        self._ticking = False  # the task runs, or is being started
+
+    def gate(self, batch: Batch, failed: Failed) -> HubGate:
+        return HubGate(self, batch, failed)
+
+    def ready(self, gate: HubGate) -> None:
+        """``gate`` has its first calls since it was last drained (any thread)."""
+        with self._lock:
+            self._ready.append(gate)
+            if self._ticking:
+                return
+            self._ticking = True
+        try:
+            self.thread.submit(self._start)
+        except BaseException:
+            with self._lock:
+                self._ticking = False
+            raise
+
+    def _start(self) -> None:
+        trio.lowlevel.spawn_system_task(self._tick, name="workflow-hub-langgraph")
+
+    async def _tick(self) -> None:
+        idle = 0.0
+        while True:
+            await trio.sleep(HUB_TICK)
+            with self._lock:
+                gates = list(self._ready)
+                self._ready.clear()
+                if not gates:
+                    idle += HUB_TICK
+                    if idle >= IDLE:
+                        self._ticking = False
+                        return
+                    continue
+            idle = 0.0
+            for gate in gates:
+                gate.drain()
+
+    def flush(self, gates: list[HubGate], timeout: float | None) -> bool:
+        """Apply ``gates`` now, after everything queued for the hub's thread before (the last
+        calls of closed gates among it); False if ``timeout`` ran out first."""
+        if self.thread.is_current():
+            for gate in gates:
+                gate.drain()
+            return True
+        done = threading.Event()
+
+        def drain() -> None:
+            try:
+                for gate in gates:
+                    gate.drain()
+            finally:
+                done.set()
+
+        self.thread.submit(drain)
+        return done.wait(timeout)
+
+
+@final
+class HubGate:
+    """Applies queued calls in the hub's thread (see :class:`HubReporter`); closing it queues
+    its last calls there, ahead of anything asked of the hub afterwards, and returns."""
+
+    __slots__ = ("_batch", "_calls", "_closed", "_failed", "_lock", "_queued", "_reporter")
+
+    def __init__(self, reporter: HubReporter, batch: Batch, failed: Failed) -> None:
+        self._reporter = reporter
+        self._batch = batch
+        self._failed = failed
+        self._lock = threading.Lock()
+        self._calls: deque[Callable[[], None]] = deque()
+        self._queued = False  # in the reporter's ready queue
+        self._closed = False
+
+    def submit(self, call: Callable[[], None]) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._calls.append(call)
+            if self._queued:
+                return
+            self._queued = True
+        self._reporter.ready(self)
+
+    def drain(self) -> None:
+        """In the hub's thread: apply what is queued, in one batch. Never raises: a call's
+        error, or the batch's, is told to ``failed``."""
+        with self._lock:
+            calls = list(self._calls)
+            self._calls.clear()
+            self._queued = False
+        if calls:
+            try:
+                _apply(calls, self._batch, self._failed)
+            except Exception:  # failed() itself raised: never into the hub's run
+                logger.exception("reporting a LangGraph event to the tracker")
+
+    def flush(self, timeout: float | None = None) -> None:
+        self._reporter.flush([self], timeout)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+        if self._reporter.thread.is_current():
+            self.drain()
+        else:
+            self._reporter.thread.submit(self.drain)
 
 
 @final

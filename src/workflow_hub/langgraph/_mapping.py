@@ -26,14 +26,13 @@ from __future__ import annotations
 
 from collections import Counter, deque
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Literal
 
 import attrs
 
 from .._contract import FailureDetail
-from ..sync import HostClosedError
-from ..sync import Tracker as SyncTracker
+from ..tracker import RunTracker
 from ..tracker import SchedulerFacts as FactSink
 
 __all__ = ["Outcome", "PromptSpec", "ThreadMapper"]
@@ -135,7 +134,6 @@ class ThreadMapper:
         "_untouched",
         "batching",
         "root_run_id",
-        "sound",
     )
 
     def __init__(
@@ -150,6 +148,12 @@ class ThreadMapper:
         self.root_run_id = root_run_id
         self._heartbeat = heartbeat_interval_minutes
         self._keep_turns = keep_turns
+        self._forget()
+        # True while the caller holds a batch around the calls: no nested one to pay for.
+        self.batching = False
+
+    def _forget(self) -> None:
+        """Know nothing of the thread: its next invocation starts its root."""
         self._root: _Run | None = None
         self._host: _Stage | None = None  # the root's stage that hosts the turns
         self._turns: deque[_Run] = deque()  # the turns the root keeps, oldest first
@@ -164,43 +168,19 @@ class ThreadMapper:
         # True from the start of a resume of a waiting thread until a task of it starts: until
         # then LangGraph has taken no answer, and the thread still waits for them all.
         self._untouched = False
-        # True while the caller holds a batch around the calls: no nested one to pay for.
-        self.batching = False
-        # True once an invocation's start was reported and taken, until a reported fact of the
-        # thread fails: the next sync invocation may then start through its queue, unchecked.
-        self.sound = False
 
     def _batch(self) -> AbstractContextManager[None]:
         return nullcontext() if self.batching else self._sink.batch()
 
     @contextmanager
-    def outer_batch(self, *, wait: bool = True) -> Iterator[None]:
-        """One tracker batch around several calls of this mapper. ``wait=False``: a tracker
-        that queues its facts for another thread (``workflow_hub.sync``'s) queues the batch's
-        end as well, instead of waiting for it to be applied (see :meth:`settle`)."""
-        sink = self._sink
-        block = (
-            sink.batch(wait=False) if isinstance(sink, SyncTracker) and not wait else sink.batch()
-        )
-        with block:
+    def outer_batch(self) -> Iterator[None]:
+        """One tracker batch around several calls of this mapper."""
+        with self._sink.batch():
             self.batching = True
             try:
                 yield
             finally:
                 self.batching = False
-
-    @property
-    def queues(self) -> bool:
-        """Whether the tracker queues facts for another thread: a batch's end may be queued."""
-        return isinstance(self._sink, SyncTracker)
-
-    def settle(self) -> None:
-        """Wait until what this thread queued was applied; raise a fact's error (a tracker that
-        does not queue has nothing to wait for)."""
-        if isinstance(self._sink, SyncTracker):
-            # A host that closed after the facts were queued applied them as it closed.
-            with suppress(HostClosedError):
-                self._sink.flush()
 
     # --- reading ---------------------------------------------------------------------------
 
@@ -247,6 +227,15 @@ class ThreadMapper:
             self._set_run(root, "running")
             self._set_stage(self._host, "running")
             self._new_turn()
+
+    def begin_again(self, *, resume: bool) -> None:
+        """:meth:`begin` of a thread this mapper reported before, called where its tracker
+        lives (a :class:`~workflow_hub.RunTracker`, asked directly): a root removed since
+        (``remove_run`` behind the integration's back) starts the thread over."""
+        sink = self._sink
+        if self._root is not None and isinstance(sink, RunTracker) and self.root_run_id not in sink:
+            self._forget()
+        self.begin(resume=resume)
 
     def _new_turn(self) -> None:
         self._turn_count += 1

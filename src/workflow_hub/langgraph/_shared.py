@@ -23,7 +23,8 @@ from typing import final
 import attrs
 
 from .._failure_log import FailureLog
-from ._gates import Reporter
+from ..sync import Tracker as SyncTracker
+from ._gates import HubReporter, Reporter
 from ._mapping import ThreadMapper
 
 __all__ = ["Shared", "WatchStatistics", "shared_state"]
@@ -51,12 +52,14 @@ class Shared:
     """The threads one tracker's wrappers report (use ``lock`` around ``mappers``), and what
     went wrong while reporting them."""
 
-    __slots__ = ("_failures", "_log", "_unreported", "lock", "mappers", "reporter")
+    __slots__ = ("_failures", "_log", "_unreported", "hub", "lock", "mappers", "reporter")
 
-    def __init__(self) -> None:
+    def __init__(self, hub: HubReporter | None = None) -> None:
         self.lock = threading.Lock()
         self.mappers: dict[str, ThreadMapper] = {}
-        self.reporter = Reporter()  # applies the sync invocations' facts
+        # A thread host's tracker: every invocation is reported in the hub's thread.
+        self.hub = hub
+        self.reporter = Reporter()  # applies sync invocations' facts to any other tracker
         self._log = FailureLog(logger, "reporting a LangGraph event to the tracker")
         self._failures = 0
         self._unreported = 0
@@ -107,7 +110,9 @@ def shared_state(tracker: object) -> Shared:
         found = _registry.get(key)
         if found is not None and found[0]() is tracker:
             return found[1]
-        shared = Shared()
+        shared = Shared(
+            HubReporter(tracker.hub_thread()) if isinstance(tracker, SyncTracker) else None
+        )
         try:
             ref: Callable[[], object | None] = weakref.ref(tracker, _forget(key))
         except TypeError:  # no weak references: keep it

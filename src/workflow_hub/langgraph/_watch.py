@@ -28,7 +28,7 @@ from langgraph.types import Command
 
 from .._contract import FailureDetail
 from ..tracker import SchedulerFacts as FactSink
-from ._gates import Gate, Handoff, LoopGate
+from ._gates import Gate, HubGate, LoopGate
 from ._handler import WatchHandler
 from ._mapping import Outcome, ThreadMapper
 from ._retry import retry_policies
@@ -69,14 +69,6 @@ def _resumes(input: Any) -> bool:
     return input is None or isinstance(input, Command)
 
 
-def _unsound(
-    mapper: ThreadMapper, failed: Callable[[BaseException], None], error: BaseException
-) -> None:
-    """A queued fact of ``mapper``'s thread failed: its next invocation starts checked."""
-    mapper.sound = False
-    failed(error)
-
-
 def _outcome(error: BaseException) -> Outcome:
     return "failed" if isinstance(error, Exception) else "killed"
 
@@ -99,7 +91,8 @@ class _Invocation:
     def end(
         self, outcome: Outcome, *, paused: bool = False, error: BaseException | None = None
     ) -> None:
-        """Report how the invocation ended, and wait until everything reached the tracker.
+        """Report how the invocation ended: everything it reported reaches the tracker before
+        anything asked of the tracker afterwards.
 
         Never raises: what goes wrong is the shared state's ``failed``.
         """
@@ -114,7 +107,7 @@ class _Invocation:
                 self.mapper.end(final, detail)
 
             self.gate.submit(finish)
-            self.gate.close()  # everything reported before the invocation returns
+            self.gate.close()
         except Exception as failure:
             self.owner._shared.failed(failure)
         finally:
@@ -132,12 +125,13 @@ class WatchedGraph:
 
     LangGraph never waits for the tracker: callbacks queue their facts, which are applied in
     order moments later, and each invocation hands all of them to the tracker before it returns
-    (on the thread host, queued for the hub's thread ahead of anything asked of it next; see
-    :meth:`flush`). The sync methods start a thread's first invocation in the caller's thread
-    (later ones through the thread's queue) and apply the rest in a reporter thread, so they
-    need a tracker that accepts calls from any thread
-    (``workflow_hub.sync``'s). The async methods call it only on the event loop's thread
-    (``workflow_hub.asyncio``'s tracker is fine, and so is a thread-safe one).
+    (see :meth:`flush`). With the thread host's tracker (``workflow_hub.sync``'s) they are
+    applied in the hub's own thread, queued ahead of anything asked of the hub once the
+    invocation returns; a thread's first invocation waits there for its root to be taken, the
+    later ones start through the thread's queue. Otherwise the sync methods apply them in a
+    reporter thread, so they need a tracker that accepts calls from any thread, and the async
+    methods on the event loop's thread (``workflow_hub.asyncio``'s tracker is fine, and so is a
+    thread-safe one).
     """
 
     __slots__ = (
@@ -201,97 +195,91 @@ class WatchedGraph:
 
     # --- invocations ------------------------------------------------------------------------
 
+    def _start(self, mapper: ThreadMapper, resume: bool) -> None:
+        """Report ``mapper``'s invocation starting, and wait for it (raises what the tracker
+        raised): in the hub's thread for a thread host's tracker, in this one otherwise."""
+        hub = self._shared.hub
+        if hub is None:
+            mapper.begin(resume=resume)
+        else:
+            hub.thread.call(mapper.begin, resume=resume)
+
     def _started_mapper(self, input: Any, config: dict[str, Any] | None) -> ThreadMapper:
         """The thread's mapper, its root reported ``running`` (raises what the tracker raised)."""
         resume = _resumes(input)
         root = self.root_run_id(config)
+        shared = self._shared
+        sink = self._sink if shared.hub is None else shared.hub.thread.tracker
         if root is None:
             mapper = ThreadMapper(
-                self._sink,
+                sink,
                 f"{self._prefix}langgraph-{uuid.uuid4()}",
                 heartbeat_interval_minutes=self._heartbeat,
                 keep_turns=self._keep_turns,
             )
-            mapper.begin(resume=resume)
-            mapper.sound = True
+            self._start(mapper, resume)
             return mapper
         # Every wrapper over this tracker reports the thread through the same mapper.
-        shared = self._shared
         with shared.lock:
             known = shared.mappers.get(root)
         if known is not None:
             try:
-                known.begin(resume=resume)
-                known.sound = True
+                self._start(known, resume)
                 return known
             except Exception as error:
                 # The root may be gone (``remove_run``): start the thread over, once.
                 shared.failed(error)
         mapper = ThreadMapper(
-            self._sink,
-            root,
-            heartbeat_interval_minutes=self._heartbeat,
-            keep_turns=self._keep_turns,
+            sink, root, heartbeat_interval_minutes=self._heartbeat, keep_turns=self._keep_turns
         )
-        mapper.begin(resume=resume)
-        mapper.sound = True
+        self._start(mapper, resume)
         with shared.lock:
             shared.mappers[root] = mapper  # only once the tracker took the root
         return mapper
 
-    def _sound_mapper(self, config: dict[str, Any] | None) -> ThreadMapper | None:
-        """The mapper of a thread whose last start was taken and none of whose facts failed
-        since: a sync invocation of it starts through its queue, without a round trip to the
-        hub's thread (None: it starts in the caller's thread, checked, as a new thread does)."""
+    def _known_mapper(self, config: dict[str, Any] | None) -> ThreadMapper | None:
+        """The mapper of a thread reported before (None: a new thread, or none)."""
         root = self.root_run_id(config)
         if root is None:
             return None
         with self._shared.lock:
-            known = self._shared.mappers.get(root)
-        if known is None:
-            return None
-        # The reporter may still be waiting for the last facts of this thread's invocation that
-        # returned: whether they failed decides how this one starts.
-        self._shared.reporter.settled(known)
-        return known if known.sound else None
+            return self._shared.mappers.get(root)
 
     def _begin(
         self, input: Any, config: dict[str, Any] | None, *, asynchronous: bool
     ) -> _Invocation | None:
         """The invocation, reported; None (logged, counted) when it cannot be."""
-        # A sync invocation of a sound thread starts through its queue: its root was taken and
-        # nothing of it failed since, so its start is applied, in order, before its steps. Any
-        # other starts here, in the caller's thread, so that a refused root leaves the
-        # invocation unreported rather than reported in part.
-        queued = None if asynchronous else self._sound_mapper(config)
+        shared = self._shared
+        hub = shared.hub
+        # With a thread host's tracker, a thread reported before starts through its queue: its
+        # start is applied in the hub's thread before its steps (a root removed since starts
+        # the thread over there), and the caller makes no round trip before LangGraph runs.
+        # Any other invocation starts here and now, so that a refused root leaves it unreported
+        # rather than reported in part.
+        queued = None if hub is None else self._known_mapper(config)
         try:
             mapper = queued if queued is not None else self._started_mapper(input, config)
         except Exception as error:
-            self._shared.failed(error)
-            self._shared.unreported()
+            shared.failed(error)
+            shared.unreported()
             return None
         gate: Gate | None = None
         try:
-            if asynchronous:
-                gate = LoopGate(asyncio.get_running_loop(), mapper.outer_batch, self._shared.failed)
-            else:
-                # A fact of the thread that fails makes its next invocation start checked.
-                failed = functools.partial(_unsound, mapper, self._shared.failed)
-                handoff = None
-                if mapper.queues:
-                    # Its end is queued in order, not waited for (the reporter waits for it).
-                    last = functools.partial(mapper.outer_batch, wait=False)
-                    handoff = Handoff(last, mapper.settle, mapper)
-                gate = self._shared.reporter.gate(mapper.outer_batch, failed, handoff)
+            if hub is not None:
+                gate = hub.gate(mapper.outer_batch, shared.failed)
                 if queued is not None:
-                    gate.submit(functools.partial(mapper.begin, resume=_resumes(input)))
+                    gate.submit(functools.partial(mapper.begin_again, resume=_resumes(input)))
+            elif asynchronous:
+                gate = LoopGate(asyncio.get_running_loop(), mapper.outer_batch, shared.failed)
+            else:
+                gate = shared.reporter.gate(mapper.outer_batch, shared.failed)
             self._active.add(gate)
-            handler = WatchHandler(mapper, gate, self._policies, self._shared.failed)
+            handler = WatchHandler(mapper, gate, self._policies, shared.failed)
             invocation = _Invocation(self, mapper, gate, handler)
             invocation.config = _with_handler(config, handler)
         except Exception as error:
-            self._shared.failed(error)
-            self._shared.unreported()
+            shared.failed(error)
+            shared.unreported()
             if gate is not None:
                 self._active.discard(gate)
                 gate.close()
@@ -304,17 +292,22 @@ class WatchedGraph:
         return self._shared.statistics()
 
     def flush(self, timeout: float | None = None) -> None:
-        """Wait until what every running invocation queued so far has reached the tracker, and
-        the last facts of the sync invocations that returned were applied (a refused one is
-        then counted in :meth:`statistics`).
+        """Wait until what every running invocation queued so far, and everything the ones that
+        returned reported, has reached the tracker (a refused fact is then counted in
+        :meth:`statistics`).
 
-        Reporting never makes LangGraph wait: callbacks queue their facts and a reporter applies
-        them in order, moments later. An invocation flushes before it returns; call this to look
-        at the hub from inside a running graph (from an async node it applies the queue at once).
+        Reporting never makes LangGraph wait: callbacks queue their facts, applied in order
+        moments later. Anything asked of the tracker after an invocation returned sees what it
+        reported; call this to look at the hub from inside a running graph (from an async node
+        with an asyncio host's tracker it applies the queue at once).
         """
-        for gate in list(self._active):
+        active = list(self._active)
+        hub = self._shared.hub
+        if hub is not None:
+            hub.flush([gate for gate in active if isinstance(gate, HubGate)], timeout)
+            return
+        for gate in active:
             gate.flush(timeout)
-        self._shared.reporter.settled(timeout=timeout)
 
     def _may_pause(self, invocation: _Invocation, kwargs: dict[str, Any]) -> bool:
         """Whether the invocation may have stopped at a breakpoint: the graph has some, the call

@@ -12,12 +12,21 @@ See ``docs/hosts.md``.
 from .._public import fixup_module_metadata
 from ._hub import Hub as Hub
 from ._hub import open_hub as open_hub
+from ._hub_thread import HubThread as HubThread
 from ._portal import HostClosedError as HostClosedError
 from ._publisher import Publisher as Publisher
 from ._stream import FrameStream as FrameStream
 from ._tracker import Tracker as Tracker
 
-__all__ = ["FrameStream", "HostClosedError", "Hub", "Publisher", "Tracker", "open_hub"]
+__all__ = [
+    "FrameStream",
+    "HostClosedError",
+    "Hub",
+    "HubThread",
+    "Publisher",
+    "Tracker",
+    "open_hub",
+]
 
 fixup_module_metadata(__name__, globals())
 del fixup_module_metadata

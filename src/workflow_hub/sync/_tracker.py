@@ -30,6 +30,7 @@ from .._contract import check_error
 from .._public import NoPublicConstructor
 from ..contract import Attribution, ControlAction, Labels, RunStatus, StageStatus, ToolNodeStatus
 from ..tracker import RunTracker
+from ._hub_thread import HubThread
 from ._portal import Portal
 
 __all__ = ["Tracker"]
@@ -308,6 +309,12 @@ class Tracker(metaclass=NoPublicConstructor):
         value = self._portal.call(self._tracker.__contains__, run_id)
         self._errors().raise_pending()
         return value
+
+    def hub_thread(self) -> HubThread:
+        """The hub's thread, with the :class:`~workflow_hub.RunTracker` this tracker drives: for
+        an integration that runs its own code there, a backlog at a time, instead of queueing
+        each fact (``workflow_hub.langgraph`` does)."""
+        return HubThread(self._tracker, self._portal)
 
     def flush(self) -> None:
         """Wait until the facts this thread queued have been applied; raise the first error of
