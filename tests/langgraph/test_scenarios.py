@@ -15,6 +15,7 @@ import time
 from typing import Any
 
 import pytest
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
@@ -25,6 +26,7 @@ from langgraph.types import Command, RetryPolicy, interrupt
 
 from workflow_hub import FailureDetail, PromptTarget, RunTarget, StageTarget, ToolTarget
 from workflow_hub import ToolNode as HubToolNode
+from workflow_hub.langgraph._handler import WatchHandler
 
 from .conftest import SyncScene
 from .graphs import State, by_name, chain, config, fork, log, nodes, parents, statuses, summary
@@ -613,3 +615,27 @@ def test_the_functional_api_reports_its_tasks_under_the_entrypoint(scene: SyncSc
         ("double", 2, "completed"),
         ("double", 2, "completed"),
     ]
+
+
+def test_a_model_streaming_in_a_node_costs_the_handler_no_call_per_token(
+    scene: SyncScene, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only chains and tools are reported, so the handler asks LangChain for nothing else: a
+    chat model streaming inside a node does not call it per token (issue 38, the cost of
+    watching), and the node is reported as any other."""
+    tokens: list[str] = []
+    monkeypatch.setattr(
+        WatchHandler, "on_llm_new_token", lambda self, token, **kwargs: tokens.append(token)
+    )
+    streamed: list[str] = []
+
+    def chat(state: State) -> dict[str, list[str]]:
+        model = GenericFakeChatModel(messages=iter([AIMessage(content="one two three")]))
+        streamed.extend(str(chunk.content) for chunk in model.stream("hi"))
+        return {"log": ["chat"]}
+
+    watched = scene.watch(chain(("chat", chat)))
+    assert watched.invoke({"log": []}, config()) == {"log": ["chat"]}
+    assert "".join(streamed) == "one two three"
+    assert tokens == []
+    assert statuses(scene.look("after")) == {"chat": "completed"}

@@ -93,6 +93,13 @@ class WatchHandler(BaseCallbackHandler):
 
     # Called inline by LangChain's async manager too: the gate decides where a call runs.
     run_inline = True
+    # Only chains and tools are reported: LangChain need not call this handler for the rest
+    # (a chat model's every streamed token among them).
+    ignore_llm = True
+    ignore_chat_model = True
+    ignore_retriever = True
+    ignore_retry = True
+    ignore_custom_event = True
 
     def __init__(
         self,
