@@ -95,3 +95,36 @@ def test_keep_turns_none_keeps_every_turn(scene: SyncScene) -> None:
 def test_keep_turns_is_a_positive_int(scene: SyncScene, keep: Any) -> None:
     with pytest.raises(ValueError, match="keep_turns"):
         watch(chain(("a", log("a"))), scene.facts, keep_turns=keep)
+
+
+def test_threads_whose_roots_were_removed_are_forgotten(scene: SyncScene) -> None:
+    """Issue 38 (found by a user trial): a service with a thread id per conversation removes
+    each root when the conversation ends (``remove_run``); the integration forgets those
+    threads as new ones come, so what it keeps stays the size of the roots tracked. A thread
+    whose root is still tracked is kept and continues its root."""
+    graph = chain(("a", log("a")))
+    keep = scene.watch(graph)
+    keep.invoke({"log": []}, config("kept"))
+    for number in range(60):
+        root = f"conversation-{number}"
+        watch(graph, scene.facts).invoke({"log": []}, config(root))
+        scene.facts.remove_run(root)
+    assert keep.statistics().threads <= 4
+    keep.invoke({"log": []}, config("kept"))  # the same root, its second turn
+    keep.flush()
+    assert scene.facts.run_status("kept|turn-1") == "completed"
+    assert scene.facts.run_status("kept|turn-2") == "completed"  # continued, not started over
+    assert keep.statistics().failures == 0
+
+
+def test_a_forgotten_thread_invoked_again_starts_over(scene: SyncScene) -> None:
+    graph = chain(("a", log("a")))
+    watch(graph, scene.facts).invoke({"log": []}, config("old"))
+    scene.facts.remove_run("old")
+    for number in range(4):  # new threads: "old" is looked at and forgotten
+        watch(graph, scene.facts).invoke({"log": []}, config(f"new-{number}"))
+    watched = watch(graph, scene.facts)
+    watched.invoke({"log": []}, config("old"))
+    assert scene.facts.run_status("old") == "completed"
+    assert watched.statistics().failures == 0
+    assert watched.statistics().unreported_invocations == 0

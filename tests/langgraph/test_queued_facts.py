@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import Any
 
 import pytest
+import trio
 
 import workflow_hub.sync
 from workflow_hub.langgraph import _gates, watch
@@ -172,3 +174,35 @@ def test_a_host_left_right_after_invoke_applies_its_last_facts() -> None:
     assert last.root_run_id == "t"
     assert last.state == "idle"
     assert watched.statistics().failures == 0
+
+
+def test_a_fact_the_caller_queued_before_invoke_is_applied_before_the_invocations_report(
+    scene: SyncScene,
+) -> None:
+    """H1, issue 38 (found by a user trial): the calls one thread makes keep their order. A
+    ``remove_run`` the caller queued before ``invoke`` is applied before the invocation's start,
+    even when the hub's thread was busy meanwhile and the integration's drain falls due at the
+    same moment as the host's own queue: the thread starts over and stays reported.
+
+    The hub's thread is kept busy by a trio task of this test's (a blocking sleep), so both the
+    host's queue and the drain are ready when it returns; trio may run either first, so the
+    scene is repeated."""
+    graph = chain(("a", log("a")))
+    watch(graph, scene.facts).invoke({"log": []}, config("t"))
+    for attempt in range(12):
+        busy, done = threading.Event(), threading.Event()
+        scene.hub.call(trio.lowlevel.spawn_system_task, _blocking, busy, done)
+        assert busy.wait(10)
+        scene.facts.remove_run("t")
+        watch(graph, scene.facts).invoke({"log": []}, config("t"))
+        assert done.wait(10)
+        assert scene.facts.run_status("t") == "completed", f"attempt {attempt}"
+    watch(graph, scene.facts).flush()
+    assert watch(graph, scene.facts).statistics().failures == 0
+
+
+async def _blocking(busy: threading.Event, done: threading.Event) -> None:
+    """Hold the hub's thread inside a trio task: nothing else runs there meanwhile."""
+    busy.set()
+    time.sleep(0.05)  # noqa: ASYNC251 - blocking is the point
+    done.set()

@@ -255,20 +255,27 @@ class HubReporter:
 
     async def _tick(self) -> None:
         idle = 0.0
-        while True:
-            await trio.sleep(HUB_TICK)
+        try:
+            while True:
+                await trio.sleep(HUB_TICK)
+                with self._lock:
+                    gates = list(self._ready)
+                    self._ready.clear()
+                    if not gates:
+                        idle += HUB_TICK
+                        if idle >= IDLE:
+                            self._ticking = False
+                            return
+                        continue
+                idle = 0.0
+                # What a thread queued for the hub's thread before it handed a gate its calls
+                # (a remove_run before invoke) is applied first: each thread keeps its order.
+                self.thread.catch_up()
+                for gate in gates:
+                    gate.drain()
+        finally:
             with self._lock:
-                gates = list(self._ready)
-                self._ready.clear()
-                if not gates:
-                    idle += HUB_TICK
-                    if idle >= IDLE:
-                        self._ticking = False
-                        return
-                    continue
-            idle = 0.0
-            for gate in gates:
-                gate.drain()
+                self._ticking = False  # cancelled as the host closes: the next call says so
 
     def flush(self, gates: list[HubGate], timeout: float | None) -> bool:
         """Apply ``gates`` now, after everything queued for the hub's thread before (the last

@@ -134,6 +134,7 @@ class ThreadMapper:
         "_untouched",
         "batching",
         "root_run_id",
+        "users",
     )
 
     def __init__(
@@ -151,6 +152,9 @@ class ThreadMapper:
         self._forget()
         # True while the caller holds a batch around the calls: no nested one to pay for.
         self.batching = False
+        # Invocations using this mapper (the wrappers' shared registry counts them, under its
+        # lock): one in use is never forgotten.
+        self.users = 0
 
     def _forget(self) -> None:
         """Know nothing of the thread: its next invocation starts its root."""

@@ -27,6 +27,7 @@ from langchain_core.callbacks import BaseCallbackManager
 from langgraph.types import Command
 
 from .._contract import FailureDetail
+from ..tracker import RunTracker
 from ..tracker import SchedulerFacts as FactSink
 from ._gates import Gate, HubGate, LoopGate
 from ._handler import WatchHandler
@@ -69,6 +70,14 @@ def _resumes(input: Any) -> bool:
     return input is None or isinstance(input, Command)
 
 
+def _begin_kept(mapper: ThreadMapper, resume: bool, forget: Callable[[], None] | None) -> None:
+    """``mapper.begin``, where its tracker lives; then, for a thread about to be kept, the
+    registry's ``forget`` of threads whose root was removed."""
+    mapper.begin(resume=resume)
+    if forget is not None:
+        forget()
+
+
 def _outcome(error: BaseException) -> Outcome:
     return "failed" if isinstance(error, Exception) else "killed"
 
@@ -77,7 +86,7 @@ def _outcome(error: BaseException) -> Outcome:
 class _Invocation:
     """One call of the graph: its handler, its gate and its thread's mapper."""
 
-    __slots__ = ("config", "gate", "handler", "mapper", "owner")
+    __slots__ = ("config", "gate", "handler", "mapper", "owner", "released")
 
     def __init__(
         self, owner: WatchedGraph, mapper: ThreadMapper, gate: Gate, handler: WatchHandler
@@ -87,6 +96,17 @@ class _Invocation:
         self.gate = gate
         self.handler = handler
         self.config: dict[str, Any] = {}
+        self.released = False
+
+    def release(self) -> None:
+        """The invocation is done with its mapper (once; after its last fact was applied, so
+        the registry never forgets a thread whose last facts are still on their way)."""
+        shared = self.owner._shared
+        with shared.lock:
+            if self.released:
+                return
+            self.released = True
+            self.mapper.users -= 1
 
     def end(
         self, outcome: Outcome, *, paused: bool = False, error: BaseException | None = None
@@ -96,22 +116,28 @@ class _Invocation:
 
         Never raises: what goes wrong is the shared state's ``failed``.
         """
+        shared = self.owner._shared
         try:
             detail = None if outcome != "failed" or error is None else FailureDetail.of(error)
 
             def finish() -> None:
-                self.handler.close()
-                final = outcome
-                if outcome == "completed" and paused and not self.mapper.waiting:
-                    final = "paused"
-                self.mapper.end(final, detail)
+                try:
+                    self.handler.close()
+                    final = outcome
+                    if outcome == "completed" and paused and not self.mapper.waiting:
+                        final = "paused"
+                    self.mapper.end(final, detail)
+                finally:
+                    self.release()
 
             self.gate.submit(finish)
             self.gate.close()
         except Exception as failure:
-            self.owner._shared.failed(failure)
+            shared.failed(failure)
+            self.release()
         finally:
-            self.owner._active.discard(self.gate)
+            with shared.lock:
+                shared.active.discard(self.gate)
 
 
 @final
@@ -135,7 +161,6 @@ class WatchedGraph:
     """
 
     __slots__ = (
-        "_active",
         "_breakpoints",
         "_graph",
         "_heartbeat",
@@ -177,7 +202,6 @@ class WatchedGraph:
             or getattr(graph, "interrupt_after_nodes", True)
         )
         self._shared: Shared = shared_state(tracker)
-        self._active: set[Gate] = set()
 
     @property
     def graph(self) -> Any:
@@ -195,17 +219,25 @@ class WatchedGraph:
 
     # --- invocations ------------------------------------------------------------------------
 
-    def _start(self, mapper: ThreadMapper, resume: bool) -> None:
+    def _start(self, mapper: ThreadMapper, resume: bool, *, new: bool = False) -> None:
         """Report ``mapper``'s invocation starting, and wait for it (raises what the tracker
-        raised): in the hub's thread for a thread host's tracker, in this one otherwise."""
-        hub = self._shared.hub
-        if hub is None:
-            mapper.begin(resume=resume)
+        raised): in the hub's thread for a thread host's tracker, in this one otherwise. A
+        ``new`` thread's start also lets the registry forget threads whose root was removed,
+        where the tracker can be asked (its own thread)."""
+        shared = self._shared
+        hub = shared.hub
+        tracker = self._sink if hub is None else hub.thread.tracker
+        forget = None
+        if new and isinstance(tracker, RunTracker):
+            forget = functools.partial(shared.forget_removed, tracker)
+        if hub is not None:
+            hub.thread.call(_begin_kept, mapper, resume, forget)
         else:
-            hub.thread.call(mapper.begin, resume=resume)
+            _begin_kept(mapper, resume, forget)
 
     def _started_mapper(self, input: Any, config: dict[str, Any] | None) -> ThreadMapper:
-        """The thread's mapper, its root reported ``running`` (raises what the tracker raised)."""
+        """The thread's mapper, in use (see :meth:`Shared.take`), its root reported ``running``
+        (raises what the tracker raised)."""
         resume = _resumes(input)
         root = self.root_run_id(config)
         shared = self._shared
@@ -217,33 +249,26 @@ class WatchedGraph:
                 heartbeat_interval_minutes=self._heartbeat,
                 keep_turns=self._keep_turns,
             )
+            mapper.users = 1
             self._start(mapper, resume)
             return mapper
         # Every wrapper over this tracker reports the thread through the same mapper.
-        with shared.lock:
-            known = shared.mappers.get(root)
+        known = shared.take(root)
         if known is not None:
             try:
                 self._start(known, resume)
                 return known
             except Exception as error:
                 # The root may be gone (``remove_run``): start the thread over, once.
+                shared.release(known)
                 shared.failed(error)
         mapper = ThreadMapper(
             sink, root, heartbeat_interval_minutes=self._heartbeat, keep_turns=self._keep_turns
         )
-        self._start(mapper, resume)
-        with shared.lock:
-            shared.mappers[root] = mapper  # only once the tracker took the root
+        mapper.users = 1
+        self._start(mapper, resume, new=True)
+        shared.keep(root, mapper)  # only once the tracker took the root
         return mapper
-
-    def _known_mapper(self, config: dict[str, Any] | None) -> ThreadMapper | None:
-        """The mapper of a thread reported before (None: a new thread, or none)."""
-        root = self.root_run_id(config)
-        if root is None:
-            return None
-        with self._shared.lock:
-            return self._shared.mappers.get(root)
 
     def _begin(
         self, input: Any, config: dict[str, Any] | None, *, asynchronous: bool
@@ -256,7 +281,8 @@ class WatchedGraph:
         # the thread over there), and the caller makes no round trip before LangGraph runs.
         # Any other invocation starts here and now, so that a refused root leaves it unreported
         # rather than reported in part.
-        queued = None if hub is None else self._known_mapper(config)
+        root = self.root_run_id(config)
+        queued = None if hub is None or root is None else shared.take(root)
         try:
             mapper = queued if queued is not None else self._started_mapper(input, config)
         except Exception as error:
@@ -273,7 +299,8 @@ class WatchedGraph:
                 gate = LoopGate(asyncio.get_running_loop(), mapper.outer_batch, shared.failed)
             else:
                 gate = shared.reporter.gate(mapper.outer_batch, shared.failed)
-            self._active.add(gate)
+            with shared.lock:
+                shared.active.add(gate)
             handler = WatchHandler(mapper, gate, self._policies, shared.failed)
             invocation = _Invocation(self, mapper, gate, handler)
             invocation.config = _with_handler(config, handler)
@@ -281,8 +308,10 @@ class WatchedGraph:
             shared.failed(error)
             shared.unreported()
             if gate is not None:
-                self._active.discard(gate)
+                with shared.lock:
+                    shared.active.discard(gate)
                 gate.close()
+            shared.release(mapper)
             return None
         return invocation
 
@@ -297,11 +326,12 @@ class WatchedGraph:
         :meth:`statistics`).
 
         Reporting never makes LangGraph wait: callbacks queue their facts, applied in order
-        moments later. Anything asked of the tracker after an invocation returned sees what it
+        moments later. Every wrapper over the same tracker waits for the same invocations. Anything asked of the tracker after an invocation returned sees what it
         reported; call this to look at the hub from inside a running graph (from an async node
         with an asyncio host's tracker it applies the queue at once).
         """
-        active = list(self._active)
+        with self._shared.lock:
+            active = list(self._shared.active)
         hub = self._shared.hub
         if hub is not None:
             hub.flush([gate for gate in active if isinstance(gate, HubGate)], timeout)

@@ -45,6 +45,13 @@ class HubThread:
         exception raised here. From the hub's thread itself this raises ``RuntimeError``."""
         return self._portal.call(function, *args, **kwargs)
 
+    def catch_up(self) -> None:
+        """In the hub's thread: run what every thread queued for it so far (facts included), in
+        order, as its next wake-up would. Code that runs there on a schedule of its own (a
+        timer) calls this first, so that it never overtakes what a thread queued before
+        handing it work."""
+        self._portal.run_queued()
+
     def is_current(self) -> bool:
         """True in the hub's thread."""
         return threading.get_ident() == self._portal.thread

@@ -142,6 +142,20 @@ class Portal:
                 logger.exception("a call queued for the hub's thread failed")
         return bool(calls)
 
+    def run_queued(self) -> None:
+        """In the trio thread: run the calls queued so far, in order, as the next wake-up would
+        (calls queued while they run wait for it)."""
+        calls = self._calls
+        for _ in range(len(calls)):
+            try:
+                call = calls.popleft()
+            except IndexError:
+                return
+            try:
+                call()
+            except Exception:
+                logger.exception("a call queued for the hub's thread failed")
+
     def close(self) -> None:
         """In the trio thread, as the run ends: refuse new calls, run those already queued."""
         self._closed = True
