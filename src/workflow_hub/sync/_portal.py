@@ -128,10 +128,10 @@ class Portal:
                 if not self._scheduled:
                     self._schedule()
 
-    def _run_round(self) -> bool:
-        """Run up to one round of calls; True when more are waiting."""
+    def _run_round(self, limit: int = _ROUND) -> bool:
+        """Run up to ``limit`` calls; True when more are waiting."""
         calls = self._calls
-        for _ in range(_ROUND):
+        for _ in range(limit):
             try:
                 call = calls.popleft()
             except IndexError:
@@ -145,16 +145,7 @@ class Portal:
     def run_queued(self) -> None:
         """In the trio thread: run the calls queued so far, in order, as the next wake-up would
         (calls queued while they run wait for it)."""
-        calls = self._calls
-        for _ in range(len(calls)):
-            try:
-                call = calls.popleft()
-            except IndexError:
-                return
-            try:
-                call()
-            except Exception:
-                logger.exception("a call queued for the hub's thread failed")
+        self._run_round(len(self._calls))
 
     def close(self) -> None:
         """In the trio thread, as the run ends: refuse new calls, run those already queued."""
