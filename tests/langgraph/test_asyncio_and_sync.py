@@ -15,6 +15,7 @@ from langchain_core.tools import tool
 from langgraph.types import Command, interrupt
 
 from workflow_hub import RunTarget
+from workflow_hub.langgraph import _gates
 
 from .conftest import AsyncioScene, Scene, SyncScene, asyncio_scene
 from .graphs import State, by_name, chain, config, log, nodes, parents, statuses, summary
@@ -181,5 +182,46 @@ def test_cancelling_ainvoke_is_a_kill_request() -> None:
             ("running", "kill"),
             ("killed", None),
         ]
+
+    asyncio_scene(main)
+
+
+def test_an_async_invocation_of_a_known_thread_is_one_batch(monkeypatch: Any) -> None:
+    """Issue 38, H1: on the asyncio host, a thread reported before starts through its gate,
+    with its steps: an invocation shorter than the gate's linger is applied in one tracker
+    batch at its end, one published change for its root, its start included. A root taken
+    away behind the integration's back is found missing there and the thread starts over:
+    the next invocation is reported whole, with no failure."""
+    monkeypatch.setattr(_gates, "LINGER", 60.0)  # nothing drains before the invocation ends
+
+    async def step(state: State) -> dict[str, list[str]]:
+        await asyncio.sleep(0)
+        return {"log": ["step"]}
+
+    async def main(scene: AsyncioScene) -> None:
+        watched = scene.watch(chain(("a", step), ("b", step)))
+
+        async def changes_of_one_invocation() -> list[Any]:
+            await scene.settle()
+            before = len(scene.changes)
+            await watched.ainvoke({"log": []}, config())
+            await scene.settle()
+            return [root for root in scene.changes[before:] if root.root_run_id == "t"]
+
+        first = await changes_of_one_invocation()  # a new thread: its start is checked at once
+        assert len(first) == 2
+        second = await changes_of_one_invocation()
+        assert len(second) == 1
+        assert summary(second[0]) == ("idle", "quiescent", 0, 0, False)
+        assert {n: s for n, s in statuses(second[0]).items() if n in "ab"} == {
+            "a": "completed",
+            "b": "completed",
+        }
+        scene.tracker.remove_run("t")
+        third = await changes_of_one_invocation()
+        assert len(third) == 1
+        assert statuses(third[0])["b"] == "completed"
+        assert scene.tracker.run_status("t") == "completed"
+        assert watched.statistics().failures == 0
 
     asyncio_scene(main)

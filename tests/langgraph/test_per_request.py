@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from langgraph.types import Command, interrupt
+from langgraph.types import Command, RetryPolicy, interrupt
 
-from workflow_hub import PromptTarget
+from workflow_hub import PromptTarget, StageTarget
 from workflow_hub.langgraph import watch
 
 from .conftest import AsyncioScene, SyncScene, asyncio_scene
@@ -80,3 +80,43 @@ def test_a_wrapper_per_request_on_the_asyncio_host() -> None:
         assert summary(root) == ("idle", "quiescent", 0, 0, False)
 
     asyncio_scene(main)
+
+
+def test_a_wrapper_reads_the_retry_policies_only_when_a_task_fails(scene: SyncScene) -> None:
+    """Issue 38, D5: building a wrapper per request does not walk the graph for its
+    subgraphs' retry policies (most of what a wrapper cost); the first failed attempt of an
+    invocation does, and its retry is still recognised."""
+    walks: list[bool] = []
+
+    class Counted:
+        """The compiled graph, counting the walks through its subgraphs."""
+
+        def __init__(self, graph: Any) -> None:
+            self._graph = graph
+
+        def get_subgraphs(self, **options: Any) -> Any:
+            walks.append(True)
+            return self._graph.get_subgraphs(**options)
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self._graph, name)
+
+    failures = [ConnectionError("try again")]
+
+    def flaky(state: State) -> dict[str, list[str]]:
+        if failures:
+            raise failures.pop()
+        return {"log": ["flaky"]}
+
+    policy = RetryPolicy(initial_interval=0.001, jitter=False, retry_on=ConnectionError)
+    graph = Counted(chain(("flaky", flaky), flaky={"retry_policy": policy}))
+    for request in range(3):
+        watch(graph, scene.facts).invoke({"log": []}, config())
+        assert len(walks) == 1, request  # read at the first request's failure, not since
+    retried = [
+        e.target
+        for e in scene.lifecycle()
+        if isinstance(e.target, StageTarget) and str(e.target.status) == "pending"
+    ]
+    assert [t.stage_name for t in retried] == ["flaky"]
+    assert summary(scene.look("end")) == ("idle", "quiescent", 0, 0, False)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-__all__ = ["RetryPolicies", "retry_policies"]
+__all__ = ["RetryPolicies"]
 
 _NS_SEP = "|"
 _NS_END = ":"
@@ -55,12 +55,24 @@ def _graph_policies(graph: Any) -> dict[str, tuple[Any, ...]]:
 
 
 class RetryPolicies:
-    """The retry policies of a compiled graph and its subgraphs, by namespace path."""
+    """The retry policies of a compiled graph and its subgraphs, by namespace path.
 
-    __slots__ = ("_by_path",)
+    Read from the graph when a task first fails, not when the graph is wrapped: finding the
+    subgraphs is most of what building a wrapper would cost, and a wrapper is built per request
+    (issue 38). A graph's nodes and subgraphs do not change once it is compiled.
+    """
 
-    def __init__(self, by_path: dict[str, dict[str, tuple[Any, ...]]]) -> None:
-        self._by_path = by_path
+    __slots__ = ("_by_path", "_graph")
+
+    def __init__(self, graph: Any) -> None:
+        self._graph = graph
+        self._by_path: dict[str, dict[str, tuple[Any, ...]]] | None = None
+
+    def _tables(self) -> dict[str, dict[str, tuple[Any, ...]]]:
+        by_path = self._by_path
+        if by_path is None:
+            by_path = self._by_path = _collect(self._graph)
+        return by_path
 
     def will_retry(self, task_ns: str, node: str, exc: BaseException, failed_attempts: int) -> bool:
         """Whether LangGraph retries after ``failed_attempts`` failures ending with ``exc``.
@@ -72,7 +84,7 @@ class RetryPolicies:
             return False
         segments = task_ns.split(_NS_SEP)[:-1]
         path = _NS_SEP.join(segment.partition(_NS_END)[0] for segment in segments)
-        table = self._by_path.get(path)
+        table = self._tables().get(path)
         if table is None:
             return False
         policies = table.get(node) or table.get("", ())
@@ -82,8 +94,8 @@ class RetryPolicies:
         return False
 
 
-def retry_policies(graph: Any) -> RetryPolicies:
-    """Collect the policies of ``graph`` and of every subgraph LangGraph can find in it."""
+def _collect(graph: Any) -> dict[str, dict[str, tuple[Any, ...]]]:
+    """The policies of ``graph`` and of every subgraph LangGraph can find in it."""
     by_path = {"": _graph_policies(graph)}
     subgraphs: Callable[..., Iterable[tuple[str, Any]]] | None = getattr(
         graph, "get_subgraphs", None
@@ -94,4 +106,4 @@ def retry_policies(graph: Any) -> RetryPolicies:
                 by_path[path] = _graph_policies(subgraph)
         except Exception:  # a remote or exotic subgraph: its nodes simply never retry here
             pass
-    return RetryPolicies(by_path)
+    return by_path

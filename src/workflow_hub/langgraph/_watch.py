@@ -32,7 +32,7 @@ from ..tracker import SchedulerFacts as FactSink
 from ._gates import Gate, HubGate, LoopGate
 from ._handler import WatchHandler
 from ._mapping import Outcome, ThreadMapper
-from ._retry import retry_policies
+from ._retry import RetryPolicies
 from ._shared import Shared, WatchStatistics, shared_state
 
 __all__ = ["KEEP_TURNS", "WatchedGraph", "watch"]
@@ -153,11 +153,11 @@ class WatchedGraph:
     order moments later, and each invocation hands all of them to the tracker before it returns
     (see :meth:`flush`). With the thread host's tracker (``workflow_hub.sync``'s) they are
     applied in the hub's own thread, queued ahead of anything asked of the hub once the
-    invocation returns; a thread's first invocation waits there for its root to be taken, the
-    later ones start through the thread's queue. Otherwise the sync methods apply them in a
-    reporter thread, so they need a tracker that accepts calls from any thread, and the async
-    methods on the event loop's thread (``workflow_hub.asyncio``'s tracker is fine, and so is a
-    thread-safe one).
+    invocation returns. Otherwise the sync methods apply them in a reporter thread, so they
+    need a tracker that accepts calls from any thread, and the async methods on the event
+    loop's thread (``workflow_hub.asyncio``'s tracker is fine, and so is a thread-safe one).
+    A thread's first invocation waits for its root to be taken; with the thread host's tracker,
+    and for the async methods, the later ones start through the invocation's queue.
     """
 
     __slots__ = (
@@ -195,7 +195,7 @@ class WatchedGraph:
         self._heartbeat = heartbeat_interval_minutes
         self._prefix = root_prefix
         self._keep_turns = keep_turns
-        self._policies = retry_policies(graph)
+        self._policies = RetryPolicies(graph)
         # Breakpoints compiled in (a graph that says nothing of them may have some).
         self._breakpoints = bool(
             getattr(graph, "interrupt_before_nodes", True)
@@ -276,13 +276,14 @@ class WatchedGraph:
         """The invocation, reported; None (logged, counted) when it cannot be."""
         shared = self._shared
         hub = shared.hub
-        # With a thread host's tracker, a thread reported before starts through its queue: its
-        # start is applied in the hub's thread before its steps (a root removed since starts
-        # the thread over there), and the caller makes no round trip before LangGraph runs.
-        # Any other invocation starts here and now, so that a refused root leaves it unreported
-        # rather than reported in part.
+        # A thread reported before starts through its gate, with its steps: in the hub's thread
+        # for a thread host's tracker (the caller makes no round trip before LangGraph runs),
+        # on the event loop for an async invocation (a short invocation is then one batch); a
+        # root removed since starts the thread over there. Any other invocation starts here and
+        # now, so that a refused root leaves it unreported rather than reported in part.
         root = self.root_run_id(config)
-        queued = None if hub is None or root is None else shared.take(root)
+        gated = hub is not None or asynchronous
+        queued = shared.take(root) if gated and root is not None else None
         try:
             mapper = queued if queued is not None else self._started_mapper(input, config)
         except Exception as error:
@@ -293,12 +294,12 @@ class WatchedGraph:
         try:
             if hub is not None:
                 gate = hub.gate(mapper.outer_batch, shared.failed)
-                if queued is not None:
-                    gate.submit(functools.partial(mapper.begin_again, resume=_resumes(input)))
             elif asynchronous:
                 gate = LoopGate(asyncio.get_running_loop(), mapper.outer_batch, shared.failed)
             else:
                 gate = shared.reporter.gate(mapper.outer_batch, shared.failed)
+            if queued is not None:
+                gate.submit(functools.partial(mapper.begin_again, resume=_resumes(input)))
             with shared.lock:
                 shared.active.add(gate)
             handler = WatchHandler(mapper, gate, self._policies, shared.failed)
