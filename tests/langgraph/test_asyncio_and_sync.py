@@ -213,7 +213,7 @@ def test_an_async_invocation_of_a_known_thread_is_one_batch(monkeypatch: Any) ->
         second = await changes_of_one_invocation()
         assert len(second) == 1
         assert summary(second[0]) == ("idle", "quiescent", 0, 0, False)
-        assert {n: s for n, s in statuses(second[0]).items() if n in "ab"} == {
+        assert {n: s for n, s in statuses(second[0]).items() if n in ("a", "b")} == {
             "a": "completed",
             "b": "completed",
         }

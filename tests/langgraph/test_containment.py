@@ -25,7 +25,7 @@ import workflow_hub.sync
 from workflow_hub.langgraph import watch
 from workflow_hub.tracker import SchedulerFacts
 
-from .conftest import SyncScene
+from .conftest import AsyncioScene, SyncScene, asyncio_scene
 from .graphs import State, chain, config, log, statuses, summary
 from .test_properties import Nodes, build, graphs
 
@@ -222,3 +222,60 @@ def test_a_failure_inside_a_callback_is_contained(
     assert "no repr" in caplog.text
     assert watched.invoke(Command(resume="ok"), config()) == {"log": ["ok", "after"]}
     assert statuses(scene.facts.activity("t"))["after"] == "completed"
+
+
+def _reuse_the_root(tracker: Any) -> None:
+    """Someone else's run takes the id of a thread's removed root."""
+    tracker.remove_run("t")
+    tracker.add_run("t", status="running")
+    tracker.add_stage("t", "theirs", "their stage", status="running")
+
+
+def _untouched(watched: Any, tracker: Any, records: list[logging.LogRecord]) -> None:
+    """The refused invocation was counted unreported, nothing looped, their root is as they
+    left it: their stage alone, still running."""
+    assert watched.statistics().unreported_invocations == 1
+    assert not any(r.exc_info and r.exc_info[0] is RecursionError for r in records)
+    assert statuses(tracker.activity("t")) == {"their stage": "running"}
+    assert tracker.run_status("t") == "running"
+
+
+def test_a_refused_queued_start_leaves_the_invocation_unreported(
+    scene: SyncScene, caplog: pytest.LogCaptureFixture
+) -> None:
+    """C1: a thread reported before starts through its queue; if the tracker refuses that
+    start (its root removed, and the id taken by someone else's run), the invocation runs
+    unreported and is counted, as a refused first start is: none of its facts reaches their
+    root, and nothing loops (a task's fact once recursed without end looking for a turn that
+    was never started). Once their run is gone, the thread starts over."""
+    watched = watch(chain(("a", log("a")), ("b", log("b"))), scene.facts)
+    results = [watched.invoke({"log": []}, config())]
+    scene.hub.call(_reuse_the_root, scene.tracker)
+    with caplog.at_level(logging.WARNING, logger="workflow_hub"):
+        results.append(watched.invoke({"log": []}, config()))
+        watched.flush()
+    _untouched(watched, scene.facts, caplog.records)
+    scene.hub.call(scene.tracker.remove_run, "t")
+    results.append(watched.invoke({"log": []}, config()))
+    assert results == [{"log": ["a", "b"] * n} for n in (1, 2, 3)]
+    assert statuses(scene.facts.activity("t"))["b"] == "completed"
+    assert scene.facts.run_status("t") == "completed"
+
+
+def test_a_refused_queued_start_on_the_asyncio_host(caplog: pytest.LogCaptureFixture) -> None:
+    """C1: the same on the asyncio host, where a known thread's start is queued on the loop."""
+
+    async def main(scene: AsyncioScene) -> None:
+        watched = scene.watch(chain(("a", log("a")), ("b", log("b"))))
+        results = [await watched.ainvoke({"log": []}, config())]
+        _reuse_the_root(scene.tracker)
+        with caplog.at_level(logging.WARNING, logger="workflow_hub"):
+            results.append(await watched.ainvoke({"log": []}, config()))
+        _untouched(watched, scene.tracker, caplog.records)
+        scene.tracker.remove_run("t")
+        results.append(await watched.ainvoke({"log": []}, config()))
+        assert results == [{"log": ["a", "b"] * n} for n in (1, 2, 3)]
+        assert statuses(scene.tracker.activity("t"))["b"] == "completed"
+        assert scene.tracker.run_status("t") == "completed"
+
+    asyncio_scene(main)

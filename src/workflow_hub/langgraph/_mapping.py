@@ -447,6 +447,8 @@ class ThreadMapper:
         if run is not None:
             self._set_run(run, "running")
             return run
+        if not prefix:  # the turn's own run: never started (its start was refused)
+            raise LookupError(f"thread {self.root_run_id!r} has no turn started")
         host_ns = host_task_ns(prefix)
         parent_prefix, name, task_id = split_task_ns(host_ns)
         parent = self._run_for(parent_prefix)

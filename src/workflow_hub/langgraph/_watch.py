@@ -86,7 +86,7 @@ def _outcome(error: BaseException) -> Outcome:
 class _Invocation:
     """One call of the graph: its handler, its gate and its thread's mapper."""
 
-    __slots__ = ("config", "gate", "handler", "mapper", "owner", "released")
+    __slots__ = ("config", "gate", "handler", "mapper", "owner", "released", "unreported")
 
     def __init__(
         self, owner: WatchedGraph, mapper: ThreadMapper, gate: Gate, handler: WatchHandler
@@ -97,6 +97,20 @@ class _Invocation:
         self.handler = handler
         self.config: dict[str, Any] = {}
         self.released = False
+        self.unreported = False  # its queued start was refused: nothing more of it is told
+
+    def start(self, resume: bool) -> None:
+        """Where the tracker lives: the queued start of a thread reported before. If the
+        tracker refuses it (a root of that id is someone else's now), the invocation runs
+        unreported, as a refused first start does: nothing after it reaches the mapper, and it
+        is counted; the refusal itself is raised to the gate, which logs it."""
+        try:
+            self.mapper.begin_again(resume=resume)
+        except Exception:
+            self.unreported = True
+            self.handler.close()
+            self.owner._shared.unreported()
+            raise
 
     def release(self) -> None:
         """The invocation is done with its mapper (once; after its last fact was applied, so
@@ -123,6 +137,8 @@ class _Invocation:
             def finish() -> None:
                 try:
                     self.handler.close()
+                    if self.unreported:
+                        return
                     final = outcome
                     if outcome == "completed" and paused and not self.mapper.waiting:
                         final = "paused"
@@ -298,13 +314,13 @@ class WatchedGraph:
                 gate = LoopGate(asyncio.get_running_loop(), mapper.outer_batch, shared.failed)
             else:
                 gate = shared.reporter.gate(mapper.outer_batch, shared.failed)
-            if queued is not None:
-                gate.submit(functools.partial(mapper.begin_again, resume=_resumes(input)))
             with shared.lock:
                 shared.active.add(gate)
             handler = WatchHandler(mapper, gate, self._policies, shared.failed)
             invocation = _Invocation(self, mapper, gate, handler)
             invocation.config = _with_handler(config, handler)
+            if queued is not None:
+                gate.submit(functools.partial(invocation.start, _resumes(input)))
         except Exception as error:
             shared.failed(error)
             shared.unreported()
