@@ -324,6 +324,7 @@ def test_a_node_status_fact_refuses_what_the_tracker_would_in_the_calling_thread
             (tracker.set_tool_status, ("run-1", "grep", "awaiting_input"), "status"),  # a stage's
             (tracker.set_stage_status, (None, "plan", "running"), "run_id"),
             (tracker.set_tool_status, ("run-1", b"grep", "running"), "tool_id"),
+            (tracker.set_stage_name, ("run-1", "plan", None), "name"),
         ):
             with pytest.raises(ContractError) as refused:
                 call(*arguments)  # type: ignore[operator]
@@ -331,9 +332,13 @@ def test_a_node_status_fact_refuses_what_the_tracker_would_in_the_calling_thread
         tracker.flush()  # nothing was queued: no error waits for the thread
         tracker.set_stage_status("run-1", "plan", StageStatus.RUNNING)
         tracker.set_tool_status("run-1", "grep", "cached")
+        tracker.set_stage_name("run-1", "plan", "Plan the release")
         tracker.flush()
-        nodes = {node.node_id: node.status for node in hub.snapshot_frame().roots[0].graph.nodes}  # type: ignore[index,union-attr]
-        assert nodes == {"plan": "running", "grep": "cached"}
+        nodes = {
+            node.node_id: (node.name, node.status)
+            for node in hub.snapshot_frame().roots[0].graph.nodes  # type: ignore[index,union-attr]
+        }
+        assert nodes == {"plan": ("Plan the release", "running"), "grep": ("grep", "cached")}
 
 
 def test_errors_and_labels_are_refused_in_the_calling_thread() -> None:

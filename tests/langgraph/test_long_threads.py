@@ -68,7 +68,26 @@ def test_folding_a_turn_tells_no_hook(scene: SyncScene) -> None:
     stages = [e.target for e in scene.lifecycle() if isinstance(e.target, StageTarget)]
     assert {t.stage_name for t in stages} == {"a", THREAD}
     root = scene.facts.activity("t")
-    assert [node.name for node in nodes(root)] == ["a", "3 earlier turns (3 completed)"]
+    # The summary, made at the first fold, stays where it was: before the turns after it.
+    assert [node.name for node in nodes(root)] == ["3 earlier turns (3 completed)", "a"]
+
+
+def test_the_summary_is_one_node_renamed_at_each_fold(scene: SyncScene) -> None:
+    """D4: the folded turns' summary is one stage of one history run,
+    ``"{root}|earlier-turns"``, added at the first fold and renamed at the next ones
+    (``set_stage_name``): a view keeps the same node, and its count follows the turns."""
+    watched = watch(chain(("a", log("a"))), scene.facts, keep_turns=1)
+    seen = []
+    for _ in range(4):
+        watched.invoke({"log": []}, config())
+        seen += [(node.id, node.name) for node in nodes(scene.facts.activity("t"))]
+    summaries = [(node_id, name) for node_id, name in seen if "earlier" in name]
+    assert summaries == [
+        ("t|earlier-turns:summary", "1 earlier turn (1 completed)"),
+        ("t|earlier-turns:summary", "2 earlier turns (2 completed)"),
+        ("t|earlier-turns:summary", "3 earlier turns (3 completed)"),
+    ]
+    assert scene.facts.run_status("t|earlier-turns") == "completed"
 
 
 def test_a_turn_abandoned_by_new_input_is_folded_as_cancelled(scene: SyncScene) -> None:

@@ -161,7 +161,7 @@ def check_lifecycle(tracker: RunTracker, hooks: RecordingDispatcher, root_run_id
     root = tracker.activity(root_run_id)
     assert root.graph is not None
     for node in root.graph.nodes:
-        if node.run_id.startswith(f"{root_run_id}|earlier-turns-"):
+        if node.run_id == f"{root_run_id}|earlier-turns":
             continue  # the folded turns' summary is history: a run that emits no events
         chain = chains[("node", node.id)]
         assert chain, node

@@ -17,6 +17,7 @@ from workflow_hub import (
     Attribution,
     ChangedFrame,
     ContractError,
+    FailureDetail,
     Frame,
     PromptTarget,
     RemovedFrame,
@@ -143,6 +144,41 @@ async def test_the_graph_makes_node_facts_real_changes(hub: WorkflowActivityHub)
     assert isinstance(last, ChangedFrame)
     assert last.root.graph is not None
     assert [node.id for node in last.root.graph.nodes] == ["root:plan"]
+
+
+async def test_a_renamed_stage_shows_its_new_name_and_emits_nothing(
+    hub: WorkflowActivityHub,
+) -> None:
+    """§5/P6: ``set_stage_name`` changes the stage's graph node (one published change), emits
+    no event (nothing moved), and the stage's later events carry the new name; the same name
+    again publishes nothing, and a name that is not a str is refused naming ``name``."""
+    scene = Scene(hub, include_graph=True)
+    tracker = scene.tracker
+    tracker.start()
+    tracker.add_run("root", status="running")
+    tracker.add_stage("root", "fetch", "task 7f3a", status="running")
+    await scene.settle()
+    events, frames = len(scene.hooks.lifecycle()), len(scene.frames)
+    tracker.set_stage_name("root", "fetch", "fetch_invoices")
+    await scene.settle()
+    assert len(scene.hooks.lifecycle()) == events
+    assert len(scene.frames) == frames + 1
+    last = scene.frames[-1]
+    assert isinstance(last, ChangedFrame)
+    assert last.root.graph is not None
+    assert [node.name for node in last.root.graph.nodes] == ["fetch_invoices"]
+    tracker.set_stage_name("root", "fetch", "fetch_invoices")
+    with pytest.raises(ContractError) as refused:
+        tracker.set_stage_name("root", "fetch", None)  # type: ignore[arg-type]
+    assert refused.value.path == "name"
+    with pytest.raises(KeyError):
+        tracker.set_stage_name("root", "nowhere", "x")
+    await scene.settle()
+    assert len(scene.frames) == frames + 1
+    tracker.set_stage_status("root", "fetch", "completed")
+    await scene.settle()
+    completed = [e for e in scene.hooks.events if isinstance(e, StageCompletedEvent)]
+    assert [e.target.stage_name for e in completed] == ["fetch_invoices"]
 
 
 async def test_changes_of_a_nested_run_publish_its_root(scene: Scene) -> None:
@@ -457,6 +493,40 @@ async def test_a_status_a_person_set_carries_its_attribution_on_its_event(scene:
         ("StageTarget", "pending", "user"),
         ("StageTarget", "running", None),
         ("RunTarget", "failed", "user"),
+    ]
+
+
+async def test_run_events_equal_the_constructors_targets(scene: Scene) -> None:
+    """P6/C3: a run event's target, built without the constructor (``Publication.run_moved``),
+    equals the one the constructor builds, field by field, and hashes alike: a run added,
+    moved with an error and an attribution, and asked to stop."""
+    tracker = scene.tracker
+    tracker.add_run("root", status="running")
+    tracker.add_run("child", parent_run_id="root", status="running")
+    tracker.set_run_status("child", "failed", error=ValueError("bad input"), attribution="agent")
+    tracker.request_control("root", "quit", attribution="user")
+    await scene.settle()
+    expected = [
+        RunTarget(run_id="root", status="running"),
+        RunTarget(run_id="child", status="running"),
+        RunTarget(
+            run_id="child",
+            previous_status="running",
+            status="failed",
+            error=FailureDetail(message="bad input", type="ValueError"),
+        ),
+        RunTarget(run_id="root", status="running", action="quit"),
+    ]
+    events = scene.hooks.lifecycle()
+    assert [event.target for event in events] == expected
+    assert [hash(event.target) for event in events] == [hash(target) for target in expected]
+    assert [repr(event.target) for event in events] == [repr(target) for target in expected]
+    assert [event.attribution for event in events] == [None, None, "agent", "user"]
+    assert [(event.run_id, event.root_run_id) for event in events] == [
+        ("root", "root"),
+        ("child", "root"),
+        ("child", "root"),
+        ("root", "root"),
     ]
 
 

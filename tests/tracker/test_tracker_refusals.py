@@ -46,6 +46,7 @@ FACTS = (
     "remove_run",
     "add_stage",
     "add_tool",
+    "set_stage_name",
     "set_stage_status",
     "set_tool_status",
     "open_prompt",
@@ -235,6 +236,8 @@ class Caller:
                 extra["status"] = self.status(STAGE_STATUSES)
             node_id = self.pick(NODE_IDS, bad=BAD)
             return (run, node_id, self.pick(("n",), bad=(None, 1))), extra
+        if name == "set_stage_name":
+            return (run, self.node(run), self.pick(("n", "m"), bad=(None, 1))), {}
         if name == "set_stage_status":
             return (run, self.node(run), self.status(STAGE_STATUSES)), {
                 "retrying": self.flag(),

@@ -42,8 +42,10 @@ NS_END = ":"
 
 Outcome = Literal["completed", "paused", "failed", "killed"]
 
-# A nested run still open when its thread's invocation ends takes this status.
+# The root's one stage, which hosts the turns.
 THREAD_STAGE = "thread"
+# The one stage of the run that counts the folded turns.
+SUMMARY_STAGE = "summary"
 
 # The thread's stage when a turn ends so.
 _THREAD_STAGE: dict[str, str] = {
@@ -259,20 +261,18 @@ class ThreadMapper:
             self._fold()
 
     def _fold(self) -> None:
-        """The summary of the folded turns: one stage of a run that is history (no events)."""
+        """The summary of the folded turns: one stage of a run that is history (no events),
+        added at the first fold and renamed at each one after it."""
         sink = self._sink
-        if self._summary is not None:
-            sink.remove_run(self._summary)
         total = sum(self._folded.values())
         counts = ", ".join(f"{n} {status}" for status, n in sorted(self._folded.items()))
-        self._summary = f"{self.root_run_id}{NS_SEP}earlier-turns-{total}"
+        name = f"{total} earlier turn{'' if total == 1 else 's'} ({counts})"
+        if self._summary is not None:
+            sink.set_stage_name(self._summary, SUMMARY_STAGE, name)
+            return
+        self._summary = f"{self.root_run_id}{NS_SEP}earlier-turns"
         sink.add_run(self._summary, parent_run_id=self.root_run_id, live=False, status="completed")
-        sink.add_stage(
-            self._summary,
-            "summary",
-            f"{total} earlier turn{'' if total == 1 else 's'} ({counts})",
-            status="completed",
-        )
+        sink.add_stage(self._summary, SUMMARY_STAGE, name, status="completed")
 
     def end(self, outcome: Outcome, error: FailureDetail | None = None) -> None:
         """The invocation ended: normally (``completed``, or ``paused`` at a breakpoint),

@@ -63,6 +63,7 @@ _POSITIONAL: Final[dict[str, tuple[tuple[str, frozenset[str] | None], ...]]] = {
     "remove_run": (("run_id", _IDS),),
     "add_stage": (("run_id", _IDS), ("stage_id", _IDS), ("name", _IDS)),
     "add_tool": (("run_id", _IDS), ("tool_id", _IDS), ("name", _IDS)),
+    "set_stage_name": (("run_id", _IDS), ("stage_id", _IDS), ("name", _IDS)),
     "set_stage_status": (("run_id", _IDS), ("stage_id", _IDS), ("status", _STAGE)),
     "set_tool_status": (("run_id", _IDS), ("tool_id", _IDS), ("status", _TOOL)),
     "open_prompt": (("run_id", _IDS), ("prompt_id", _IDS)),
@@ -389,6 +390,7 @@ class Tracker(metaclass=NoPublicConstructor):
     remove_run = _queued(RunTracker.remove_run)
     add_stage = _queued(RunTracker.add_stage)
     add_tool = _queued(RunTracker.add_tool)
+    set_stage_name = _queued(RunTracker.set_stage_name)
     set_stage_status = _queued(RunTracker.set_stage_status)
     set_tool_status = _queued(RunTracker.set_tool_status)
     open_prompt = _queued(RunTracker.open_prompt)

@@ -23,7 +23,6 @@ from .._contract import (
     PromptStatus,
     PromptTarget,
     RunStatus,
-    RunTarget,
     StageStatus,
     Timestamp,
     ToolNodeStatus,
@@ -174,8 +173,7 @@ class Ledger:
         if parent is not None and host is not None:
             state.host_changed(parent, host, 1)
         if event_id is not None:
-            target = RunTarget(run_id=run_id, status=record.status)
-            publication.lifecycle(event_id, record, target, now)
+            publication.run_moved(event_id, record, None, record.status, now)
         self.touched(record, now)
 
     def set_run_status(
@@ -204,8 +202,7 @@ class Ledger:
             state.stop_changed(run)
         state.refresh_run(run)
         if event_id is not None:
-            target = RunTarget(run_id=run.run_id, previous_status=previous, status=new, error=error)
-            publication.lifecycle(event_id, run, target, now, attribution=by)
+            publication.run_moved(event_id, run, previous, new, now, error=error, attribution=by)
         self.touched(run, now)
 
     def set_labels(self, run: RunRecord, labels: Labels | None) -> None:
@@ -228,7 +225,6 @@ class Ledger:
         publication = self.publication
         publication.require_started()
         now = self.now()
-        target = RunTarget(run_id=run.run_id, status=run.status, action=requested)
         event_id = publication.event_id(run)
         stop = run.stop_requested
         if requested in _STOP_ACTIONS:
@@ -238,7 +234,10 @@ class Ledger:
         if stop is not run.stop_requested:
             run.stop_requested = stop
             self.states[run.root_run_id].stop_changed(run)
-        publication.lifecycle(event_id, run, target, now, attribution=by)
+        if event_id is not None:
+            publication.run_moved(
+                event_id, run, None, run.status, now, action=requested, attribution=by
+            )
         self.touched(run, now)
 
     def remove_run(self, run: RunRecord) -> None:
@@ -282,6 +281,19 @@ class Ledger:
         self.states[run.root_run_id].add_node(run, node, parents)
         if event_id is not None:
             publication.node_moved(event_id, run, node, None, node.status, now, False)
+        self.touched(run, now)
+
+    def rename_node(self, run: RunRecord, node: NodeRecord, name: object) -> None:
+        """``node`` of ``run`` is called ``name`` now: its graph node follows. The same name
+        again changes nothing, and publishes nothing."""
+        checked = check_str(name, "name")
+        self.publication.require_started()
+        now = self.now()
+        if checked == node.name:
+            return
+        node.name = checked
+        if self.graph:
+            self.states[run.root_run_id].refresh_graph_node(run, node)
         self.touched(run, now)
 
     def node_status(

@@ -10,17 +10,22 @@ before a fact changes anything and hands it the event once the fact is folded in
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import final
 
 from .._contract import (
     Attribution,
     Availability,
+    ControlAction,
     Delivery,
+    FailureDetail,
     HeartbeatEvent,
     LifecycleInput,
     LifecycleTarget,
     RootActivity,
+    RunStatus,
+    RunTarget,
     StageStatus,
     StageTarget,
     ToolNodeStatus,
@@ -75,6 +80,13 @@ _build_LifecycleInput = unchecked_builder(LifecycleInput)
     _tool_status,
     _tool_error,
 ) = slot_stores(ToolTarget)
+(
+    _run_run_id,
+    _run_previous_status,
+    _run_status,
+    _run_action,
+    _run_error,
+) = slot_stores(RunTarget)
 _LIVE = Delivery.LIVE
 _REPLAY = Delivery.REPLAY
 
@@ -214,6 +226,17 @@ class Publication:
             self.publisher.publish_changed(activity)
         # </copy-source>
 
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """A tracker's ``batch()`` block: the outermost one publishes the roots it changed."""
+        self.batch_depth += 1
+        try:
+            yield
+        finally:
+            self.batch_depth -= 1
+            if self.batch_depth == 0:
+                self.flush()
+
     def flush(self) -> None:
         """The outermost batch ended: publish each root it changed, once."""
         dirty, self.dirty = self.dirty, {}
@@ -272,6 +295,45 @@ class Publication:
                 attribution=attribution,
             )
             self.publisher.publish_lifecycle(event)
+
+    def run_moved(
+        self,
+        event_id: str,
+        run: RunRecord,
+        previous: RunStatus | None,
+        status: RunStatus,
+        now: float,
+        *,
+        action: ControlAction | None = None,
+        error: FailureDetail | None = None,
+        attribution: Attribution | None = None,
+    ) -> None:
+        """Publish a run's event: it moved from ``previous`` to ``status`` (``action``: the
+        control request behind it; ``error``: why it failed, C3, checked against ``status`` by
+        the tracker).
+
+        As :meth:`node_moved`: the target is built from checked values with slot stores and
+        goes to the publisher without a ``LifecycleInput`` (the constructor's validators were
+        about a tenth of a run fact, and a LangGraph invocation reports four run events);
+        held to the constructor's targets by
+        ``test_run_events_equal_the_constructors_targets`` (tests/tracker/test_tracker.py)."""
+        target = _new(RunTarget)
+        _run_run_id(target, run.run_id)
+        _run_previous_status(target, previous)
+        _run_status(target, status)
+        _run_action(target, action)
+        _run_error(target, error)
+        self.publisher._publish_checked_lifecycle(
+            event_id,
+            run.run_id,
+            run.root_run_id,
+            self.owner_session_id,
+            now,
+            now,
+            _LIVE,
+            target,
+            attribution,
+        )
 
     def node_moved(
         self,

@@ -135,6 +135,10 @@ class SchedulerFacts(Protocol):
         """Declare a tool node of a run (``ordinal`` orders tools that share a parent)."""
         ...
 
+    def set_stage_name(self, run_id: str, stage_id: str, name: str) -> None:
+        """A stage's new name (no status change: no event of its own)."""
+        ...
+
     def set_stage_status(
         self,
         run_id: str,

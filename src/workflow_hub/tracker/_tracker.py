@@ -237,22 +237,14 @@ class RunTracker:
         publication.hydrating = False
         ledger.publish_ready()
 
-    @contextmanager
-    def batch(self) -> Iterator[None]:
+    def batch(self) -> AbstractContextManager[None]:
         """Report several facts and publish each changed root once, when the block ends.
 
         Lifecycle events are still emitted as each fact is reported; only the ``changed`` frames
         wait, so observers never see the half-way summaries in between. Blocks may nest: the
         outermost one publishes. Inside :meth:`hydrating` it does nothing more.
         """
-        publication = self._ledger.publication
-        publication.batch_depth += 1
-        try:
-            yield
-        finally:
-            publication.batch_depth -= 1
-            if publication.batch_depth == 0:
-                publication.flush()
+        return self._ledger.publication.batch()
 
     # --- runs ------------------------------------------------------------------------------
 
@@ -485,6 +477,12 @@ class RunTracker:
         self._ledger.node_status(
             STAGE, run_id, stage_id, status, replay, retrying, error, attribution
         )
+
+    def set_stage_name(self, run_id: str, stage_id: str, name: str) -> None:
+        """Rename a stage (a name learned late, a count that grows): its graph node and its
+        later events carry ``name``. No status changed, so it emits no event of its own."""
+        run = self._ledger.run(run_id)
+        self._ledger.rename_node(run, self._ledger.node(run, stage_id, StageRecord), name)
 
     def set_tool_status(
         self,
