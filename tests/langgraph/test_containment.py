@@ -9,6 +9,7 @@ import logging
 import random
 import re
 import threading
+import uuid
 from collections.abc import Iterator
 from functools import partial
 from typing import Any
@@ -23,6 +24,9 @@ from langgraph.types import Command, interrupt
 
 import workflow_hub.sync
 from workflow_hub.langgraph import watch
+from workflow_hub.langgraph._handler import WatchHandler
+from workflow_hub.langgraph._mapping import ThreadMapper
+from workflow_hub.langgraph._retry import RetryPolicies
 from workflow_hub.tracker import SchedulerFacts
 
 from .conftest import AsyncioScene, SyncScene, asyncio_scene
@@ -222,6 +226,46 @@ def test_a_failure_inside_a_callback_is_contained(
     assert "no repr" in caplog.text
     assert watched.invoke(Command(resume="ok"), config()) == {"log": ["ok", "after"]}
     assert statuses(scene.facts.activity("t"))["after"] == "completed"
+
+
+class _BrokenGate:
+    """A gate that refuses every call: what a callback queues fails there."""
+
+    def submit(self, call: Any) -> None:
+        raise RuntimeError("gate broke")
+
+    def flush(self, timeout: float | None = None) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def test_no_callback_raises_into_langchain() -> None:
+    """C1 (issue 38): every callback, the two written out for speed among them, contains what
+    goes wrong inside it (a run id that is no UUID, a gate that fails): each failure goes to
+    the handler's ``failed`` once, and nothing reaches LangChain."""
+    failures: list[BaseException] = []
+    mapper = ThreadMapper(None, "t", heartbeat_interval_minutes=None)  # type: ignore[arg-type]
+    policies = RetryPolicies(chain(("a", log("a"))))
+    handler = WatchHandler(mapper, _BrokenGate(), policies, failures.append)
+    task = {"langgraph_checkpoint_ns": "a:1", "langgraph_node": "a", "langgraph_step": 1}
+    tool = {"langgraph_checkpoint_ns": "a:1"}
+    run, other = uuid.uuid4(), uuid.uuid4()
+    handler.on_chain_start(None, {}, run_id="no uuid", metadata=task)  # type: ignore[arg-type]
+    handler.on_chain_end({}, run_id="no uuid")  # type: ignore[arg-type]
+    handler.on_chain_error(ValueError("x"), run_id="no uuid")  # type: ignore[arg-type]
+    handler.on_chain_start(None, {}, run_id=run, metadata=task)  # the gate fails
+    handler.on_chain_end({}, run_id=run)
+    handler.on_chain_start(None, {}, run_id=other, metadata=task)
+    handler.on_chain_error(ValueError("x"), run_id=other)
+    handler.on_tool_start({"name": "grep"}, "", run_id=run, metadata=tool)
+    handler.on_tool_end("", run_id=run)
+    handler.on_tool_error(ValueError("x"), run_id=run)
+    assert [type(failure).__name__ for failure in failures] == [
+        *["AttributeError"] * 3,
+        *["RuntimeError"] * 7,
+    ]
 
 
 def _reuse_the_root(tracker: Any) -> None:

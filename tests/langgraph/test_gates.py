@@ -117,6 +117,36 @@ def test_a_call_from_another_thread_reaches_the_loop_before_what_that_thread_ask
     run_frozen(main)
 
 
+def test_calls_from_the_loop_and_a_thread_at_once_are_all_applied_in_each_ones_order() -> None:
+    """While a drain is due, the loop's own calls are appended without the lock (issue 38):
+    a thread queuing at the same time loses nothing, and each keeps its order."""
+
+    async def main(loop: FrozenLoop, gate: LoopGate, applied: Applied) -> None:
+        gate.submit(applied.call("loop-0"))  # the linger starts: the next ones take no lock
+        started = threading.Event()
+
+        def worker() -> None:
+            started.set()
+            for index in range(300):
+                gate.submit(applied.call(f"thread-{index}"))
+
+        thread = threading.Thread(target=worker)
+        thread.start()
+        started.wait()
+        for index in range(1, 300):
+            gate.submit(applied.call(f"loop-{index}"))
+        thread.join()
+        loop.now += LINGER
+        await turns()
+        gate.flush()
+        done = [name for batch in applied.batches for name in batch]
+        assert [n for n in done if n.startswith("loop")] == [f"loop-{i}" for i in range(300)]
+        assert [n for n in done if n.startswith("thread")] == [f"thread-{i}" for i in range(300)]
+        assert applied.threads == {threading.get_ident()}
+
+    run_frozen(main)
+
+
 def test_flush_on_the_loop_applies_at_once_and_close_ends_the_gate() -> None:
     async def main(loop: FrozenLoop, gate: LoopGate, applied: Applied) -> None:
         gate.submit(applied.call("a"))

@@ -197,7 +197,10 @@ def instance_check(cls: type[_T] | tuple[type[Any], ...]) -> Check[_T]:
 
 def tuple_check(item: Check[_T]) -> Check[tuple[_T, ...]]:
     def check(value: object, path: str) -> tuple[_T, ...]:
-        if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
+        if type(value) is tuple or type(value) is list:
+            if not value:
+                return ()
+        elif isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
             raise ContractError(path, f"expected a sequence, got {_type_name(value)}")
         items = tuple(value)
         try:

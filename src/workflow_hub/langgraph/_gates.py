@@ -385,6 +385,11 @@ class LoopGate:
 
     def submit(self, call: Callable[[], None]) -> None:
         here = threading.get_ident() == self._thread
+        if here and self._lingering:
+            # A drain is due on this thread, which alone drains and closes the gate: nothing to
+            # set, so no lock (an executor thread's append beside it is a deque's, atomic).
+            self._calls.append(call)
+            return
         with self._lock:
             if self._closed:
                 return

@@ -113,8 +113,10 @@ class WatchHandler(BaseCallbackHandler):
         self._gate = gate
         self._policies = policies
         self._open = True
-        self._chain_ns: dict[UUID, str] = {}  # every chain seen with a namespace, while it runs
-        self._tasks: dict[UUID, tuple[str, str]] = {}  # task chains: (namespace, node)
+        # By the run id's int (a UUID hashes in Python, its int in C): every chain seen with a
+        # namespace, while it runs; the task chains, (namespace, node).
+        self._chain_ns: dict[int, str] = {}
+        self._tasks: dict[int, tuple[str, str]] = {}
         self._failures: dict[str, int] = {}  # failed attempts per task namespace
         # A task was interrupted (or bubbled up): the invocation may have stopped at a
         # breakpoint inside it, which only the thread's state can tell.
@@ -135,7 +137,10 @@ class WatchHandler(BaseCallbackHandler):
 
     # --- chains -----------------------------------------------------------------------------
 
-    @_contained
+    # The two most frequent callbacks are contained as every callback is (``_contained``), and
+    # queue their call as ``_submit`` does, written out: a wrapper's frame and its packed
+    # arguments were a sixth of what a callback cost on the event loop's thread.
+
     def on_chain_start(
         self,
         serialized: dict[str, Any] | None,
@@ -146,39 +151,59 @@ class WatchHandler(BaseCallbackHandler):
         metadata: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
-        task_ns = metadata.get(_NS_KEY) if metadata else None
-        if not isinstance(task_ns, str) or not task_ns:
-            return
-        self._chain_ns[run_id] = task_ns
-        if parent_run_id is not None and self._chain_ns.get(parent_run_id) == task_ns:
-            return  # a chain inside a task
-        assert metadata is not None
-        node = metadata.get("langgraph_node")
-        if not isinstance(node, str):
-            node = task_ns.rpartition("|")[2].rpartition(":")[0]
-        step = metadata.get("langgraph_step")
-        self._tasks[run_id] = (task_ns, node)
-        self._submit(
-            self._mapper.task_started,
-            task_ns,
-            node,
-            step if isinstance(step, int) and not isinstance(step, bool) else None,
-        )
+        try:
+            task_ns = metadata.get(_NS_KEY) if metadata else None
+            if not isinstance(task_ns, str) or not task_ns:
+                return
+            key = run_id.int
+            chains = self._chain_ns
+            chains[key] = task_ns
+            if parent_run_id is not None and chains.get(parent_run_id.int) == task_ns:
+                return  # a chain inside a task
+            assert metadata is not None
+            node = metadata.get("langgraph_node")
+            if not isinstance(node, str):
+                node = task_ns.rpartition("|")[2].rpartition(":")[0]
+            step = metadata.get("langgraph_step")
+            if not isinstance(step, int) or isinstance(step, bool):
+                step = None
+            self._tasks[key] = (task_ns, node)
+            mapper = self._mapper
 
-    @_contained
+            def started() -> None:
+                if self._open:
+                    mapper.task_started(task_ns, node, step)
+
+            self._gate.submit(started)
+        except Exception as error:
+            self.failed(error)
+
     def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
-        self._chain_ns.pop(run_id, None)
-        task = self._tasks.pop(run_id, None)
-        if task is not None:
-            self._failures.pop(task[0], None)
-            self._submit(self._mapper.task_finished, task[0])
+        try:
+            key = run_id.int
+            self._chain_ns.pop(key, None)
+            task = self._tasks.pop(key, None)
+            if task is None:
+                return
+            task_ns = task[0]
+            self._failures.pop(task_ns, None)
+            mapper = self._mapper
+
+            def finished() -> None:
+                if self._open:
+                    mapper.task_finished(task_ns)
+
+            self._gate.submit(finished)
+        except Exception as error:
+            self.failed(error)
 
     @_contained
     def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         if isinstance(error, GraphBubbleUp):
             self.bubbled = True
-        self._chain_ns.pop(run_id, None)
-        task = self._tasks.pop(run_id, None)
+        key = run_id.int
+        self._chain_ns.pop(key, None)
+        task = self._tasks.pop(key, None)
         if task is None:
             return
         task_ns, node = task
