@@ -313,9 +313,9 @@ class Publication:
         the tracker).
 
         As :meth:`node_moved`: the target is built from checked values with slot stores and
-        goes to the publisher without a ``LifecycleInput`` (the constructor's validators were
-        about a tenth of a run fact, and a LangGraph invocation reports four run events);
-        held to the constructor's targets by
+        goes to the publisher without a ``LifecycleInput`` (the constructor's validators and
+        that input were about 30 % of a run fact, and a LangGraph invocation reports four run
+        events); held to the constructor's targets by
         ``test_run_events_equal_the_constructors_targets`` (tests/tracker/test_tracker.py)."""
         target = _new(RunTarget)
         _run_run_id(target, run.run_id)
