@@ -7,7 +7,11 @@ expects. This module imports nothing, so that the commands read it without loadi
 
 from __future__ import annotations
 
-__all__ = ["DEFAULT_PORT"]
+__all__ = ["DEFAULT_PORT", "MAX_STREAM_INTERVAL"]
 
 DEFAULT_PORT = 8765
 """The TCP port a served hub or fleet binds when none is given."""
+
+MAX_STREAM_INTERVAL = 10.0
+"""The longest ``?interval=`` of ``/v1/activity`` (seconds) a server accepts and a client asks
+for: longer is a view that looks stuck."""

@@ -12,27 +12,33 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+from collections import deque
+from typing import Any
 
 import attrs
 import pytest
 from rich.console import Console
+from rich.table import Table
 from rich.text import Text
 
 from tests.cli.test_demo_view import hook_event, output_with, render
 from tests.support.builders import root_in, stage_node
 from tests.support.dashboard import DASHBOARD, require_program
 from workflow_hub import (
+    Cursor,
     FailureDetail,
     NodePrompt,
     Reason,
     RootActivity,
     RootGraph,
+    SnapshotFrame,
     StageNode,
     StageTarget,
 )
 from workflow_hub._cli import _words
 from workflow_hub._cli._output import describe_event, root_attention
-from workflow_hub._cli._rich import _phrases
+from workflow_hub._cli._rich import _PANE_MIN_LINES, RichOutput, _phrases
+from workflow_hub.reporting import ActivityView
 from workflow_hub.wire import to_wire
 
 
@@ -236,6 +242,47 @@ def test_a_question_gets_room_before_the_reason_does() -> None:
     assert "data-migration" in lines[first]
     assert last - first <= 1, "\n".join(lines)
     assert re.search(".*".join(QUESTION.split()), flat(lines[first : last + 1]))
+
+
+class _CountedTables(RichOutput):
+    """The live view, counting the tables it laid out (each is a render of the whole table)."""
+
+    tables = 0
+
+    def _table(self, roots: Any, *, wide: bool, width: int) -> Table:
+        self.tables += 1
+        return super()._table(roots, wide=wide, width=width)
+
+
+@pytest.mark.parametrize(("width", "height"), [(80, 24), (200, 50)])
+def test_a_screen_of_roots_that_do_not_fit_is_laid_out_in_one_try(width: int, height: int) -> None:
+    """Issue 38: the first guess of how many roots fit counts the footer's lines (two at 80
+    columns: how many are hidden, and the legend), so a redraw renders the table once, not
+    twice (a watch's redraws were most of its CPU)."""
+    roots = tuple(
+        root(
+            f"worker-{index:03}",
+            "working",
+            "executing",
+            nodes=(stage_node(f"worker-{index:03}", "step", "running"),),
+        )
+        for index in range(120)
+    )
+    events: deque[str] = deque(maxlen=12)
+    output = _CountedTables(pane_lines=12, events=events)
+    view = ActivityView()
+    frame = SnapshotFrame(cursor=Cursor(epoch="e", revision=1), availability="ready", roots=roots)
+    view.apply(frame)
+    output.frame(frame, view)
+    lines = render(output, width, height)
+    assert output.tables == 1
+    assert len(lines) <= height
+    text = flat(lines)
+    shown = sum(1 for r in roots if re.search(rf"\b{r.root_run_id}\b", text))
+    assert f"{len(roots) - shown} more not shown" in text
+    # As many rows as the screen holds: the hook pane below has only its least height.
+    pane = len(lines) - next(i for i, line in enumerate(lines) if "hook events" in line)
+    assert pane == _PANE_MIN_LINES
 
 
 def test_roots_that_do_not_fit_are_counted_and_never_those_that_need_a_person() -> None:

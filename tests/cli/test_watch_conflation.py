@@ -1,5 +1,6 @@
-"""The live view of ``watch`` asks the server to conflate while it lags, and takes the full stream
-from a server that cannot (issue 38: a ``watch`` cost more CPU than the bridge it watched).
+"""The live view of ``watch`` asks the server to conflate while it lags and to gather each root's
+changes for a tenth of a second between writes, and takes the full stream from a server that
+cannot (issue 38: a ``watch`` cost more CPU than the bridge it watched).
 
 The live view draws each root's latest state, so frames a lagging watch would only fold away
 need not be sent nor decoded (N2 with ``?conflate=1``); a hub served from a host
@@ -75,6 +76,27 @@ async def test_a_lagging_live_view_gets_each_roots_latest_frame_not_every_frame(
         nursery.cancel_scope.cancel()
     assert len(output.frames) < 100
     assert not [d for d in hub.diagnostics() if d.kind is DiagnosticKind.OBSERVER_OVERFLOW]
+
+
+async def test_the_live_view_takes_each_roots_latest_once_a_tenth_of_a_second() -> None:
+    """N2 with ``?interval=0.1``: 100 changes spread over at least 0.2 s, each with time for a
+    watch that keeps up to receive it, reach the view as a few frames ending in the last state:
+    the view decodes a busy root a few times a second, not once per change."""
+    output = _Counted()
+    async with open_hub() as hub, served(hub) as url, trio.open_nursery() as nursery:
+        publisher = hub.register_publisher()
+        publisher.publish_snapshot("ready", [root("a")])
+        nursery.start_soon(_watch, _args(url), output)
+        with trio.fail_after(WAIT):
+            await output.first.wait()
+            output.wanted = ("a", 99)
+            for active in range(100):
+                publisher.publish_changed(root("a", active=active))
+                await trio.sleep(0.002)
+            await output.seen.wait()
+        nursery.cancel_scope.cancel()
+    # The snapshot, then one frame a tenth of a second (the full stream: 100 more).
+    assert len(output.frames) < 30
 
 
 def _asyncio_hub(urls: queue.Queue[str], stop: threading.Event) -> None:

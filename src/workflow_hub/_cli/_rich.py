@@ -176,13 +176,19 @@ class Screen:
         # As many roots as leave the hook pane its lines, those that need a person first; the
         # line under the table says how many more there are (and of which kind).
         # Each row takes a line at least, below the header, the table's own lines (its rules
-        # and column headers) and the footer's first line (there is one when roots are left
-        # out, and the legend when the terminal is narrow): the first guess is never short of
-        # room and, when no row wraps, exact. Each try renders the whole table (what the
-        # view costs to draw), so rows that wrap are taken off two lines of excess at a time.
-        header_lines = len(console.render_lines(header, options.update(height=None), pad=False))
+        # and column headers) and the footer's (there is one when roots are left out, and the
+        # legend when the terminal is narrow; two lines at 80 columns): the first guess is
+        # never short of room and, when no row wraps, exact. Each try renders the whole table
+        # (what the view costs to draw: two tries were twice the CPU of a watch's redraws), so
+        # rows that wrap are taken off two lines of excess at a time.
+        unbounded = options.update(height=None)
+        header_lines = len(console.render_lines(header, unbounded, pad=False))
         room = height - _PANE_MIN_LINES - header_lines - _TABLE_LINES[wide]
-        footer = 1 if not wide or len(rows) > room else 0
+        footer = 0
+        if not wide or len(rows) > room:
+            hidden = _hidden(sizes, min(len(rows), max(0, room - 1)))
+            for text in self._footer(hidden, wide=wide, width=width):
+                footer += len(console.render_lines(text, unbounded, pad=False))
         shown = min(len(rows), max(0, room - footer))
         while True:
             top = Group(
@@ -190,7 +196,7 @@ class Screen:
                 self._table(rows[:shown], wide=wide, width=width),
                 *self._footer(_hidden(sizes, shown), wide=wide, width=width),
             )
-            lines = console.render_lines(top, options.update(height=None))
+            lines = console.render_lines(top, unbounded)
             used = len(lines)
             excess = used - (height - _PANE_MIN_LINES)
             if shown == 0 or excess <= 0:

@@ -32,6 +32,10 @@ if TYPE_CHECKING:
 __all__ = ["add_arguments", "connection_state", "run"]
 
 _REDRAW_EVERY = 0.25
+LIVE_INTERVAL = 0.1
+"""Seconds the live view lets a served hub gather frames between two writes (``?interval=``):
+each root's latest arrives, at most a tenth of a second late, under views redrawn 4 times a
+second."""
 # How long the connection may be down before watch asks the server itself why.
 _ASK_WHY_AFTER = 1.0
 _ASK_WHY_EVERY = 2.0
@@ -119,14 +123,19 @@ async def _watch(args: argparse.Namespace, output: Output) -> int:
     draw_changes = getattr(output, "draw_changes", None)
     # The live view shows each root's latest state, so it asks the server to conflate while it
     # lags (each root's latest frame, not every frame in between, nor an overflow's snapshot):
-    # fewer frames to decode when the watch is behind. A server that cannot (a hosted hub) says
-    # 400, and the watch takes the full stream. Lines on a pipe keep every frame.
+    # fewer frames to decode when the watch is behind; and to write at most every
+    # LIVE_INTERVAL, so that a root changing a thousand times a second is decoded ten times,
+    # not a thousand (issue 38: the watch cost more CPU than the bridge it watched). A server
+    # that cannot (a hosted hub) says 400, and the watch takes the full stream. Lines on a pipe
+    # keep every frame.
     conflate = draw_changes is not None
     with output, trio.move_on_after(args.duration if args.duration else float("inf")):
         while True:
             try:
                 async with (
-                    RemoteHub(args.url, token=args.token).subscribe(conflate=conflate) as stream,
+                    RemoteHub(args.url, token=args.token).subscribe(
+                        conflate=conflate, interval=LIVE_INTERVAL if conflate else None
+                    ) as stream,
                     trio.open_nursery() as nursery,
                 ):
                     nursery.start_soon(

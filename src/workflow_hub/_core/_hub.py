@@ -337,6 +337,11 @@ class WorkflowActivityHub:
     def availability(self) -> Availability:
         return self._availability
 
+    @property
+    def queue_limit(self) -> int:
+        """The most frames an observer may have pending (O4): one more overflows its queue."""
+        return self._queue_limit
+
     def snapshot_frame(self) -> SnapshotFrame:
         """The current state as one frame. Built at most once per revision and shared."""
         if self._thread != threading.get_ident():

@@ -37,6 +37,7 @@ from .._contract import (
     loads,
 )
 from .._core import FrameReceiver
+from .._defaults import MAX_STREAM_INTERVAL
 from .._exceptions import WorkflowHubError
 
 # No __all__: every public name here is listed once, by workflow_hub.remote's __all__.
@@ -172,10 +173,13 @@ class RemoteStream(FrameReceiver):
         backoff: Backoff,
         rng: random.Random,
         conflate: bool = False,
+        interval: float | None = None,
     ) -> None:
         self._client = client
         self._url = url
         self._params = {"conflate": "1"} if conflate else {}
+        if interval is not None:
+            self._params["interval"] = repr(interval)
         self._backoff = backoff
         self._rng = rng
         self._lease = RemoteLease(self)
@@ -349,18 +353,34 @@ class RemoteHub:
 
     @asynccontextmanager
     async def subscribe(
-        self, *, since: Cursor | None = None, conflate: bool = False
+        self,
+        *,
+        since: Cursor | None = None,
+        conflate: bool = False,
+        interval: float | None = None,
     ) -> AsyncIterator[RemoteStream]:
         """``async with remote.subscribe() as stream: async for frame in stream:``.
 
         ``conflate=True`` asks the server to conflate (``?conflate=1``): when this client lags,
         it receives each root's latest frame instead of every intermediate one, folding to the
-        same state (see ``hub.subscribe(conflate=True)``).
+        same state (see ``hub.subscribe(conflate=True)``). With it, ``interval`` (seconds, above
+        0 and at most 10) asks the server to write at most once per interval
+        (``?interval=``): a consumer that only shows the latest state (a view redrawn a few
+        times a second) then decodes each root once per interval, however often it changes.
         """
         if since is not None and not isinstance(since, Cursor):
             raise ContractError("since", f"expected a Cursor or None, got {type(since).__name__}")
         if type(conflate) is not bool:
             raise ContractError("conflate", f"expected a bool, got {type(conflate).__name__}")
+        if interval is not None:
+            if type(interval) not in (int, float) or not 0 < interval <= MAX_STREAM_INTERVAL:
+                raise ContractError(
+                    "interval",
+                    f"expected seconds above 0 and at most {MAX_STREAM_INTERVAL:g}, got {interval!r}",
+                )
+            if not conflate:
+                raise ContractError("interval", "an interval needs conflate=True")
+            interval = float(interval)
         async with self._client() as client:
             stream = RemoteStream(
                 client,
@@ -369,6 +389,7 @@ class RemoteHub:
                 backoff=self._backoff,
                 rng=self._rng,
                 conflate=conflate,
+                interval=interval,
             )
             try:
                 yield stream

@@ -43,6 +43,7 @@ from ._requests import (
     document_response,
     error_response,
     json_response,
+    parse_interval,
     problem,
     resume_position,
 )
@@ -143,10 +144,17 @@ def _hosted(
 class _ActivityStream(Response):
     """``/v1/activity``: one SSE event per frame, everything pending in one write."""
 
-    def __init__(self, app: HubApp, since: Cursor | None, conflate: bool = False) -> None:
+    def __init__(
+        self,
+        app: HubApp,
+        since: Cursor | None,
+        conflate: bool = False,
+        interval: float | None = None,
+    ) -> None:
         self._hub_app = app
         self._since = since
         self._conflate = conflate
+        self._interval = interval  # ?interval=: the least time between two writes of frames
         self.status_code = 200
         self.background = None
         self.raw_headers = list(SSE_HEADERS)
@@ -175,6 +183,10 @@ class _ActivityStream(Response):
         backlog = encoder.backlog
         keepalive = app.keepalive
         lease = stream.lease
+        interval = self._interval
+        # A paced stream writes early when its queue holds half of what it may hold: conflated
+        # then, it still fits (a conflating queue overflows when its roots fill more than half).
+        room = 0 if interval is None else max(1, app.hub.queue_limit // 2)
         # The retry field goes in front of the first event (a write of its own: the snapshot's
         # bytes are shared by every client, never copied to put something in front).
         await writer.write(RETRY_FIELD)
@@ -195,11 +207,29 @@ class _ActivityStream(Response):
                 if idle.cancelled_caught:
                     await writer.write(app.keepalive_bytes)
                     continue
+            written_at = anyio.current_time()
             if type(frames[0]) is SnapshotFrame and len(frames) > 1:
                 # A snapshot (attach, overflow, resume) is written from its shared encoding,
                 # never joined with what follows into a new string per client.
                 await writer.write(encoder.sse(frames.pop(0)))
             await writer.write_frames(backlog, frames)
+            if interval is not None:
+                await _pace(lease, written_at + interval, interval / _PACE_STEPS, room)
+
+
+_PACE_STEPS: Final = 8
+"""How often, within an ``?interval=``, a paced stream looks whether its queue filled up."""
+
+
+async def _pace(lease: ObserverLease, until: float, step: float, room: int) -> None:
+    """Let frames gather until ``until`` (the clock of ``anyio.current_time``), so that the
+    next write carries each root's latest frame once, however often it changed meanwhile; no
+    longer than it takes ``room`` frames to be pending."""
+    while lease.pending < room:
+        left = until - anyio.current_time()
+        if left <= 0:
+            return
+        await anyio.sleep(min(step, left))
 
 
 @final
@@ -450,9 +480,20 @@ class HubApp(StreamTracker):
             return error_response(
                 400, "conflation needs a hub served on trio, not a hosted one", "conflate"
             )
+        # ?interval=0.1 (with conflate=1): at most one write of frames every 0.1 s, each root's
+        # latest (issue 38: a terminal view that draws a few times a second decoded every frame).
+        interval_text = request.query_params.get("interval")
+        interval = None
+        if interval_text is not None:
+            try:
+                interval = parse_interval(interval_text)
+            except ContractError as error:
+                return contract_problem(error)
+            if conflate != "1":
+                return error_response(400, "interval needs conflate=1", "interval")
         if request.method == "HEAD":
             return StreamHead()
-        return _ActivityStream(self, since, conflate == "1")
+        return _ActivityStream(self, since, conflate == "1", interval)
 
     async def _events(self, request: Request) -> Response:
         if self._fanout is None:

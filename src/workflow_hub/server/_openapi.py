@@ -136,6 +136,15 @@ _CONFLATE: Final[Schema] = {
     "a 400 naming the field; a hub hosted by workflow_hub.asyncio refuses 1.",
     "schema": {"type": "string", "enum": ["0", "1"]},
 }
+_INTERVAL: Final[Schema] = {
+    "name": "interval",
+    "in": "query",
+    "required": False,
+    "description": "With conflate=1: seconds (above 0, at most 10) to let frames gather between "
+    "two writes, each write carrying each root's latest; sooner when half the queue is pending. "
+    "Without conflate=1, or out of range, a 400 naming the field.",
+    "schema": {"type": "string"},
+}
 LAST_EVENT_ID: Final[Schema] = {
     "name": "Last-Event-ID",
     "in": "header",
@@ -326,7 +335,7 @@ def openapi_document(
                     "400": _bad_position(),
                     **guarded,
                 },
-                parameters=[_SINCE, _CONFLATE, LAST_EVENT_ID],
+                parameters=[_SINCE, _CONFLATE, _INTERVAL, LAST_EVENT_ID],
                 tags=("activity",),
             ),
             "activity",

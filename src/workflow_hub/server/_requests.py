@@ -19,6 +19,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import math
 from collections.abc import Mapping
 from http import HTTPStatus
 from typing import Final
@@ -29,6 +30,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from .._contract import ContractError, Cursor, parse_cursor
+from .._defaults import MAX_STREAM_INTERVAL
 
 __all__ = [
     "EXCEPTION_HANDLERS",
@@ -165,6 +167,21 @@ def resume_position(query: QueryParams, headers: Headers) -> Cursor | None:
     if ":" not in text and _is_position(text):
         return None
     return parse_request_cursor(text, field)
+
+
+def parse_interval(text: str) -> float:
+    """``?interval=`` of ``/v1/activity``: seconds, a decimal number above 0 and at most
+    :data:`MAX_STREAM_INTERVAL`; anything else raises naming the field."""
+    try:
+        interval = float(text)
+    except ValueError:
+        interval = math.nan
+    if not 0 < interval <= MAX_STREAM_INTERVAL:  # also refuses nan
+        raise ContractError(
+            "interval",
+            f"expected seconds above 0 and at most {MAX_STREAM_INTERVAL:g}, got {text!r}",
+        )
+    return interval
 
 
 def resume_fleet_position(query: QueryParams, headers: Headers) -> tuple[str, int] | None:
