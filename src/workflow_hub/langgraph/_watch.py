@@ -343,7 +343,8 @@ class WatchedGraph:
         :meth:`statistics`).
 
         Reporting never makes LangGraph wait: callbacks queue their facts, applied in order
-        moments later. Every wrapper over the same tracker waits for the same invocations. Anything asked of the tracker after an invocation returned sees what it
+        moments later. Every wrapper over the same tracker waits for the same invocations.
+        Anything asked of the tracker after an invocation returned sees what it
         reported; call this to look at the hub from inside a running graph (from an async node
         with an asyncio host's tracker it applies the queue at once).
         """
