@@ -2,7 +2,9 @@
 
 The port is the server's (``serve_hub``, ``serve_fleet``) and the commands' that serve or name a
 served hub (``serve``, ``celery``): one number, so that a URL printed by one is the URL another
-expects. This module imports nothing, so that the commands read it without loading the server.
+expects. The longest stream interval is the server's and the remote client's (which checks it
+before asking). This module imports nothing, so that the commands read it without loading the
+server.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ import workflow_hub.asyncio
 from tests.hosts.test_asyncio_asgi import uvicorn_app
 from tests.support.builders import root
 from tests.support.netutil import served
-from workflow_hub import DiagnosticKind, Frame, open_hub
+from workflow_hub import DiagnosticKind, Frame, WorkflowActivityHub, open_hub
 from workflow_hub._cli._rich import RichOutput
 from workflow_hub._cli._watch import _watch
 from workflow_hub.reporting import ActivityView
@@ -59,9 +59,9 @@ def _args(url: str) -> argparse.Namespace:
     return argparse.Namespace(url=url, token=None, duration=None, alertmanager=None)
 
 
-async def test_a_lagging_live_view_gets_each_roots_latest_frame_not_every_frame() -> None:
-    """N2: 300 changes published at once reach the view as far fewer frames, ending in the last
-    state, and the server's queue for it never overflows into a snapshot."""
+async def _view_of_changes(count: int, pause: float) -> tuple[_Counted, WorkflowActivityHub]:
+    """A live view of a served hub whose one root changes ``count`` times, ``pause`` seconds
+    after each change (none at all for 0: one backlog); the view once it showed the last."""
     output = _Counted()
     async with open_hub() as hub, served(hub) as url, trio.open_nursery() as nursery:
         publisher = hub.register_publisher()
@@ -69,11 +69,20 @@ async def test_a_lagging_live_view_gets_each_roots_latest_frame_not_every_frame(
         nursery.start_soon(_watch, _args(url), output)
         with trio.fail_after(WAIT):
             await output.first.wait()
-            output.wanted = ("a", 299)
-            for active in range(300):
+            output.wanted = ("a", count - 1)
+            for active in range(count):
                 publisher.publish_changed(root("a", active=active))
+                if pause:
+                    await trio.sleep(pause)
             await output.seen.wait()
         nursery.cancel_scope.cancel()
+    return output, hub
+
+
+async def test_a_lagging_live_view_gets_each_roots_latest_frame_not_every_frame() -> None:
+    """N2: 300 changes published at once reach the view as far fewer frames, ending in the last
+    state, and the server's queue for it never overflows into a snapshot."""
+    output, hub = await _view_of_changes(300, 0)
     assert len(output.frames) < 100
     assert not [d for d in hub.diagnostics() if d.kind is DiagnosticKind.OBSERVER_OVERFLOW]
 
@@ -82,19 +91,7 @@ async def test_the_live_view_takes_each_roots_latest_once_a_tenth_of_a_second() 
     """N2 with ``?interval=0.1``: 100 changes spread over at least 0.2 s, each with time for a
     watch that keeps up to receive it, reach the view as a few frames ending in the last state:
     the view decodes a busy root a few times a second, not once per change."""
-    output = _Counted()
-    async with open_hub() as hub, served(hub) as url, trio.open_nursery() as nursery:
-        publisher = hub.register_publisher()
-        publisher.publish_snapshot("ready", [root("a")])
-        nursery.start_soon(_watch, _args(url), output)
-        with trio.fail_after(WAIT):
-            await output.first.wait()
-            output.wanted = ("a", 99)
-            for active in range(100):
-                publisher.publish_changed(root("a", active=active))
-                await trio.sleep(0.002)
-            await output.seen.wait()
-        nursery.cancel_scope.cancel()
+    output, _ = await _view_of_changes(100, 0.002)
     # The snapshot, then one frame a tenth of a second (the full stream: 100 more).
     assert len(output.frames) < 30
 
